@@ -1,0 +1,52 @@
+"""The ``pokerbot`` command line: one click group; each command lives in ``bot/commands``.
+
+Commands are imported lazily so ``pokerbot --help`` and small commands start fast (torch and
+numba load only for the commands that need them). Errors a user can cause (bad files, names,
+options, protocol lines) print one line on stderr and exit 2 (set ``POKERBOT_DEBUG=1`` for the
+traceback).
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import sys
+
+import click
+
+from bot.errors import PokerbotError
+
+#: command name -> "module:attribute" of its click command.
+COMMANDS: dict[str, str] = {
+    "games": "bot.commands.games:games",
+    "train": "bot.commands.train:train",
+}
+
+#: Exceptions that are the user's input, not our bug; shown as one line.
+USER_ERRORS: tuple[type[BaseException], ...] = (PokerbotError, ValueError, LookupError, OSError)
+
+
+class LazyGroup(click.Group):
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(COMMANDS)
+
+    def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
+        if name not in COMMANDS:
+            return None
+        module, attribute = COMMANDS[name].split(":")
+        return getattr(importlib.import_module(module), attribute)
+
+    def invoke(self, ctx: click.Context):  # type: ignore[override]
+        try:
+            return super().invoke(ctx)
+        except USER_ERRORS as error:
+            if os.environ.get("POKERBOT_DEBUG"):
+                raise
+            click.echo(f"error: {error}", err=True)
+            sys.exit(2)
+
+
+@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="pokerbot")
+def main() -> None:
+    """pokerbot: Deep CFR poker AI for ACPC limit games (Kuhn, Leduc, FHP, heads-up limit hold'em)."""

@@ -1,0 +1,1 @@
+"""One module per CLI command; :mod:`bot.cli` loads them lazily."""

@@ -1,0 +1,32 @@
+"""Deals that depend only on (seed, hand number), never on the actions.
+
+Both our dealer and the in-process match runner deal with :func:`deal_hand`, so the same seed
+gives the same cards by position in every hand whichever way a match is played, and replaying a
+seed with the seats swapped is a duplicate match (``shared/acpc-protocol.md`` §5.2, §6).
+
+>>> from protocol.gamedef import load_game
+>>> game = load_game("leduc")
+>>> deal_hand(game, seed=7, hand_number=3) == deal_hand(game, seed=7, hand_number=3)
+True
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from protocol.gamedef import Game
+
+
+def deal_hand(
+    game: Game, seed: int, hand_number: int
+) -> tuple[tuple[tuple[int, ...], ...], tuple[int, ...]]:
+    """Hole cards per position and the board for every round of hand ``hand_number``."""
+    rng = np.random.default_rng([seed, hand_number])
+    order = rng.permutation(len(game.deck))
+    cards = [game.deck[i] for i in order]
+    holes = tuple(
+        tuple(cards[p * game.num_hole_cards : (p + 1) * game.num_hole_cards])
+        for p in range(game.num_players)
+    )
+    start = game.num_players * game.num_hole_cards
+    return holes, tuple(cards[start : start + game.total_board_cards])

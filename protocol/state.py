@@ -1,0 +1,356 @@
+"""The rules engine: one hand of an ACPC limit game, with the reference dealer's semantics.
+
+Every player action has a check that raises with a message (``verify_fold``), a yes/no question
+(``can_fold``) and the act itself (``fold``) returning a small immutable :class:`Action`
+(pokerkit's pattern). The dealer, the bots, training and the TUI ask ``can_*`` and call the act;
+none of them re-implements legality. Rules follow ``shared/acpc-protocol.md`` section 2.5: who
+acts first per round (``firstPlayer``), raise caps that do not count the blinds, no fold when
+checking is free, a round closes when everyone still able to act has called the last raise.
+
+A whole hand of Leduc (position 0 acts first; each antes 1, bets are 2 then 4):
+
+>>> from protocol.gamedef import load_game
+>>> from protocol.cards import cards_from_str
+>>> game = load_game("leduc")
+>>> state = State(game, hole_cards=(cards_from_str("Kh"), cards_from_str("Qs")),
+...               board_cards=cards_from_str("Ks"))
+>>> state.actor, state.can_fold(), state.can_raise()
+(0, False, True)
+>>> state.bet_or_raise()
+Action(kind='r', player=0, round=0, spent_after=3)
+>>> state.check_or_call().kind, state.round, state.betting_string()
+('c', 1, 'rc/')
+>>> state.visible_board()
+(46,)
+>>> _ = state.check_or_call(); _ = state.bet_or_raise(); _ = state.fold()
+>>> state.is_finished, state.betting_string(), state.payoffs()
+(True, 'rc/crf', (3, -3))
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from protocol.gamedef import Game
+
+FOLD, CALL, RAISE = "f", "c", "r"
+ACTIONS = (FOLD, CALL, RAISE)
+#: The reference dealer's limit on actions in one round (MAX_NUM_ACTIONS).
+MAX_ACTIONS_PER_ROUND = 64
+
+
+class IllegalActionError(ValueError):
+    """An action that the rules do not allow in the current state."""
+
+
+@dataclass(frozen=True)
+class Action:
+    """What happened: the ACPC letter, who acted, in which round, and their total commitment."""
+
+    kind: str
+    player: int
+    round: int
+    spent_after: int
+
+
+class State:
+    """One hand in progress. Cards are optional: without them the betting logic still works
+    (the compiled betting tree uses that), but showdown payoffs need every player's cards.
+
+    ``board_cards`` holds the board for every round, dealt in advance as the reference dealer
+    does; :meth:`visible_board` shows the part dealt so far.
+    """
+
+    def __init__(
+        self,
+        game: Game,
+        hole_cards: Sequence[Sequence[int]] | None = None,
+        board_cards: Sequence[int] | None = None,
+    ) -> None:
+        if not game.is_limit:
+            raise NotImplementedError(f"{game.name}: only limit games are playable")
+        self.game = game
+        self.hole_cards: tuple[tuple[int, ...], ...] | None = (
+            tuple(tuple(h) for h in hole_cards) if hole_cards is not None else None
+        )
+        self.board_cards: tuple[int, ...] | None = (
+            tuple(board_cards) if board_cards is not None else None
+        )
+        self._check_cards()
+        self.spent = list(game.blind)
+        self.max_spent = max(game.blind)
+        self.folded = [False] * game.num_players
+        self.round = 0
+        self.actions: list[list[Action]] = [[]]
+        self.num_raises = 0
+        self.is_finished = False
+        self.actor: int | None = self._first_actor(0)
+        if self._num_acting() <= 1:  # everyone all-in from the blinds
+            self._finish_at_showdown()
+
+    # -- construction helpers ------------------------------------------------------------
+    def _check_cards(self) -> None:
+        game = self.game
+        seen: list[int] = []
+        if self.hole_cards is not None:
+            if len(self.hole_cards) != game.num_players or any(
+                len(h) != game.num_hole_cards for h in self.hole_cards
+            ):
+                raise ValueError(
+                    f"{game.name}: need {game.num_hole_cards} hole cards for each of "
+                    f"{game.num_players} positions"
+                )
+            seen += [c for h in self.hole_cards for c in h]
+        if self.board_cards is not None:
+            if len(self.board_cards) != game.total_board_cards:
+                raise ValueError(f"{game.name}: need {game.total_board_cards} board cards")
+            seen += list(self.board_cards)
+        if len(set(seen)) != len(seen) or any(c not in game.deck for c in seen):
+            raise ValueError(f"{game.name}: cards repeat or are not in the deck")
+
+    def copy(self) -> State:
+        """An independent copy (cards are immutable and shared)."""
+        other = State.__new__(State)
+        other.__dict__.update(self.__dict__)
+        other.spent = list(self.spent)
+        other.folded = list(self.folded)
+        other.actions = [list(r) for r in self.actions]
+        return other
+
+    # -- derived facts -----------------------------------------------------------------
+    def _is_all_in(self, player: int) -> bool:
+        return self.spent[player] >= self.game.stack[player]
+
+    def _can_act(self, player: int) -> bool:
+        return not self.folded[player] and not self._is_all_in(player)
+
+    def _num_acting(self) -> int:
+        return sum(self._can_act(p) for p in range(self.game.num_players))
+
+    def _next_actor_from(self, player: int) -> int:
+        n = self.game.num_players
+        for step in range(n):
+            candidate = (player + step) % n
+            if self._can_act(candidate):
+                return candidate
+        raise AssertionError("no player can act")
+
+    def _first_actor(self, round_index: int) -> int:
+        return self._next_actor_from(self.game.first_player[round_index])
+
+    def _num_called(self) -> int:
+        """Players who have matched the current bet this round (ACPC ``numCalled``)."""
+        count = 0
+        for action in reversed(self.actions[self.round]):
+            if action.kind == RAISE:
+                return count + (not self._is_all_in(action.player))
+            if action.kind == CALL and not self._is_all_in(action.player):
+                count += 1
+        return count
+
+    @property
+    def num_folded(self) -> int:
+        return sum(self.folded)
+
+    def to_call(self, player: int | None = None) -> int:
+        """Chips ``player`` (default: the actor) must add to call."""
+        player = self.actor if player is None else player
+        if player is None:
+            return 0
+        return min(self.max_spent, self.game.stack[player]) - self.spent[player]
+
+    def raise_to_amount(self) -> int:
+        """The total commitment after a raise by the actor (limit: one fixed increment)."""
+        assert self.actor is not None
+        return min(self.max_spent + self.game.raise_size[self.round], self.game.stack[self.actor])
+
+    def visible_board(self) -> tuple[int, ...]:
+        """Board cards dealt up to the current round."""
+        if self.board_cards is None:
+            return ()
+        return self.board_cards[: self.game.board_cards_through(self.round)]
+
+    @property
+    def pot(self) -> int:
+        return sum(self.spent)
+
+    def betting_string(self) -> str:
+        """ACPC betting text; a closed round is followed by ``/`` as the dealer writes it."""
+        return "/".join("".join(a.kind for a in r) for r in self.actions)
+
+    @property
+    def is_showdown(self) -> bool:
+        return self.is_finished and self.num_folded < self.game.num_players - 1
+
+    # -- verify / can / act ---------------------------------------------------------------
+    def _verify_turn(self) -> int:
+        if self.is_finished or self.actor is None:
+            raise IllegalActionError("the hand is over: nobody may act")
+        return self.actor
+
+    def verify_fold(self) -> None:
+        """Raise unless the actor may fold: folding is illegal when checking is free."""
+        player = self._verify_turn()
+        if self.spent[player] >= self.max_spent:
+            raise IllegalActionError("cannot fold: checking is free")
+
+    def verify_check_or_call(self) -> None:
+        """Raise unless the actor may check or call (always legal while the hand runs)."""
+        self._verify_turn()
+
+    def verify_bet_or_raise(self) -> None:
+        """Raise unless the actor may raise: the round's cap, two players able to act, room."""
+        self._verify_turn()
+        if self.num_raises >= self.game.max_raises[self.round]:
+            raise IllegalActionError(
+                f"cannot raise: round {self.round} allows {self.game.max_raises[self.round]} raises"
+            )
+        if self._num_acting() <= 1:
+            raise IllegalActionError("cannot raise: nobody else can act")
+        if len(self.actions[self.round]) + self.game.num_players > MAX_ACTIONS_PER_ROUND:
+            raise IllegalActionError("cannot raise: too many actions this round")
+        if self.raise_to_amount() <= self.max_spent:
+            raise IllegalActionError("cannot raise: no chips left to raise with")
+
+    def can_fold(self) -> bool:
+        return _permits(self.verify_fold)
+
+    def can_check_or_call(self) -> bool:
+        return _permits(self.verify_check_or_call)
+
+    def can_bet_or_raise(self) -> bool:
+        return _permits(self.verify_bet_or_raise)
+
+    can_raise = can_bet_or_raise
+
+    def legal_actions(self) -> tuple[str, ...]:
+        """The legal ACPC letters, in the order fold, call, raise."""
+        if self.is_finished:
+            return ()
+        return tuple(
+            kind
+            for kind, allowed in zip(
+                ACTIONS, (self.can_fold(), True, self.can_bet_or_raise()), strict=True
+            )
+            if allowed
+        )
+
+    def fold(self) -> Action:
+        self.verify_fold()
+        player = self.actor
+        assert player is not None
+        self.folded[player] = True
+        return self._record(FOLD, player)
+
+    def check_or_call(self) -> Action:
+        self.verify_check_or_call()
+        player = self.actor
+        assert player is not None
+        self.spent[player] = min(self.max_spent, self.game.stack[player])
+        return self._record(CALL, player)
+
+    def bet_or_raise(self) -> Action:
+        self.verify_bet_or_raise()
+        player = self.actor
+        assert player is not None
+        self.max_spent = self.raise_to_amount()
+        self.spent[player] = self.max_spent
+        self.num_raises += 1
+        return self._record(RAISE, player)
+
+    def apply(self, kind: str) -> Action:
+        """Apply an ACPC letter ``f``, ``c`` or ``r``."""
+        if kind == FOLD:
+            return self.fold()
+        if kind == CALL:
+            return self.check_or_call()
+        if kind == RAISE:
+            return self.bet_or_raise()
+        raise IllegalActionError(f"unknown action {kind!r} (expected one of f, c, r)")
+
+    def _record(self, kind: str, player: int) -> Action:
+        action = Action(kind, player, self.round, self.spent[player])
+        self.actions[self.round].append(action)
+        self._advance()
+        return action
+
+    def _advance(self) -> None:
+        """Move the turn on, close the round, or end the hand (ACPC ``doAction``)."""
+        if self.num_folded + 1 >= self.game.num_players:
+            self.is_finished, self.actor = True, None
+        elif self._num_called() >= self._num_acting():
+            if self._num_acting() > 1 and self.round + 1 < self.game.num_rounds:
+                self.round += 1
+                self.actions.append([])
+                self.num_raises = 0
+                self.actor = self._first_actor(self.round)
+            else:
+                self._finish_at_showdown()
+        else:
+            assert self.actor is not None
+            self.actor = self._next_actor_from(self.actor + 1)
+
+    def _finish_at_showdown(self) -> None:
+        """End the hand; rounds skipped because of all-ins still show ``/`` and their cards."""
+        while self.round + 1 < self.game.num_rounds:
+            self.round += 1
+            self.actions.append([])
+        self.is_finished, self.actor = True, None
+
+    # -- outcome -----------------------------------------------------------------------
+    def payoffs(self) -> tuple[int, ...]:
+        """Net chips per position, blinds included (zero-sum). Needs cards at a showdown."""
+        if not self.is_finished:
+            raise IllegalActionError("the hand is not over")
+        players = range(self.game.num_players)
+        if not self.is_showdown:
+            winner = next(p for p in players if not self.folded[p])
+            pot = self.pot
+            return tuple(pot - self.spent[p] if p == winner else -self.spent[p] for p in players)
+        if self.hole_cards is None or self.board_cards is None:
+            raise IllegalActionError("a showdown needs every player's cards")
+        from protocol.evaluator import hand_strength
+
+        strength = {
+            p: hand_strength(self.hole_cards[p] + self.visible_board())
+            for p in players
+            if not self.folded[p]
+        }
+        return split_pots(self.spent, strength)
+
+
+def split_pots(spent: Sequence[int], strength: dict[int, int]) -> tuple[int, ...]:
+    """Net winnings when ``strength`` (players still in, higher better) contest the pot.
+
+    Side pots follow the contribution levels; each pot is split evenly among its best hands,
+    with odd chips going to the earliest positions (the reference dealer splits exactly in
+    floating point; limit heads-up pots are always even).
+
+    >>> split_pots([4, 4], {0: 10, 1: 7})
+    (4, -4)
+    >>> split_pots([3, 3], {0: 5, 1: 5})
+    (0, 0)
+    """
+    won = [0.0] * len(spent)
+    levels = sorted(set(spent))
+    previous = 0
+    for level in levels:
+        layer = sum(min(s, level) - min(s, previous) for s in spent)
+        eligible = [p for p in strength if spent[p] >= level]
+        if layer and eligible:
+            best = max(strength[p] for p in eligible)
+            winners = [p for p in eligible if strength[p] == best]
+            for p in winners:
+                won[p] += layer / len(winners)
+        previous = level
+    net = [w - s for w, s in zip(won, spent, strict=True)]
+    return tuple(int(x) if float(x).is_integer() else x for x in net)  # type: ignore[misc]
+
+
+def _permits(verify) -> bool:
+    try:
+        verify()
+    except IllegalActionError:
+        return False
+    return True

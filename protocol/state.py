@@ -21,10 +21,10 @@ Action(kind='r', player=0, round=0, spent_after=3)
 >>> state.check_or_call().kind, state.round, state.betting_string()
 ('c', 1, 'rc/')
 >>> state.visible_board()
-(46,)
+(47,)
 >>> _ = state.check_or_call(); _ = state.bet_or_raise(); _ = state.fold()
 >>> state.is_finished, state.betting_string(), state.payoffs()
-(True, 'rc/crf', (3, -3))
+(True, 'rc/crf', (-3, 3))
 """
 
 from __future__ import annotations

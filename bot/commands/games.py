@@ -33,8 +33,8 @@ def games() -> None:
     """List the shipped games with their sizes."""
     aliases = {v: k for k, v in GAME_ALIASES.items() if k != "hulh"}
     table = Table(title="Shipped ACPC games")
-    for column in ("name", "file", "rounds", "decision sequences per round", "terminal", "infosets per player", "big blind"):
-        table.add_column(column)
+    for column in ("game", "gamedef file", "rounds", "decision seqs / round", "terminal", "infosets / player", "BB"):
+        table.add_column(column, overflow="fold")
     for stem in shipped_game_names():
         game = load_game(stem)
         tree = BettingTree.build(game)
@@ -45,7 +45,7 @@ def games() -> None:
             str(game.num_rounds),
             " / ".join(map(str, tree.decision_nodes_per_round)),
             f"{tree.num_terminal:,}",
-            " / ".join(f"{n:,}" if n < 10**12 else f"{n:.4g}" for n in infosets),
+            " / ".join(f"{n:,}" if n < 10**12 else f"{n:.4g}" for n in sorted(set(infosets))),
             str(game.big_blind),
         )
     Console().print(table)

@@ -1,0 +1,1 @@
+"""Producing policies: tabular CFR family, Deep CFR, SD-CFR, NFSP, card abstraction, run directories."""

@@ -1,0 +1,182 @@
+"""Tabular policy files: one probability distribution per information set, as JSON.
+
+Format 1::
+
+    {"game": "leduc.limit.2p", "format": 1,
+     "policy": {"Ks||r": {"f": 0.1, "c": 0.6, "r": 0.3}, ...},
+     "meta": {...}}                      # optional: how the file was made (config, seed, ...)
+
+Keys are :meth:`bot.infosets.InfosetSpace.key` strings; each value gives probabilities of the
+legal actions only (a legal letter left out means 0). Loading is strict, because a policy that
+silently misses infosets or carries illegal actions would give wrong exploitability and wrong
+play: every problem is one :class:`PolicyFileError` line naming the file and the key.
+
+Importing this module registers the ``.json`` path loader with :mod:`bot.registry`, so
+``--agent leduc.json`` plays the file with :class:`TabularPolicyAgent`.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import tempfile
+from pathlib import Path
+
+import numpy as np
+
+from bot.agent import Agent
+from bot.errors import PokerbotError
+from bot.infosets import SUM_TOLERANCE, InfosetSpace, require_tabular_size, space_for
+from bot.registry import register_path_loader
+from protocol.gamedef import Game, GamedefError, load_game
+from protocol.matchstate import MatchState
+from protocol.state import ACTIONS
+
+FORMAT = 1
+_TOP_LEVEL = {"game", "format", "policy", "meta"}
+
+
+class PolicyFileError(PokerbotError):
+    """A policy file that cannot be used; the message names the file and the offending key."""
+
+
+def policy_dict(space: InfosetSpace, strategy: np.ndarray) -> dict[str, dict[str, float]]:
+    """``{key: {letter: probability}}`` over the legal letters of every infoset."""
+    strategy = space.check_strategy(strategy)
+    return {
+        key: {letter: float(p) for letter, p, ok in zip(ACTIONS, row, legal, strict=True) if ok}
+        for key, row, legal in zip(space.keys, strategy, space.legal, strict=True)
+    }
+
+
+def save_policy(path: Path, game: Game, strategy: np.ndarray, meta: dict | None = None) -> None:
+    """Write a policy file atomically (temporary file, fsync, rename)."""
+    document: dict = {"game": game.name, "format": FORMAT, "policy": policy_dict(space_for(game), strategy)}
+    if meta is not None:
+        document["meta"] = meta
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=path.name, suffix=".tmp")
+    try:
+        with os.fdopen(handle, "w") as out:
+            json.dump(document, out, indent=0)
+            out.flush()
+            os.fsync(out.fileno())
+        os.replace(temporary, path)
+    except BaseException:
+        Path(temporary).unlink(missing_ok=True)
+        raise
+
+
+def load_policy(path: Path, game: Game | None = None) -> tuple[Game, np.ndarray]:
+    """The game and strategy array ``[num_infosets, 3]`` of a policy file (strict)."""
+    path = Path(path)
+    try:
+        document = json.loads(path.read_text())
+    except json.JSONDecodeError as error:
+        raise PolicyFileError(f"{path}: not valid JSON: {error}") from None
+    except (OSError, UnicodeDecodeError) as error:
+        raise PolicyFileError(f"{path}: cannot read: {error}") from None
+    if not isinstance(document, dict):
+        raise PolicyFileError(f"{path}: expected a JSON object with game, format and policy")
+    unknown = set(document) - _TOP_LEVEL
+    missing = {"game", "format", "policy"} - set(document)
+    if unknown or missing:
+        problem = f"unknown field {sorted(unknown)[0]!r}" if unknown else f"missing field {sorted(missing)[0]!r}"
+        raise PolicyFileError(f"{path}: {problem} (a policy file has game, format, policy, meta)")
+    if document["format"] != FORMAT or isinstance(document["format"], bool):
+        raise PolicyFileError(f"{path}: format {document['format']!r} is not supported (only {FORMAT})")
+    game = _resolve_game(path, document["game"], game)
+    try:
+        require_tabular_size(game)
+    except ValueError as error:
+        raise PolicyFileError(f"{path}: {error}") from None
+    policy = document["policy"]
+    if not isinstance(policy, dict):
+        raise PolicyFileError(f"{path}: 'policy' must be an object of infoset key -> probabilities")
+    return game, _strategy_of(path, space_for(game), policy)
+
+
+def _resolve_game(path: Path, name: object, game: Game | None) -> Game:
+    if not isinstance(name, str):
+        raise PolicyFileError(f"{path}: 'game' must be a game name, got {name!r}")
+    if game is not None:
+        if game.name != name:
+            raise PolicyFileError(f"{path}: policy is for game {name!r}, not {game.name!r}")
+        return game
+    try:
+        return load_game(name)
+    except GamedefError as error:
+        raise PolicyFileError(f"{path}: {error} (for a custom gamedef, name its file with --game)") from None
+
+
+def _strategy_of(path: Path, space: InfosetSpace, policy: dict) -> np.ndarray:
+    strategy = np.zeros((space.num_infosets, len(ACTIONS)))
+    seen = np.zeros(space.num_infosets, dtype=bool)
+    for key, row in policy.items():
+        try:
+            index = space.index(key)
+        except KeyError:
+            raise PolicyFileError(f"{path}: unknown infoset key {key!r} for {space.game.name}") from None
+        if not isinstance(row, dict):
+            raise PolicyFileError(f"{path}: key {key!r}: expected an object of action -> probability")
+        for letter, p in row.items():
+            if letter not in ACTIONS:
+                raise PolicyFileError(f"{path}: key {key!r}: unknown action {letter!r} (actions are f, c, r)")
+            column = ACTIONS.index(letter)
+            if not space.legal[index, column]:
+                raise PolicyFileError(f"{path}: key {key!r}: action {letter!r} is illegal there")
+            if isinstance(p, bool) or not isinstance(p, int | float) or not math.isfinite(p) or p < 0:
+                raise PolicyFileError(f"{path}: key {key!r}: probability of {letter!r} must be a number >= 0, got {p!r}")
+            strategy[index, column] = p
+        total = strategy[index].sum()
+        if abs(total - 1.0) > SUM_TOLERANCE:
+            raise PolicyFileError(f"{path}: key {key!r}: probabilities sum to {total!r}, not 1")
+        strategy[index] /= total
+        seen[index] = True
+    if not seen.all():
+        absent = np.flatnonzero(~seen)
+        raise PolicyFileError(
+            f"{path}: missing infoset {space.key(int(absent[0]))!r} ({len(absent)} of {space.num_infosets} missing)"
+        )
+    return strategy
+
+
+def load_policy_strategy(game: Game | None, path: Path) -> tuple[Game, np.ndarray] | None:
+    """Strategy loader for :func:`bot.best_response.load_strategy`: ``.json`` files only."""
+    if path.suffix.lower() != ".json" or not path.is_file():
+        return None
+    return load_policy(path, game)
+
+
+class TabularPolicyAgent(Agent):
+    """Plays a strategy array over :func:`bot.infosets.space_for` ``(game)``, e.g. a policy file."""
+
+    name = "tabular"
+
+    def __init__(self, game: Game, strategy: np.ndarray, name: str | None = None) -> None:
+        super().__init__(game)
+        self.space = space_for(game)
+        self.strategy = self.space.check_strategy(strategy)
+        if name is not None:
+            self.name = name
+
+    @classmethod
+    def from_file(cls, path: Path, game: Game | None = None) -> TabularPolicyAgent:
+        loaded_game, strategy = load_policy(path, game)
+        return cls(loaded_game, strategy, name=Path(path).stem)
+
+    def action_probabilities(self, view: MatchState) -> dict[str, float]:
+        index = self.space.index(InfosetSpace.make_key(view.own_hole_cards, view.board, view.betting))
+        legal = self.space.legal[index]
+        return {a: float(p) for a, p, ok in zip(ACTIONS, self.strategy[index], legal, strict=True) if ok}
+
+
+def _agent_loader(game: Game, path: Path) -> Agent | None:
+    if path.suffix.lower() != ".json" or not path.is_file():
+        return None
+    return TabularPolicyAgent.from_file(path, game)
+
+
+register_path_loader(_agent_loader)

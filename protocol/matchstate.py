@@ -61,7 +61,9 @@ class MatchState:
     def to_state(self, game: Game) -> State:
         """Replay the betting on a fresh rules engine (cards the viewer does not know are left
         out). Raises :class:`MatchStateError` if the betting is illegal in ``game``."""
-        state = State(game)
+        return self._replay(State(game), game)
+
+    def _replay(self, state: State, game: Game) -> State:
         try:
             for rnd, actions in enumerate(self.betting_rounds()):
                 if rnd != state.round:
@@ -75,6 +77,25 @@ class MatchState:
         if state.round != self.round:
             raise MatchStateError(f"betting {self.betting!r} does not match the round structure")
         return state
+
+    def hand_values(self, game: Game) -> tuple[int, ...] | None:
+        """Net chips per position once the hand is over (None while it runs), computed from the
+        betting and the gamedef as a client must (§2.4): a fold needs no cards, a showdown uses
+        the revealed hands and the board."""
+        state = self.to_state(game)
+        if not state.is_finished:
+            return None
+        if not state.is_showdown:
+            return state.payoffs()
+        if any(len(h) != game.num_hole_cards for h in self.hole_cards):
+            raise MatchStateError(f"showdown without every hand revealed: {format_matchstate(self)}")
+        board = self.board_flat
+        if len(board) != game.total_board_cards:
+            raise MatchStateError(f"showdown without the whole board: {format_matchstate(self)}")
+        try:
+            return self._replay(State(game, self.hole_cards, board), game).payoffs()
+        except ValueError as error:
+            raise MatchStateError(f"impossible showdown {format_matchstate(self)}: {error}") from None
 
     def with_action(self, kind: str) -> MatchState:
         """The view after appending an action letter (no round bookkeeping: use ``to_state``)."""

@@ -1,0 +1,41 @@
+"""``pokerbot connect HOST PORT``: an agent joins an ACPC dealer as a client (§10 checklist)."""
+
+from __future__ import annotations
+
+import click
+from rich.console import Console
+
+from bot.match import run_as_client
+from bot.registry import resolve_agent
+from protocol.gamedef import load_game
+
+
+@click.command()
+@click.argument("host")
+@click.argument("port", type=click.IntRange(1, 65535))
+@click.option(
+    "--game",
+    default="holdem",
+    show_default=True,
+    help="The dealer's gamedef: kuhn, leduc, fhp, holdem or a path.",
+)
+@click.option(
+    "--agent",
+    "agent_spec",
+    default="call",
+    show_default=True,
+    help="A registered agent name or a policy path.",
+)
+@click.option(
+    "--seed",
+    type=int,
+    default=0,
+    show_default=True,
+    help="Seeds the agent's action sampling (per hand and position).",
+)
+def connect(host: str, port: int, game: str, agent_spec: str, seed: int) -> None:
+    """Play every hand the dealer at HOST PORT deals, until it closes the connection."""
+    loaded = load_game(game)
+    agent = resolve_agent(agent_spec, loaded)
+    summary = run_as_client(loaded, agent, host, port, seed)
+    Console().print(f"match over: {summary.line()}")

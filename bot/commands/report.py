@@ -1,0 +1,131 @@
+"""``pokerbot report LOGFILE``: the match statistics of any ACPC ``.log`` (ours or the reference
+dealer's). Two logs of the same seed with the seats swapped are a duplicate match."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+import numpy as np
+
+from bot.aivat import aivat_values
+from bot.errors import PokerbotError
+from bot.match_report import (
+    DEFAULT_HALF_WIDTH_MBB,
+    HandSeries,
+    console,
+    plot,
+    summarize,
+    table,
+    write_json,
+)
+from bot.registry import resolve_agent
+from protocol.gamedef import Game, GamedefError, load_game
+from protocol.match_log import HandRecord, MatchLog, read_match_log
+
+
+def game_of(log: MatchLog, path: str, override: str | None) -> Game:
+    if override is not None:
+        return load_game(override)
+    if log.header is not None:
+        for candidate in (log.header.gamedef_file, Path(log.header.gamedef_file).name):
+            try:
+                return load_game(candidate)
+            except GamedefError:
+                continue
+    raise PokerbotError(f"{path}: cannot tell the game from the header; pass --game")
+
+
+def hands_of(logs: list[MatchLog], player: str) -> list[tuple[HandRecord, int, bool]]:
+    """(hand, the player's position, from the second log) for every hand of the logs."""
+    rows = []
+    for index, log in enumerate(logs):
+        for hand in log.hands:
+            if player not in hand.names:
+                raise PokerbotError(
+                    f"player {player!r} is not in hand {hand.hand_number} (players: {'|'.join(hand.names)})"
+                )
+            rows.append((hand, hand.names.index(player), index == 1))
+    return rows
+
+
+def series_of_logs(
+    rows: list[tuple[HandRecord, int, bool]], aivat_chips: np.ndarray | None = None
+) -> HandSeries:
+    return HandSeries(
+        np.array([float(hand.values[position]) for hand, position, _ in rows]),
+        np.array([position for _, position, _ in rows]),
+        np.array([hand.hand_number for hand, _, _ in rows]),
+        np.array([mirrored for _, _, mirrored in rows]),
+        aivat_chips,
+    )
+
+
+@click.command()
+@click.argument("logfiles", nargs=-1, required=True, type=click.Path(exists=True, dir_okay=False))
+@click.option("--player", help="Whose results (default: seat 1 of the first log).")
+@click.option("--game", help="Gamedef for the big blind, if the log header's file cannot be found.")
+@click.option(
+    "--half-width",
+    type=click.FloatRange(min=0, min_open=True),
+    default=DEFAULT_HALF_WIDTH_MBB,
+    show_default=True,
+)
+@click.option(
+    "--agent",
+    "agent_spec",
+    help="The player's own policy (name or path): adds the AIVAT estimate (bot.aivat).",
+)
+@click.option(
+    "--opponent",
+    "opponent_spec",
+    default="random",
+    show_default=True,
+    help="With --agent on Kuhn/Leduc: the policy the exact value function assumes for the other seat.",
+)
+@click.option("--json", "json_path", type=click.Path(dir_okay=False))
+@click.option("--plot", "plot_path", type=click.Path(dir_okay=False))
+def report(
+    logfiles: tuple[str, ...],
+    player: str | None,
+    game: str | None,
+    half_width: float,
+    agent_spec: str | None,
+    opponent_spec: str,
+    json_path: str | None,
+    plot_path: str | None,
+) -> None:
+    """Report a player's mbb/g with 95% intervals from LOGFILE (two logs: a duplicate pair)."""
+    if len(logfiles) > 2:
+        raise PokerbotError("give one log, or two logs of a duplicate match")
+    logs = [read_match_log(path) for path in logfiles]
+    if not logs[0].hands:
+        raise PokerbotError(f"{logfiles[0]}: no finished hands")
+    player = player or logs[0].player_names[0]
+    loaded = game_of(logs[0], logfiles[0], game)
+    rows = hands_of(logs, player)
+    aivat = None
+    if agent_spec is not None:  # every hole card is in the log, which is what AIVAT needs
+        agents = (resolve_agent(agent_spec, loaded), resolve_agent(opponent_spec, loaded))
+        aivat = aivat_values([(hand, position) for hand, position, _ in rows], agents, loaded)
+    series = series_of_logs(rows, aivat)
+    if len(series.chips) < 2:
+        raise PokerbotError("fewer than 2 hands: no statistics")
+    summary = summarize(series, loaded.big_blind, half_width)
+    summary["config"] = {
+        "logfiles": list(logfiles),
+        "player": player,
+        "game": loaded.name,
+        "agent": agent_spec,
+        "opponent": opponent_spec if agent_spec else None,
+    }
+    complete = (
+        "" if all(log.score is not None for log in logs) else " (no SCORE line: match incomplete)"
+    )
+    title = f"{player} in {', '.join(logfiles)}{complete}"
+    out = console()
+    out.print(table(summary, title))
+    if json_path:
+        write_json(summary, json_path)
+    if plot_path:
+        plot(summary, plot_path, title)

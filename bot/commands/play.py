@@ -1,0 +1,120 @@
+"""``pokerbot play``: a person plays heads-up against a pokerbot agent in a Textual TUI, or
+through the same TUI as an ACPC client of a dealer (``--connect HOST PORT``).
+
+Without ``--opponent`` the strongest agent available locally is used: the registry is asked for
+the candidates in :data:`STRONGEST_FIRST` (registered names, and the run directories that the
+suggested train command writes) and the first that resolves plays. When none does, the fallback
+is :data:`FALLBACK`, with a notice saying so and how to train a stronger one.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import click
+
+from bot.agent import Agent
+from bot.errors import PokerbotError
+from bot.registry import AgentNotFound, resolve_agent
+from protocol.gamedef import GAME_ALIASES, Game, load_game
+
+#: Candidates per game, strongest first: registered names and the run directories the notice's
+#: train command writes. Deep CFR / SD-CFR beat abstractions and NFSP in HULH (Brown et al. 2019,
+#: table 2); bigger abstractions beat smaller ones; lossless abstractions are exact solves.
+STRONGEST_FIRST: dict[str, list[str]] = {
+    "holdem": ["runs/sd-cfr-holdem", "runs/deep-cfr-holdem", "abstraction_3e8", "abstraction_3e7", "abstraction_3e6", "nfsp"],
+    "fhp": ["fhp_lossless", "runs/sd-cfr-fhp", "runs/deep-cfr-fhp", "fhp_abstraction_3.6e6", "fhp_abstraction_4e4", "nfsp"],
+    "leduc": ["leduc_lossless", "runs/sd-cfr-leduc", "runs/deep-cfr-leduc", "leduc_merged", "nfsp"],
+    "kuhn": ["runs/sd-cfr-kuhn", "runs/deep-cfr-kuhn", "nfsp"],
+}
+#: The documented simple opponent when nothing trained exists: the calling station never folds
+#: and never raises, so a person learns to value-bet against it.
+FALLBACK = "call"
+TRAIN_HINT = "pokerbot train --game {game} --algo sd-cfr --out runs/sd-cfr-{game}"
+
+
+def strongest_opponent(game: Game) -> tuple[Agent, str | None]:
+    """The strongest locally available agent for ``game``, and a notice when it is the
+    fallback. Candidates that are not built are skipped; a broken artefact is an error."""
+    alias = next((a for a, stem in GAME_ALIASES.items() if stem == game.name and a != "hulh"), None)
+    for candidate in STRONGEST_FIRST.get(alias or "", []):
+        try:
+            return resolve_agent(candidate, game), None
+        except AgentNotFound:
+            continue
+    notice = (
+        f"No trained agent found: playing '{FALLBACK}' (a calling station). Train a stronger one: "
+        + TRAIN_HINT.format(game=alias or "<game>")
+        + ", then pokerbot play --opponent <run dir or name>."
+    )
+    return resolve_agent(FALLBACK, game), notice
+
+
+@click.command(context_settings={"show_default": True})
+@click.option("--game", "game_option", default="holdem", help="kuhn, leduc, fhp, holdem, or a gamedef path.")
+@click.option("--opponent", help="Agent name or path (default: the strongest available locally).")
+@click.option("--seed", type=int, default=None, help="Deal seed (default: from the clock; shown on screen and in the log).")
+@click.option("--hands", type=click.IntRange(min=1), default=None, help="Stop after this many hands (default: until you quit).")
+@click.option("--log", "log_path", type=click.Path(dir_okay=False, path_type=Path), default=None, help="Session log path (default: play-<game>-<seed>.log).")
+@click.option("--delay", type=click.FloatRange(min=0), default=0.6, help="Seconds before the bot's action is shown.")
+@click.option("--auto-next", type=click.FloatRange(min=0, min_open=True), default=None, help="Start the next hand this many seconds after one ends (default: press n).")
+@click.option("--four-colour", is_flag=True, help="Four-colour deck (clubs green, diamonds blue).")
+@click.option("--connect", nargs=2, type=(str, int), default=None, metavar="HOST PORT", help="Play as an ACPC client of a dealer instead of against a local agent.")
+def play(
+    game_option: str,
+    opponent: str | None,
+    seed: int | None,
+    hands: int | None,
+    log_path: Path | None,
+    delay: float,
+    auto_next: float | None,
+    four_colour: bool,
+    connect: tuple[str, int] | None,
+) -> None:
+    """Play heads-up limit poker against the bot in the terminal (keys: f c r, n, h, ?, q)."""
+    from tui.app import PokerApp
+
+    game = load_game(game_option)
+    if game.num_players != 2 or not game.is_limit:
+        raise PokerbotError(f"{game.name}: pokerbot play needs a heads-up limit game")
+    if seed is None:
+        seed = int(time.time()) % 1_000_000
+    if connect is not None:
+        if opponent is not None:
+            raise PokerbotError("--opponent and --connect exclude each other: the dealer seats the opponent")
+        from tui.remote import RemoteSession
+
+        session = RemoteSession.connect(game, *connect)
+        app = PokerApp(session, bot_delay=delay, auto_next=auto_next, four_colour=four_colour)
+        app.run()
+        click.echo(session.summary_line())
+        return
+    from tui.session import TableSession
+    from tui.session_log import SessionLog
+
+    if opponent is None:
+        click.echo("looking for the strongest local agent…", err=True)
+        agent, notice = strongest_opponent(game)
+        if notice:
+            click.echo(notice, err=True)
+    else:
+        agent, notice = resolve_agent(opponent, game), None
+    session = TableSession(game, agent, seed=seed, hands=hands)
+    path = log_path or Path(f"play-{Path(game_option).stem}-{seed}.log")
+    app = PokerApp(
+        session,
+        bot_delay=delay,
+        auto_next=auto_next,
+        four_colour=four_colour,
+        session_log=SessionLog(path, session),
+        notice=notice,
+    )
+    written = app.run()
+    stats = session.stats()
+    click.echo(
+        f"{stats.hands} hands, you {stats.total:+d} chips, {stats.mbb_per_game:+.0f} mbb/g"
+        + (f" ± {stats.ci95:.0f} (95%)" if stats.hands >= 2 else "")
+    )
+    if written is not None:
+        click.echo(f"session log: {written}  (pokerbot report {written} --player {session.names['human']})")

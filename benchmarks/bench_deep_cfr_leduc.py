@@ -1,0 +1,62 @@
+"""Exploitability vs wall clock of SD-CFR (and Deep CFR's SD-CFR average) on Leduc, 2 CPU cores.
+
+Trains with ``pokerbot train``'s own code (a real run directory under ``runs/bench-...``),
+then prints exploitability (exact, NashConv/2, mbb/g with Leduc's big blind of 2 chips) at fixed
+wall-clock marks and writes the curve to ``docs/leduc_sdcfr_exploitability.png``.
+Reference points (shared/reference.md): uniform play 1186.8 mbb/g; OpenSpiel's PyTorch Deep
+CFR 108 mbb/g after 10 minutes on a 2-core machine.
+
+    python benchmarks/bench_deep_cfr_leduc.py [--minutes 10] [--out runs/bench-leduc-sdcfr]
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from benchmarks.bench_cfr_leduc import machine  # noqa: E402  (one machine line for every benchmark)
+from training.deep_cfr import PRESETS, DeepCFRConfig, DeepCFRTrainer, plot_exploitability  # noqa: E402
+
+#: The Leduc preset (checkpoints every 10 iterations: a 2M-row memory checkpoint costs ~1 s).
+SETTINGS = {**PRESETS["leduc"], "checkpoint_every": 10}
+MARKS_S = (60, 120, 300, 600)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--minutes", type=float, default=10.0)
+    parser.add_argument("--algo", default="sd-cfr", choices=["sd-cfr", "deep-cfr"])
+    parser.add_argument("--out", default="runs/bench-leduc-sdcfr")
+    parser.add_argument("--png", default="docs/leduc_sdcfr_exploitability.png")
+    args = parser.parse_args()
+    print(f"machine: {machine()}")
+    shutil.rmtree(args.out, ignore_errors=True)
+    config = DeepCFRConfig(**{**SETTINGS, "game": "leduc", "algo": args.algo, "iterations": 100_000,
+                              "time_budget": f"{args.minutes * 60:.0f}s", "seed": 0})
+    print(f"settings: {SETTINGS}")
+    trainer = DeepCFRTrainer.new(config, args.out, progress=False)
+    records = [r for r in trainer.train() if "sdcfr_exploitability_mbb" in r]
+    print("wall s | iteration | SD-CFR average exploitability (mbb/g, NashConv/2)")
+    for mark in MARKS_S:
+        before = [r for r in records if r["elapsed_s"] <= mark]
+        if before:
+            r = before[-1]
+            print(f"{mark:6d} | {r['iteration']:9d} | {r['sdcfr_exploitability_mbb']:.1f}")
+    best = min(records, key=lambda r: r["sdcfr_exploitability_mbb"])
+    last = records[-1]
+    print(f"final: {last['sdcfr_exploitability_mbb']:.1f} mbb/g after {last['elapsed_s']:.0f} s "
+          f"({last['iteration']} iterations); best {best['sdcfr_exploitability_mbb']:.1f} at {best['elapsed_s']:.0f} s")
+    png = plot_exploitability(trainer.run)
+    if png is not None:
+        Path(args.png).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(png, args.png)
+        print(f"curve: {args.png}")
+    print(f"machine after: {machine()}")
+
+
+if __name__ == "__main__":
+    main()

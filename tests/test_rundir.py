@@ -1,0 +1,97 @@
+"""Run directories: config round trip, metrics append/truncate, atomic checkpoint swap, durations."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from training.rundir import RunDir, RunDirError, load_torch, parse_duration, save_torch
+
+
+@dataclasses.dataclass(frozen=True)
+class Cfg:
+    game: str = "kuhn"
+    seed: int = 3
+    budget: str | None = None
+    rate: float = 1e-3
+
+
+def test_create_saves_the_config_and_refuses_to_overwrite(tmp_path) -> None:
+    run = RunDir.create(tmp_path / "r", Cfg())
+    assert run.config() == {"game": "kuhn", "seed": 3, "rate": 1e-3}  # None dropped (TOML has no null)
+    with pytest.raises(RunDirError, match="already holds a run"):
+        RunDir.create(tmp_path / "r", Cfg())
+    assert RunDir.open(tmp_path / "r").config()["seed"] == 3
+    with pytest.raises(RunDirError, match="not a run directory"):
+        RunDir.open(tmp_path / "nothing")
+
+
+def test_metrics_append_read_truncate_and_torn_lines(tmp_path) -> None:
+    run = RunDir.create(tmp_path / "r", Cfg())
+    for i in range(1, 5):
+        run.append_metrics({"iteration": i, "loss": i / 2})
+    with open(run.metrics_path, "a") as handle:
+        handle.write('{"iteration": 5, "lo')  # a kill mid-write
+    assert [r["iteration"] for r in run.read_metrics()] == [1, 2, 3, 4]
+    run.truncate_metrics(2)
+    assert run.read_metrics() == [{"iteration": 1, "loss": 0.5}, {"iteration": 2, "loss": 1.0}]
+
+
+def test_checkpoint_swap_keeps_one_complete_checkpoint(tmp_path) -> None:
+    run = RunDir.create(tmp_path / "r", Cfg())
+    assert run.checkpoint_path is None
+    with run.writing_checkpoint() as folder:
+        save_torch(folder / "state.pt", {"iteration": 1})
+    assert load_torch(run.checkpoint_path / "state.pt") == {"iteration": 1}
+    with pytest.raises(RuntimeError):
+        with run.writing_checkpoint() as folder:
+            save_torch(folder / "state.pt", {"iteration": 2})
+            raise RuntimeError("killed while writing")
+    assert load_torch(run.checkpoint_path / "state.pt") == {"iteration": 1}  # the old one survives
+    with run.writing_checkpoint() as folder:
+        save_torch(folder / "state.pt", {"iteration": 3})
+    assert load_torch(run.checkpoint_path / "state.pt") == {"iteration": 3}
+    assert not (run.path / "checkpoint.old").exists()
+
+
+def test_a_kill_between_renames_still_resumes(tmp_path) -> None:
+    """The swap renames checkpoint -> checkpoint.old before tmp -> checkpoint; a kill in between
+    leaves only checkpoint.old, which is still found."""
+    run = RunDir.create(tmp_path / "r", Cfg())
+    with run.writing_checkpoint() as folder:
+        save_torch(folder / "state.pt", {"iteration": 1})
+    (run.path / "checkpoint").rename(run.path / "checkpoint.old")
+    assert run.checkpoint_path == run.path / "checkpoint.old"
+
+
+def test_damaged_checkpoint_is_a_clear_error(tmp_path) -> None:
+    path = tmp_path / "state.pt"
+    path.write_bytes(b"not a torch file")
+    with pytest.raises(RunDirError, match="cannot load"):
+        load_torch(path)
+
+
+@pytest.mark.parametrize("text,seconds", [("90", 90), ("90s", 90), ("10m", 600), ("2h", 7200), ("1h30m", 5400), ("1.5m", 90)])
+def test_parse_duration(text: str, seconds: float) -> None:
+    assert parse_duration(text) == seconds
+
+
+@pytest.mark.parametrize("text", ["", "ten minutes", "5d", "m"])
+def test_parse_duration_rejects_garbage(text: str) -> None:
+    with pytest.raises(ValueError, match="time budget"):
+        parse_duration(text)
+
+
+def test_progress_prints_a_plain_line_per_iteration_off_a_terminal() -> None:
+    import io
+
+    from training.rundir import Progress
+
+    stream = io.StringIO()
+    progress = Progress(3, stream=stream)
+    progress.start_iteration(1)
+    progress.advance_iteration(5, 10, "traversals")
+    progress.end_iteration(1, "loss 0.5")
+    progress.close()
+    assert stream.getvalue() == "iteration 1/3: loss 0.5\n"

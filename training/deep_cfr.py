@@ -1,0 +1,543 @@
+"""Deep CFR (Brown et al. 2019, algorithm 1) and Single Deep CFR (Steinberger 2019).
+
+One loop serves both (``algo``): each iteration ``t`` and each player ``p`` in turn runs ``K``
+external-sampling traversals (:mod:`training.traversal`, batched), adds the sampled instantaneous
+regrets to ``p``'s advantage memory and the opponent's strategy vectors to the strategy memory
+(each row stores ``t``), then trains ``p``'s value network from scratch on the advantage memory
+(MSE over legal actions, weighted by ``t * 2 / T`` under linear CFR, sec. 5.2; Adam 1e-3,
+gradient-norm clip 1). Deep CFR then fits the average-strategy network on the strategy memory;
+SD-CFR instead keeps every value network (written to ``policy/stack/`` as it is trained) and its
+policy is the stack.
+
+Strategy indexing: traversals of iteration ``t`` play ``sigma^t`` = regret matching on the value
+networks trained so far (``sigma^1`` uniform). The SD-CFR stack therefore lists ``sigma^1``
+(uniform, weight 1) and the networks trained at iterations ``1..T`` (weights ``2..T+1``): the
+linear average of ``sigma^1..sigma^{T+1}``, the last of which needs no further traversal.
+
+For small games (Kuhn, Leduc) the exact SD-CFR average policy is accumulated each iteration
+(:class:`bot.deep_cfr_agent.StackAverage`) and its exploitability logged; Deep CFR's average
+network is evaluated whenever it is trained.
+
+Randomness: every random draw of iteration ``t``/player ``p`` comes from generators seeded by
+``(seed, t, p, purpose)``, so a resumed run repeats exactly what the killed one would have done.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from bot.deep_cfr_agent import BUNDLE_FILE, InfosetBatch, StackAverage, manifest
+from bot.encoding import InfosetEncoder
+from bot.errors import PokerbotError
+from bot.network import DeepCFRNetwork, masked_softmax, regret_matching
+from protocol.gamedef import Game, load_game
+from training.reservoir import Reservoir
+from training.rundir import (
+    Progress,
+    RunDir,
+    atomic_write,
+    load_torch,
+    parse_duration,
+    read_toml,
+    save_torch,
+)
+from training.traversal import deal_batch, traverse
+
+ALGOS = ("deep-cfr", "sd-cfr")
+#: Games whose exact exploitability is cheap enough to log during training.
+SMALL_GAMES = ("kuhn", "leduc")
+
+
+@dataclass(frozen=True)
+class DeepCFRConfig:
+    """Everything a run needs; saved as the run's ``config.toml``."""
+
+    game: str = "leduc"
+    """Game name or gamedef path."""
+    algo: str = "sd-cfr"
+    """``deep-cfr`` (average-strategy network) or ``sd-cfr`` (stack of value networks)."""
+    iterations: int = 100
+    """CFR iterations T."""
+    traversals: int = 1000
+    """External-sampling traversals per player per iteration (K)."""
+    time_budget: str | None = None
+    """Stop after this much wall time (``90s``, ``10m``, ``2h``); the policy is still written."""
+    seed: int = 0
+    """Seeds every random draw (see the module docstring)."""
+    device: str = "auto"
+    """``auto`` (cuda if available), ``cpu`` or ``cuda``."""
+    threads: int = 0
+    """Torch/numba CPU threads; 0 = all cores. Small networks train fastest on 1 thread (on the
+    2-core machine two threads made a width-64 Adam step 10x slower under load), so the Kuhn and
+    Leduc presets use 1."""
+    width: int = 64
+    """Hidden width of the appendix C network."""
+    advantage_memory: int = 1_000_000
+    """Capacity of each player's advantage memory (paper: 40M)."""
+    strategy_memory: int = 1_000_000
+    """Capacity of the strategy memory (paper: 40M)."""
+    sgd_steps: int = 300
+    """Adam steps per value-network training (paper: FHP 4,000, HULH 32,000)."""
+    batch_size: int = 2048
+    """Minibatch size of value-network training (paper: FHP 10,000, HULH 20,000)."""
+    average_sgd_steps: int = 2000
+    """Adam steps of the average-strategy network (Deep CFR)."""
+    average_batch_size: int = 2048
+    """Minibatch size of the average-strategy network."""
+    learning_rate: float = 1e-3
+    """Adam learning rate (paper: 0.001)."""
+    grad_clip: float = 1.0
+    """Gradient-norm clip (paper: 1)."""
+    traversal_batch: int = 2048
+    """Traversals advanced together in one batch."""
+    from_scratch: bool = True
+    """Retrain value networks from scratch each iteration (False: the fine-tuning ablation)."""
+    argmax_fallback: bool = True
+    """Play the highest-advantage action when none is positive (False: the uniform ablation)."""
+    memory_mode: str = "reservoir"
+    """``reservoir`` or ``window`` (the sliding-window ablation)."""
+    linear_weighting: bool = True
+    """Linear CFR: weight samples by their iteration, batch weights rescaled by 2/T."""
+    evaluate_every: int = 1
+    """Exact exploitability every this many iterations on small games (0: never)."""
+    average_every: int = 0
+    """Deep CFR: also train and evaluate the average network every this many iterations (0: end only)."""
+    checkpoint_every: int = 1
+    """Write a checkpoint every this many iterations (and at the end)."""
+
+    def validate(self) -> DeepCFRConfig:
+        if self.algo not in ALGOS:
+            raise ValueError(f"algo must be one of {', '.join(ALGOS)}, got {self.algo!r}")
+        if self.memory_mode not in ("reservoir", "window"):
+            raise ValueError(f"memory_mode must be reservoir or window, got {self.memory_mode!r}")
+        if self.device not in ("auto", "cpu", "cuda"):
+            raise ValueError(f"device must be auto, cpu or cuda, got {self.device!r}")
+        if self.device == "cuda" and not torch.cuda.is_available():
+            raise ValueError("--device cuda: no CUDA device is available to torch here")
+        for name in ("iterations", "traversals", "width", "advantage_memory", "strategy_memory", "sgd_steps",
+                     "batch_size", "average_sgd_steps", "average_batch_size", "traversal_batch", "checkpoint_every"):
+            if getattr(self, name) <= 0:
+                raise ValueError(f"{name} must be positive, got {getattr(self, name)}")
+        parse_duration(self.time_budget)
+        return self
+
+
+#: Shared by the paper's FHP and HULH runs (sec. 5.1: 40M memories, 10,000 traversals).
+_PAPER = dict(iterations=450, traversals=10_000, width=96, advantage_memory=40_000_000,
+              strategy_memory=40_000_000, average_sgd_steps=32_000, evaluate_every=0)
+#: Per-game presets. FHP/HULH are the paper's settings (sec. 5.1); Kuhn/Leduc are scaled down to
+#: converge on a laptop in minutes.
+PRESETS: dict[str, dict] = {
+    "kuhn": dict(iterations=60, traversals=400, width=32, sgd_steps=150, batch_size=512,
+                 advantage_memory=200_000, strategy_memory=200_000, average_sgd_steps=1500,
+                 average_batch_size=512, traversal_batch=400, threads=1),
+    "leduc": dict(iterations=300, traversals=2000, width=64, sgd_steps=200, batch_size=1024,
+                  advantage_memory=2_000_000, strategy_memory=2_000_000, average_sgd_steps=3000,
+                  average_batch_size=2048, traversal_batch=1000, threads=1),
+    "fhp": dict(_PAPER, sgd_steps=4000, batch_size=10_000, average_batch_size=10_000, traversal_batch=2000),
+    "holdem": dict(_PAPER, sgd_steps=32_000, batch_size=20_000, average_batch_size=20_000, traversal_batch=500),
+}
+
+
+def resolve_config(options: dict) -> DeepCFRConfig:
+    """Preset for the game < ``--config`` TOML < explicit flags."""
+    values: dict = {}
+    file_values: dict = {}
+    if options.get("config_path"):
+        file_values = read_toml(Path(options["config_path"]))
+        unknown = set(file_values) - {f.name for f in dataclasses.fields(DeepCFRConfig)}
+        if unknown:
+            raise ValueError(f"{options['config_path']}: unknown setting(s) {', '.join(sorted(unknown))}")
+    game = options.get("game") or file_values.get("game") or "leduc"
+    values.update(PRESETS.get(Path(str(game)).stem.split(".")[0], {}))
+    values.update(file_values)
+    flags = {"game": "game", "algo": "algo", "iterations": "iterations", "traversals": "traversals",
+             "time_budget": "time_budget", "seed": "seed", "device": "device", "threads": "threads"}
+    for option, name in flags.items():
+        if options.get(option) is not None:
+            values[name] = options[option]
+    return DeepCFRConfig(**values).validate()
+
+
+class DeepCFRTrainer:
+    """The training loop over a run directory (create with :meth:`new` or :meth:`resume`)."""
+
+    def __init__(self, config: DeepCFRConfig, run: RunDir, progress: bool = True) -> None:
+        self.config = config
+        self.run = run
+        self.show_progress = progress
+        self.game: Game = load_game(config.game)
+        self.encoder = InfosetEncoder(self.game)
+        self.device = torch.device("cuda" if config.device == "cuda" or (config.device == "auto" and torch.cuda.is_available()) else "cpu")
+        threads = config.threads or os.cpu_count() or 1
+        torch.set_num_threads(threads)
+        import numba
+
+        numba.set_num_threads(min(threads, numba.config.NUMBA_NUM_THREADS))
+        fields = {"node": ((), np.int32), "cards": ((self.encoder.num_card_slots,), np.int8),
+                  "target": ((3,), np.float32), "iteration": ((), np.int32)}
+        self.advantage = [Reservoir(config.advantage_memory, fields, config.memory_mode) for _ in (0, 1)]
+        self.strategy_memory = Reservoir(config.strategy_memory, fields, config.memory_mode)
+        self.bets = torch.from_numpy(self.encoder.bets).to(self.device)
+        self.legal = torch.from_numpy(self.encoder.legal).to(self.device)
+        self.nets: list[DeepCFRNetwork | None] = [None, None]
+        self.optimizers: list[torch.optim.Optimizer | None] = [None, None]
+        self.iteration = 0
+        self.elapsed = 0.0
+        self.small = self.game.name.split(".")[0] in SMALL_GAMES and config.evaluate_every > 0
+        self.average = StackAverage(self.game) if self.small else None
+        self.batch = InfosetBatch(self.game) if self.small else None
+        if self.average is not None:
+            self.average.add(self.batch.strategy(None), 1.0)  # sigma^1 = uniform, weight 1
+        self.stack: list[dict] = [{"weight": 1, "uniform": True}]
+
+    # -- construction ---------------------------------------------------------------------------
+
+    @classmethod
+    def new(cls, config: DeepCFRConfig, out: str | Path, progress: bool = True) -> DeepCFRTrainer:
+        run = RunDir.create(out, config)
+        trainer = cls(config, run, progress)
+        print(f"{config.algo} on {trainer.game.name}: network {trainer.make_net().num_parameters():,} parameters, "
+              f"{trainer.advantage[0].bytes_per_sample} bytes per stored sample, device {trainer.device}")
+        return trainer
+
+    @classmethod
+    def resume(cls, path: str | Path, options: dict | None = None, progress: bool = True) -> DeepCFRTrainer:
+        run = RunDir.open(path)
+        config = DeepCFRConfig(**run.config()).validate()
+        algo = (options or {}).get("algo")
+        if algo is not None and algo != config.algo:
+            raise ValueError(f"{path} is a {config.algo} run; resume it with --algo {config.algo}")
+        overrides = {k: v for k, v in (options or {}).items() if k in ("iterations", "time_budget", "device", "threads") and v is not None}
+        if overrides:  # extending a run (more iterations, a new budget) is allowed; nothing else
+            config = dataclasses.replace(config, **overrides).validate()
+            run.save_config(config)
+        trainer = cls(config, run, progress)
+        trainer.load_checkpoint()
+        return trainer
+
+    def make_net(self) -> DeepCFRNetwork:
+        return DeepCFRNetwork(self.encoder.group_sizes, self.encoder.num_bet_slots, self.config.width)
+
+    def rng(self, iteration: int, player: int, purpose: int) -> np.random.Generator:
+        return np.random.default_rng([self.config.seed, iteration, player, purpose])
+
+    # -- strategies -------------------------------------------------------------------------------
+
+    @torch.no_grad()
+    def strategy_fn(self, player: int, nodes: np.ndarray, cards: np.ndarray) -> np.ndarray:
+        """sigma^t of ``player`` at a batch of infosets (uniform before its first network)."""
+        net = self.nets[player]
+        legal = self.encoder.legal[nodes]
+        if net is None:
+            return legal / legal.sum(axis=1, keepdims=True)
+        node_t = torch.from_numpy(nodes.astype(np.int64)).to(self.device)
+        cards_t = torch.from_numpy(cards).to(self.device)
+        advantages = net(cards_t, self.bets[node_t])
+        return regret_matching(advantages, self.legal[node_t], self.config.argmax_fallback).cpu().numpy()
+
+    # -- training ---------------------------------------------------------------------------------
+
+    def _fit(self, net: DeepCFRNetwork, optimizer: torch.optim.Optimizer, memory: Reservoir, steps: int,
+             batch_size: int, rng: np.random.Generator, average: bool) -> float:
+        """Weighted MSE over legal actions (Brown et al. 2019, algorithm 1 losses); mean last-10% loss."""
+        cfg, device = self.config, self.device
+        net.train()
+        scale = 2.0 / max(self.iteration, 1)
+        losses = []
+        for _ in range(steps):
+            rows = memory.sample(batch_size, rng)
+            node = torch.from_numpy(rows["node"].astype(np.int64)).to(device)
+            cards = torch.from_numpy(rows["cards"]).to(device)
+            target = torch.from_numpy(rows["target"]).to(device)
+            legal = self.legal[node]
+            weight = torch.from_numpy(rows["iteration"].astype(np.float32)).to(device) * scale if cfg.linear_weighting else None
+            outputs = net(cards, self.bets[node])
+            if average:
+                outputs = masked_softmax(outputs, legal).nan_to_num(0.0)
+            per_row = ((outputs - target) ** 2 * legal).sum(dim=1)
+            loss = (per_row * weight).mean() if weight is not None else per_row.mean()
+            optimizer.zero_grad(set_to_none=True)
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(net.parameters(), cfg.grad_clip)
+            optimizer.step()
+            losses.append(loss.item())
+        net.eval()
+        tail = losses[-max(1, len(losses) // 10):]
+        return float(np.mean(tail))
+
+    def train_value_net(self, player: int) -> float:
+        cfg = self.config
+        torch.manual_seed(int(self.rng(self.iteration, player, 2).integers(2**62)))
+        if cfg.from_scratch or self.nets[player] is None:
+            net = self.make_net().to(self.device)
+            optimizer = torch.optim.Adam(net.parameters(), lr=cfg.learning_rate)
+        else:
+            net, optimizer = self.nets[player], self.optimizers[player]
+        loss = self._fit(net, optimizer, self.advantage[player], cfg.sgd_steps, cfg.batch_size,
+                         self.rng(self.iteration, player, 3), average=False)
+        self.nets[player], self.optimizers[player] = net, optimizer
+        return loss
+
+    def train_average_net(self) -> tuple[DeepCFRNetwork, float]:
+        cfg = self.config
+        torch.manual_seed(int(self.rng(self.iteration, 2, 4).integers(2**62)))
+        net = self.make_net().to(self.device)
+        optimizer = torch.optim.Adam(net.parameters(), lr=cfg.learning_rate)
+        loss = self._fit(net, optimizer, self.strategy_memory, cfg.average_sgd_steps, cfg.average_batch_size,
+                         self.rng(self.iteration, 2, 5), average=True)
+        return net, loss
+
+    # -- one iteration ----------------------------------------------------------------------------
+
+    def run_iteration(self, progress: Progress) -> dict:
+        cfg = self.config
+        self.iteration += 1
+        t = self.iteration
+        record: dict = {"iteration": t}
+        traversal_s = training_s = 0.0
+        evaluated = 0
+        for player in (0, 1):
+            started = time.perf_counter()
+            rng = self.rng(t, player, 0)
+            reservoir_rng = self.rng(t, player, 1)
+            done = 0
+            while done < cfg.traversals:
+                n = min(cfg.traversal_batch, cfg.traversals - done)
+                result = traverse(self.encoder, deal_batch(self.encoder, n, rng), player, self.strategy_fn, rng)
+                for rows, memory in ((result.advantage, self.advantage[player]), (result.strategy, self.strategy_memory)):
+                    rows["iteration"] = np.full(len(rows["node"]), t, dtype=np.int32)
+                    memory.add(rows, reservoir_rng)
+                evaluated += result.infosets_evaluated
+                done += n
+                progress.advance_iteration(done + player * cfg.traversals, 2 * cfg.traversals, f"iteration {t}: traversals p{player}")
+            traversal_s += time.perf_counter() - started
+            started = time.perf_counter()
+            progress.advance_iteration(1, 1, f"iteration {t}: training p{player}")
+            record[f"loss_p{player}"] = self.train_value_net(player)
+            training_s += time.perf_counter() - started
+            record[f"advantage_samples_p{player}"] = self.advantage[player].seen
+            record[f"advantage_fill_p{player}"] = len(self.advantage[player]) / self.advantage[player].capacity
+        record["strategy_samples"] = self.strategy_memory.seen
+        record["strategy_fill"] = len(self.strategy_memory) / self.strategy_memory.capacity
+        record["infosets_per_s"] = evaluated / traversal_s if traversal_s else 0.0
+        self.save_stack_entry()
+        started = time.perf_counter()
+        if self.average is not None:
+            self.accumulate_average()
+            if t % cfg.evaluate_every == 0:
+                record.update(self.evaluate_stack())
+        if cfg.algo == "deep-cfr" and cfg.average_every and t % cfg.average_every == 0:
+            record.update(self.finish_average())
+        record["traversal_s"] = traversal_s
+        record["training_s"] = training_s
+        record["evaluation_s"] = time.perf_counter() - started
+        return record
+
+    def accumulate_average(self) -> None:
+        """Add this iteration's networks to the exact SD-CFR average (small games)."""
+        assert self.average is not None and self.batch is not None
+        weight = float(self.stack[-1]["weight"])
+        self.average.add(self.batch.strategy(tuple(self.nets), argmax_fallback=self.config.argmax_fallback), weight)
+
+    def evaluate_stack(self) -> dict:
+        """Exact exploitability of the SD-CFR average so far."""
+        from bot.best_response import exploitability
+
+        assert self.average is not None
+        report = exploitability(self.game, self.average.strategy())
+        return {"sdcfr_exploitability_mbb": report.mbb(report.exploitability)}
+
+    def finish_average(self) -> dict:
+        """Deep CFR: fit the average-strategy network, save it as the policy, measure it."""
+        net, loss = self.train_average_net()
+        self.run.policy_path.mkdir(parents=True, exist_ok=True)
+        save_torch(self.run.policy_path / "average.pt", net.cpu().state_dict())
+        net.to(self.device)
+        record: dict = {"average_loss": loss}
+        if self.small:
+            from bot.best_response import exploitability
+
+            report = exploitability(self.game, self.batch.strategy(net, kind="average"))
+            record["average_exploitability_mbb"] = report.mbb(report.exploitability)
+        self.write_manifest(average="average.pt")
+        return record
+
+    # -- policy bundle and checkpoints ------------------------------------------------------------------
+
+    def save_stack_entry(self) -> None:
+        """Stream this iteration's value networks to ``policy/stack/`` (SD-CFR's policy)."""
+        t = self.iteration
+        weight = t + 1 if self.config.linear_weighting else 1
+        files = [f"stack/p{p}_t{t:06d}.pt" for p in (0, 1)]
+        if self.config.algo == "sd-cfr":
+            (self.run.policy_path / "stack").mkdir(parents=True, exist_ok=True)
+            for p, file in enumerate(files):
+                save_torch(self.run.policy_path / file, self.nets[p].state_dict())
+        self.stack.append({"weight": weight, "files": files, "iteration": t})
+        if self.config.algo == "sd-cfr":
+            self.write_manifest()
+
+    def write_manifest(self, average: str | None = None) -> None:
+        self.run.policy_path.mkdir(parents=True, exist_ok=True)
+        stack = self.stack if self.config.algo == "sd-cfr" else []
+        data = manifest(self.config.algo, self.game, self.make_net().architecture(), self.config.argmax_fallback, stack, average)
+        atomic_write(self.run.policy_path / BUNDLE_FILE, lambda h: h.write(json.dumps(data, indent=1).encode()))
+
+    def save_checkpoint(self) -> None:
+        with self.run.writing_checkpoint() as folder:
+            for p in (0, 1):
+                self.advantage[p].save(folder / f"advantage_p{p}.npz")
+            self.strategy_memory.save(folder / "strategy.npz")
+            state: dict = {
+                "iteration": self.iteration,
+                "elapsed": self.elapsed,
+                "stack": json.dumps(self.stack),
+                "nets": [None if n is None else n.state_dict() for n in self.nets],
+                "optimizers": [None if o is None else o.state_dict() for o in self.optimizers],
+            }
+            if self.average is not None:
+                state["average"] = {k: torch.from_numpy(v) for k, v in self.average.state().items()}
+            save_torch(folder / "state.pt", state)
+
+    def load_checkpoint(self) -> None:
+        folder = self.run.checkpoint_path
+        if folder is None:
+            self.run.truncate_metrics(0)
+            return  # killed before the first checkpoint: start over in the same directory
+        state = load_torch(folder / "state.pt")
+        for p in (0, 1):
+            self.advantage[p].load(folder / f"advantage_p{p}.npz")
+        self.strategy_memory.load(folder / "strategy.npz")
+        self.iteration = int(state["iteration"])
+        self.elapsed = float(state["elapsed"])
+        self.stack = json.loads(state["stack"])
+        for p in (0, 1):
+            if state["nets"][p] is not None:
+                net = self.make_net().to(self.device)
+                net.load_state_dict(state["nets"][p])
+                self.nets[p] = net.eval()
+                if state["optimizers"][p] is not None:
+                    optimizer = torch.optim.Adam(net.parameters(), lr=self.config.learning_rate)
+                    optimizer.load_state_dict(state["optimizers"][p])
+                    self.optimizers[p] = optimizer
+        if self.average is not None and "average" in state:
+            self.average.load_state({k: v.numpy() for k, v in state["average"].items()})
+        if self.config.algo == "sd-cfr":
+            self.write_manifest()  # drop stack entries of the iteration the kill interrupted
+        self.run.truncate_metrics(self.iteration)
+
+    # -- the loop ---------------------------------------------------------------------------------
+
+    def train(self) -> list[dict]:
+        """Run until ``iterations`` or the time budget; returns this session's metric records."""
+        cfg = self.config
+        budget = parse_duration(cfg.time_budget)
+        progress = Progress(cfg.iterations, self.iteration + 1, budget) if self.show_progress else _Silent()
+        records = []
+        try:
+            while self.iteration < cfg.iterations and (budget is None or self.elapsed < budget):
+                started = time.perf_counter()
+                progress.start_iteration(self.iteration + 1)
+                record = self.run_iteration(progress)
+                self.elapsed += time.perf_counter() - started
+                record["elapsed_s"] = self.elapsed
+                self.run.append_metrics(record)  # first: a resume drops lines past the checkpoint
+                records.append(record)
+                if self.iteration % cfg.checkpoint_every == 0 or self.iteration >= cfg.iterations:
+                    started = time.perf_counter()
+                    self.save_checkpoint()
+                    self.elapsed += time.perf_counter() - started  # wall clock: shows in the next line
+                progress.end_iteration(self.iteration, _summary(record))
+            if cfg.algo == "deep-cfr" and self.iteration > 0:
+                final = self.finish_average()
+                self.run.append_metrics({"iteration": self.iteration, "final": True, **final})
+                records.append(final)
+        finally:
+            progress.close()
+        if self.small:
+            plot_exploitability(self.run)
+        return records
+
+
+class _Silent:
+    def start_iteration(self, *args) -> None: ...
+    def advance_iteration(self, *args) -> None: ...
+    def end_iteration(self, *args) -> None: ...
+    def close(self) -> None: ...
+
+
+def _summary(record: dict) -> str:
+    parts = [f"loss {record['loss_p0']:.4g}/{record['loss_p1']:.4g}",
+             f"traverse {record['traversal_s']:.1f}s", f"train {record['training_s']:.1f}s"]
+    for key, label in (("sdcfr_exploitability_mbb", "SD-CFR"), ("average_exploitability_mbb", "avg net")):
+        if key in record:
+            parts.append(f"{label} {record[key]:.1f} mbb/g")
+    return ", ".join(parts)
+
+
+def plot_exploitability(run: RunDir) -> Path | None:
+    """``exploitability.png``: exact exploitability (mbb/g, NashConv/2) against wall time."""
+    records = [r for r in run.read_metrics() if "elapsed_s" in r]
+    series = {label: [(r["elapsed_s"], r[key]) for r in records if key in r]
+              for key, label in (("sdcfr_exploitability_mbb", "SD-CFR average (exact)"),
+                                 ("average_exploitability_mbb", "Deep CFR average network"))}
+    series = {k: v for k, v in series.items() if v}
+    if not series:
+        return None
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(6, 4))
+    for label, points in series.items():
+        xs, ys = zip(*points, strict=True)
+        ax.plot(xs, ys, marker="." if len(xs) < 50 else None, label=label)
+    ax.set_xlabel("wall-clock seconds (training)")
+    ax.set_ylabel("exploitability, mbb/g (NashConv / 2)")
+    ax.set_yscale("log")
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend()
+    path = run.path / "exploitability.png"
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return path
+
+
+def _explicit_only(options: dict) -> dict:
+    """Drop options the user did not type (click defaults such as ``--game leduc``), so the
+    preset and the ``--config`` file supply them instead."""
+    import click
+    from click.core import ParameterSource
+
+    context = click.get_current_context(silent=True)
+    if context is None:
+        return dict(options)
+    return {k: v for k, v in options.items() if context.get_parameter_source(k) != ParameterSource.DEFAULT}
+
+
+def run_from_cli(options: dict) -> None:
+    """``pokerbot train --algo deep-cfr|sd-cfr`` entry point (see :mod:`bot.commands.train`)."""
+    options = _explicit_only(options)
+    if options.get("resume"):
+        trainer = DeepCFRTrainer.resume(options["resume"], options)
+    else:
+        config = resolve_config(options)
+        trainer = DeepCFRTrainer.new(config, options["out"])
+    try:
+        trainer.train()
+    except KeyboardInterrupt:
+        raise PokerbotError(f"interrupted; continue with: pokerbot train --algo {trainer.config.algo} --resume {trainer.run.path}") from None
+    print(f"run directory: {trainer.run.path} (policy in {trainer.run.policy_path})")
+
+

@@ -1,0 +1,102 @@
+"""Preallocated sample memories: reservoir sampling (Vitter 1985, "algorithm R") or a sliding window.
+
+Deep CFR keeps per-player advantage memories and a strategy memory this way (Brown et al. 2019,
+sec. 4: "samples are added ... using reservoir sampling if capacity is exceeded"); NFSP's
+supervised memory is the same structure. Fields are named numpy arrays allocated once at full
+capacity with compact dtypes; adding a batch is vectorised and equals adding its rows one by one:
+row ``i`` of the stream (0-based, ``seen`` before it) goes to slot ``i`` while there is room,
+later to a uniform slot ``j`` in ``0..i`` when ``j < capacity``, else it is dropped. With
+duplicate slots in one batch the later row wins, as in the sequential algorithm, so every row
+seen so far is kept with probability ``capacity / seen``.
+
+``mode="window"`` (the paper's sliding-window ablation, fig. 4 right) overwrites the oldest row.
+
+>>> import numpy as np
+>>> memory = Reservoir(4, {"x": ((), np.int32)})
+>>> memory.add({"x": np.arange(10)}, np.random.default_rng(0))
+>>> len(memory), memory.seen
+(4, 10)
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import numpy as np
+
+FieldSpec = dict[str, tuple[tuple[int, ...], type | np.dtype]]
+MODES = ("reservoir", "window")
+
+
+class Reservoir:
+    """Fixed-capacity memory of rows with named fields (see the module docstring)."""
+
+    def __init__(self, capacity: int, fields: FieldSpec, mode: str = "reservoir") -> None:
+        if capacity <= 0:
+            raise ValueError(f"memory capacity must be positive, got {capacity}")
+        if mode not in MODES:
+            raise ValueError(f"memory mode must be one of {', '.join(MODES)}, got {mode!r}")
+        self.capacity = capacity
+        self.mode = mode
+        self.fields = fields
+        self.data = {name: np.zeros((capacity, *shape), dtype=dtype) for name, (shape, dtype) in fields.items()}
+        self.seen = 0
+
+    def __len__(self) -> int:
+        return min(self.seen, self.capacity)
+
+    @property
+    def bytes_per_sample(self) -> int:
+        return sum(a.itemsize * int(np.prod(a.shape[1:])) for a in self.data.values())
+
+    def add(self, rows: dict[str, np.ndarray], rng: np.random.Generator) -> None:
+        """Append a batch of rows (each field ``[n, *shape]``)."""
+        n = len(next(iter(rows.values())))
+        if n == 0:
+            return
+        index = self.seen + np.arange(n, dtype=np.int64)
+        if self.mode == "window":
+            slots = index % self.capacity
+            keep = np.arange(n)
+            if n > self.capacity:  # only the last `capacity` rows survive
+                keep = keep[-self.capacity :]
+                slots = slots[-self.capacity :]
+        else:
+            draws = np.floor(rng.random(n) * (index + 1)).astype(np.int64)
+            slots = np.where(index < self.capacity, index, draws)
+            keep = np.flatnonzero(slots < self.capacity)
+            slots = slots[keep]
+        for name, array in self.data.items():
+            array[slots] = rows[name][keep]  # numpy assigns duplicates in order: the last wins
+        self.seen += n
+
+    def sample(self, size: int, rng: np.random.Generator) -> dict[str, np.ndarray]:
+        """A uniform minibatch (with replacement) of the stored rows."""
+        picks = rng.integers(0, len(self), size=size)
+        return {name: array[picks] for name, array in self.data.items()}
+
+    def stored(self) -> dict[str, np.ndarray]:
+        """Views of the filled part of every field."""
+        return {name: array[: len(self)] for name, array in self.data.items()}
+
+    # -- persistence -------------------------------------------------------------------------
+
+    def save(self, path: Path) -> None:
+        """Write the filled rows and the counter to ``path`` (an ``.npy``-per-field ``.npz``)."""
+        with open(path, "wb") as handle:
+            np.savez(handle, __seen=np.int64(self.seen), **self.stored())
+            handle.flush()
+            os.fsync(handle.fileno())
+
+    def load(self, path: Path) -> None:
+        """Restore rows and counter saved by :meth:`save` (same capacity and fields)."""
+        with np.load(path, allow_pickle=False) as archive:
+            seen = int(archive["__seen"])
+            count = min(seen, self.capacity)
+            for name, array in self.data.items():
+                stored = archive[name]
+                if stored.shape != (count, *array.shape[1:]):
+                    raise ValueError(f"{path}: field {name} has shape {stored.shape}, expected {(count, *array.shape[1:])}")
+                array[:count] = stored
+        self.seen = seen

@@ -1,0 +1,67 @@
+"""The tabular card-abstraction agents (``abstraction_3e6``, ``fhp_abstraction_4e4``, ...).
+
+The agent maps what a player sees (own hole cards, the board, the betting) to an abstract
+infoset: the betting node is exact (betting is not abstracted), the cards become the bucket of
+the current round (:mod:`training.abstraction.build`). It plays the solver's average strategy,
+normalised over the legal actions. The bucket tables and the policy are memory-mapped on first
+use, so loading is instant and only the touched pages are read. A name whose tables or policy
+are not built raises an error carrying the exact build command and its estimated cost.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from bot.agent import Agent
+from bot.registry import AgentNotFound, register_name
+from protocol.gamedef import Game
+from protocol.matchstate import MatchState
+from protocol.state import ACTIONS
+
+
+class AbstractionAgent(Agent):
+    """Plays a solved abstraction's average strategy."""
+
+    def __init__(self, game: Game, name: str) -> None:
+        from training.abstraction.build import Abstraction, build_hint, policy_path
+        from training.abstraction.solver import AbstractGame
+        from training.abstraction.spec import SPECS
+
+        super().__init__(game)
+        spec = SPECS[name]
+        if spec.load_game().name != game.name:
+            raise AgentNotFound(f"{name} plays {spec.load_game().name}, not {game.name}")
+        self.name = name
+        path = policy_path(spec)
+        if not path.exists():
+            raise AgentNotFound(f"agent {name!r} is not solved yet: {build_hint(spec)}")
+        self.abstract_game = AbstractGame.build(Abstraction.load(spec))
+        self.policy = np.load(path, mmap_mode="r")
+        if self.policy.shape != (self.abstract_game.num_rows, 3):
+            raise AgentNotFound(f"{path}: policy of shape {self.policy.shape} does not fit {name}; rebuild: {build_hint(spec)}")
+
+    def action_probabilities(self, view: MatchState) -> dict[str, float]:
+        ag = self.abstract_game
+        node = ag.tree.node_of.get(view.betting)
+        if node is None or ag.row_offset[node] < 0:
+            raise ValueError(f"{self.name}: no decision at betting {view.betting!r}")
+        round_index = int(ag.tree.round[node])
+        board = view.board_flat[: self.game.board_cards_through(round_index)]
+        bucket = ag.abstraction.bucket(round_index, view.own_hole_cards, board)
+        row = np.asarray(self.policy[ag.rows_of(node, bucket)], dtype=np.float64)
+        legal = ag.tree.legal[node]
+        weights = np.where(legal, row, 0.0)
+        if weights.sum() <= 0:  # never reached in training: uniform over legal actions
+            weights = legal.astype(np.float64)
+        weights /= weights.sum()
+        return {kind: float(w) for kind, w, ok in zip(ACTIONS, weights, legal, strict=True) if ok}
+
+
+def _register() -> None:
+    from training.abstraction.spec import SPECS
+
+    for name in SPECS:
+        register_name(name, lambda game, name=name: AbstractionAgent(game, name))
+
+
+_register()

@@ -1,0 +1,235 @@
+"""Hand-strength features per canonical (hole, board) class: E[HS] and E[HS^2].
+
+HS is the probability of beating a uniformly random opponent hand (ties count half) on the
+final board, with card removal; E[HS] and E[HS^2] average HS and HS^2 over every runout of the
+board cards still to come (``shared/methods.md`` §1.1: the classic E[HS^2] bucketing of
+Zinkevich et al. 2007 / Johanson et al. 2013; squaring ranks draws above made hands of equal
+E[HS]).
+
+Work is organised *board first*: for each canonical board of the round (134,459 river boards
+instead of 2.6M raw ones) every runout is dealt, all hole hands are evaluated in one batched
+call to :func:`protocol.evaluator.hand_strength_batch`, and HS for all holes at once comes from
+one sort of their strengths (the sort-and-count trick, with inclusion-exclusion over the two
+hole cards for card removal). Every (hole, board) class is met through the canonical board of
+its orbit, and the class's raw combo count (its orbit size, used to weight percentiles) is the
+sum of the canonical board's orbit sizes over the holes that land in it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from math import comb
+
+import numpy as np
+from numba import njit, prange
+
+from protocol.evaluator import hand_strength_batch
+from protocol.gamedef import Game
+from training.abstraction.isomorphism import (
+    HandIndexer,
+    all_combinations,
+    canonical_representatives,
+    index_one,
+)
+
+#: Evaluator rows per batch: large enough to amortise the call, small enough for cache/RAM.
+_ROWS_PER_CHUNK = 2_000_000
+
+
+@dataclass(frozen=True)
+class RoundFeatures:
+    """Per class of the round's (hole, board) indexer: E[HS], E[HS^2] and raw combo count."""
+
+    ehs: np.ndarray  # float32 [size]
+    ehs2: np.ndarray  # float32 [size]
+    weight: np.ndarray  # uint8 [size]: raw (hole, board) deals in the class (<= 24 with 4 suits)
+    hist: np.ndarray | None = None  # uint16 [size, bins]: runouts per final-HS bin (optional)
+
+
+def round_indexer(game: Game, round_index: int) -> HandIndexer:
+    """Imperfect-recall indexer of a round: hole cards, then the whole visible board as one set."""
+    visible = game.board_cards_through(round_index)
+    groups = (game.num_hole_cards, visible) if visible else (game.num_hole_cards,)
+    return HandIndexer(groups, game.num_ranks, game.num_suits)
+
+
+def compute_round_features(
+    game: Game,
+    round_index: int,
+    out: RoundFeatures,
+    progress: Callable[[int, int], None] | None = None,
+) -> None:
+    """Fill ``out`` (arrays of the round indexer's size, possibly memory-mapped) for one round;
+    ``out.hist``, when given, receives each class's histogram of final-board HS over runouts
+    (the distribution-aware feature of Johanson et al. 2013).
+
+    ``progress(done, total)`` is called after each chunk of canonical boards.
+    """
+    indexer = round_indexer(game, round_index)
+    visible = game.board_cards_through(round_index)
+    final = game.total_board_cards
+    k = game.num_hole_cards
+    deck_arr = np.array(game.deck, dtype=np.int64)
+    holes = all_combinations(deck_arr, k).astype(np.int64)
+    if visible:
+        reps, rep_weight = canonical_representatives(HandIndexer((visible,), game.num_ranks, game.num_suits), game.deck)
+        reps = reps.astype(np.int64)
+    else:
+        reps, rep_weight = np.zeros((1, 0), dtype=np.int64), np.ones(1, dtype=np.int64)
+    runout_size = final - visible
+    runouts_per_rep = comb(len(deck_arr) - visible, runout_size)
+    reps_per_chunk = max(1, _ROWS_PER_CHUNK // (runouts_per_rep * len(holes)))
+    out.weight[:] = 0
+    for start in range(0, len(reps), reps_per_chunk):
+        chunk = reps[start : start + reps_per_chunk]
+        boards = _final_boards(chunk, deck_arr, runout_size)  # [reps, runouts, final]
+        rows, valid = _deal_rows(boards.reshape(-1, final), holes)
+        strength = hand_strength_batch(rows).reshape(len(chunk), boards.shape[1], len(holes))
+        valid = valid.reshape(strength.shape)
+        hist = out.hist if out.hist is not None else np.zeros((0, 1), dtype=np.uint16)
+        _accumulate(strength, valid, holes, chunk, rep_weight[start : start + len(chunk)], k, len(deck_arr),
+                    *indexer._tables, out.ehs, out.ehs2, out.weight, hist)  # fmt: skip
+        if progress is not None:
+            progress(min(start + reps_per_chunk, len(reps)), len(reps))
+
+
+@njit(cache=True)
+def _final_boards(reps, deck, runout_size):
+    """Every completion of each visible board by ``runout_size`` cards from the rest of the deck."""
+    n_reps, visible = reps.shape
+    rest = np.empty(deck.shape[0] - visible, dtype=np.int64)
+    first = True
+    out = np.empty((0, 0, 0), dtype=np.int64)
+    for r in range(n_reps):
+        n = 0
+        for c in deck:
+            clash = False
+            for j in range(visible):
+                if reps[r, j] == c:
+                    clash = True
+            if not clash:
+                rest[n] = c
+                n += 1
+        runs = all_combinations(rest, runout_size) if runout_size else np.zeros((1, 0), dtype=np.int8)
+        if first:
+            out = np.empty((n_reps, runs.shape[0], visible + runout_size), dtype=np.int64)
+            first = False
+        for i in range(runs.shape[0]):
+            out[r, i, :visible] = reps[r]
+            out[r, i, visible:] = runs[i]
+    return out
+
+
+@njit(cache=True, parallel=True)
+def _deal_rows(boards, holes):
+    """Rows hole+board for every (board, hole); rows whose hole clashes get distinct filler cards."""
+    nb, f = boards.shape
+    nh, k = holes.shape
+    rows = np.empty((nb * nh, k + f), dtype=np.int8)
+    valid = np.empty(nb * nh, dtype=np.bool_)
+    for b in prange(nb):
+        for h in range(nh):
+            i = b * nh + h
+            ok = True
+            for a in range(k):
+                for j in range(f):
+                    if holes[h, a] == boards[b, j]:
+                        ok = False
+            valid[i] = ok
+            for a in range(k + f):
+                rows[i, a] = (holes[h, a] if a < k else boards[b, a - k]) if ok else a
+    return rows, valid
+
+
+@njit(cache=True, inline="always")
+def _hs_one_board(strength, valid, holes, k, num_cards, order, hs, less_card, eq_card, cnt_card):
+    """HS of every valid hole on one final board (sort by strength, count with card removal)."""
+    nh = strength.shape[0]
+    n = 0
+    for h in range(nh):
+        if valid[h]:
+            order[n] = h
+            n += 1
+    keys = strength[order[:n]]
+    perm = np.argsort(keys, kind="mergesort")
+    sorted_holes = order[:n][perm]
+    less_card[:] = 0
+    cnt_card[:] = 0
+    for i in range(n):
+        for a in range(k):
+            cnt_card[holes[sorted_holes[i], a]] += 1
+    i = 0
+    while i < n:
+        s = strength[sorted_holes[i]]
+        e = i
+        while e < n and strength[sorted_holes[e]] == s:
+            e += 1
+        eq_card[:] = 0
+        for j in range(i, e):
+            for a in range(k):
+                eq_card[holes[sorted_holes[j], a]] += 1
+        for j in range(i, e):
+            h = sorted_holes[j]
+            less = i
+            eq = e - i
+            total = n
+            for a in range(k):
+                c = holes[h, a]
+                less -= less_card[c]
+                eq -= eq_card[c]
+                total -= cnt_card[c]
+            if k == 2:  # the hand itself was removed twice from eq and total
+                eq += 1
+                total += 1
+            hs[h] = (less + 0.5 * eq) / total
+        for j in range(i, e):
+            for a in range(k):
+                less_card[holes[sorted_holes[j], a]] += 1
+        i = e
+
+
+@njit(cache=True, parallel=True)
+def _accumulate(strength, valid, holes, reps, rep_weight, k, num_cards,
+                groups, binom, suit_size, class_keys, class_offsets, num_ranks, num_suits,
+                ehs, ehs2, weight, hist):  # fmt: skip
+    n_reps, n_runs, nh = strength.shape
+    visible = reps.shape[1]
+    bins = hist.shape[1]
+    with_hist = hist.shape[0] > 0
+    for r in prange(n_reps):
+        counts = np.zeros((nh if with_hist else 0, bins), dtype=np.uint16)
+        s1 = np.zeros(nh)
+        s2 = np.zeros(nh)
+        cnt = np.zeros(nh, dtype=np.int64)
+        hs = np.zeros(nh)
+        order = np.empty(nh, dtype=np.int64)
+        less_card = np.zeros(64, dtype=np.int64)
+        eq_card = np.zeros(64, dtype=np.int64)
+        cnt_card = np.zeros(64, dtype=np.int64)
+        for b in range(n_runs):
+            _hs_one_board(strength[r, b], valid[r, b], holes, k, num_cards, order, hs, less_card, eq_card, cnt_card)
+            for h in range(nh):
+                if valid[r, b, h]:
+                    s1[h] += hs[h]
+                    s2[h] += hs[h] * hs[h]
+                    cnt[h] += 1
+                    if with_hist:
+                        counts[h, min(int(hs[h] * bins), bins - 1)] += 1
+        cards = np.empty(k + visible, dtype=np.int64)
+        for h in range(nh):
+            clash = False
+            for a in range(k):
+                for j in range(visible):
+                    if holes[h, a] == reps[r, j]:
+                        clash = True
+            if clash:
+                continue
+            cards[:k] = holes[h]
+            cards[k:] = reps[r]
+            idx = index_one(cards, groups, binom, suit_size, class_keys, class_offsets, num_ranks, num_suits)
+            ehs[idx] = s1[h] / cnt[h]
+            ehs2[idx] = s2[h] / cnt[h]
+            weight[idx] += rep_weight[r]
+            if with_hist:
+                hist[idx] = counts[h]

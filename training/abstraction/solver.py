@@ -1,0 +1,285 @@
+"""External-sampling Linear MCCFR over a card abstraction, jitted with numba, on all cores.
+
+The abstract game keeps the real betting (the compiled :class:`~protocol.betting_tree.BettingTree`)
+and replaces a player's cards in round r by a bucket (:mod:`training.abstraction.build`); an
+abstract infoset is (decision node, bucket) and owns one row of two float32 tables ``[rows, 3]``
+(columns f, c, r): cumulative regrets and the cumulative average strategy.
+
+One *iteration* is one traversal per player (external sampling, Lanctot et al. 2009, "Monte
+Carlo Sampling for Regret Minimization in Extensive Games", sec. 3.2): chance (the deal) and the
+opponent's actions are sampled; all of the traverser's actions are explored; at the traverser's
+nodes the sampled counterfactual regret ``v(I, a) - v(I)`` is added; at the opponent's nodes the
+current strategy is added to the average (the "simple" averaging whose expectation is the
+opponent-reach-weighted average). Current strategies come from regret matching (Zinkevich et al.
+2007, eq. 8: positive regrets normalised, uniform over legal actions when none is positive).
+
+Linear CFR (Brown & Sandholm 2019, sec. 3, DCFR(1,1,1)) weights iteration t by t. Iterations run
+in batches; batch k is weighted k, implemented as in Pluribus by discounting: before batch k
+both tables are multiplied by (k-1)/(k+1) and batch k's increments by 2/(k+1). Regret matching and
+average normalisation are scale-free, so this equals weighting by k while the tables stay
+bounded (float32 never grows like t^2).
+
+Within a batch, traversals run in parallel threads that update the shared tables without locks
+(Hogwild-style; a rare lost update is noise of the same order as the sampling). Each traversal
+draws from its own splitmix64 stream seeded by (seed, iteration, player), so a one-thread run is
+reproducible bit for bit and a multi-thread run differs only through update races.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numba
+import numpy as np
+from numba import njit, prange
+
+from protocol.betting_tree import DECISION, FOLD_END, BettingTree
+from protocol.evaluator import hand_strength_batch
+from training.abstraction.build import Abstraction
+from training.abstraction.isomorphism import index_one
+
+_GOLDEN = np.uint64(0x9E3779B97F4A7C15)
+_MIX1 = np.uint64(0xBF58476D1CE4E5B9)
+_MIX2 = np.uint64(0x94D049BB133111EB)
+
+
+@njit(cache=True, inline="always")
+def _split(state):
+    """splitmix64: the next state and a 64-bit output."""
+    state = state + _GOLDEN
+    z = state
+    z = (z ^ (z >> np.uint64(30))) * _MIX1
+    z = (z ^ (z >> np.uint64(27))) * _MIX2
+    return state, z ^ (z >> np.uint64(31))
+
+
+@njit(cache=True, inline="always")
+def _uniform(state):
+    state, z = _split(state)
+    return state, (z >> np.uint64(11)) * (1.0 / 9007199254740992.0)
+
+
+@njit(cache=True, inline="always")
+def _seed_state(seed: int, iteration: int, player: int):
+    state = np.uint64(seed)
+    state, a = _split(state)
+    state = a ^ np.uint64(iteration)
+    state, b = _split(state)
+    state = b ^ np.uint64(player)
+    state, c = _split(state)
+    return c
+
+
+@njit(cache=True)
+def sample_deals(deck, num_cards, seed, first_iteration, count):
+    """Cards of ``count`` iterations x 2 traversals: hole cards of both seats, then the board."""
+    deals = np.empty((count, 2, num_cards), dtype=np.int8)
+    work = deck.copy()
+    n = deck.shape[0]
+    for i in range(count):
+        for p in range(2):
+            state = _seed_state(seed, first_iteration + i, p + 2)
+            for j in range(num_cards):  # partial Fisher-Yates
+                state, u = _uniform(state)
+                k = j + int(u * (n - j))
+                work[j], work[k] = work[k], work[j]
+                deals[i, p, j] = work[j]
+    return deals
+
+
+@njit(cache=True, inline="always")
+def _regret_matching(regrets, row, legal, out):
+    total = 0.0
+    for a in range(3):
+        out[a] = max(regrets[row, a], 0.0) if legal[a] else 0.0
+        total += out[a]
+    if total > 0.0:
+        for a in range(3):
+            out[a] /= total
+    else:
+        nlegal = 0
+        for a in range(3):
+            nlegal += legal[a]
+        for a in range(3):
+            out[a] = legal[a] / nlegal
+
+
+@njit(cache=True)
+def _traverse(traverser, cards, strength, buckets, seed_state, weight,
+              kind, actor, rnd, child, legal, folder, spent, row_offset,
+              regrets, average, nodes, sampled, values, sigma):  # fmt: skip
+    """One external-sampling traversal of the betting tree for one deal; returns nodes touched."""
+    # forward: the nodes this traversal visits, in breadth-first order (children after parents)
+    state = seed_state
+    nodes[0] = 0
+    count = 1
+    i = 0
+    while i < count:
+        n = nodes[i]
+        i += 1
+        if kind[n] != DECISION:
+            continue
+        a = actor[n]
+        row = row_offset[n] + buckets[a, rnd[n]]
+        if a == traverser:
+            for x in range(3):
+                if legal[n, x]:
+                    nodes[count] = child[n, x]
+                    count += 1
+        else:
+            _regret_matching(regrets, row, legal[n], sigma)
+            state, u = _uniform(state)
+            pick = 2
+            acc = 0.0
+            for x in range(3):
+                if legal[n, x]:
+                    acc += sigma[x]
+                    if u < acc:
+                        pick = x
+                        break
+            while not legal[n, pick]:
+                pick -= 1
+            for x in range(3):
+                average[row, x] += weight * sigma[x]
+            sampled[n] = pick
+            nodes[count] = child[n, pick]
+            count += 1
+    # backward: values bottom-up; regret updates at the traverser's nodes
+    other = 1 - traverser
+    for j in range(count - 1, -1, -1):
+        n = nodes[j]
+        if kind[n] == FOLD_END:
+            values[n] = -spent[n, traverser] if folder[n] == traverser else spent[n, other]
+        elif kind[n] != DECISION:
+            if strength[traverser] > strength[other]:
+                values[n] = spent[n, other]
+            elif strength[traverser] < strength[other]:
+                values[n] = -spent[n, traverser]
+            else:
+                values[n] = 0.0
+        elif actor[n] == traverser:
+            row = row_offset[n] + buckets[traverser, rnd[n]]
+            _regret_matching(regrets, row, legal[n], sigma)
+            v = 0.0
+            for x in range(3):
+                if legal[n, x]:
+                    v += sigma[x] * values[child[n, x]]
+            for x in range(3):
+                if legal[n, x]:
+                    regrets[row, x] += weight * (values[child[n, x]] - v)
+            values[n] = v
+        else:
+            values[n] = values[child[n, sampled[n]]]
+    return count
+
+
+@njit(cache=True)
+def _deal_buckets(cards, num_hole, board_through, groups, binom, suit_size, class_keys, class_offsets,
+                  num_ranks, num_suits, tables, lossless, out):  # fmt: skip
+    """Bucket of each seat in each round for one deal (hole cards of both seats, then board)."""
+    for p in range(2):
+        for r in range(board_through.shape[0]):
+            v = board_through[r]
+            hand = np.empty(num_hole + v, dtype=np.int64)
+            for j in range(num_hole):
+                hand[j] = cards[p * num_hole + j]
+            for j in range(v):
+                hand[num_hole + j] = cards[2 * num_hole + j]
+            index = index_one(hand, groups[r], binom, suit_size[r], class_keys[r], class_offsets[r], num_ranks, num_suits)
+            out[p, r] = index if lossless[r] else tables[r][index]
+
+
+@njit(cache=True, parallel=True)
+def _run_batch(deals, strengths, seed, first_iteration, weight, num_chunks,
+               num_hole, board_through, groups, binom, suit_size, class_keys, class_offsets,
+               num_ranks, num_suits, tables, lossless,
+               kind, actor, rnd, child, legal, folder, spent, row_offset, regrets, average):  # fmt: skip
+    count = deals.shape[0]
+    touched = np.zeros(num_chunks, dtype=np.int64)
+    num_nodes = kind.shape[0]
+    for c in prange(num_chunks):
+        nodes = np.empty(num_nodes, dtype=np.int32)
+        sampled = np.zeros(num_nodes, dtype=np.int8)
+        values = np.zeros(num_nodes)
+        sigma = np.zeros(3)
+        buckets = np.zeros((2, board_through.shape[0]), dtype=np.int64)
+        for i in range(c * count // num_chunks, (c + 1) * count // num_chunks):
+            for p in range(2):
+                _deal_buckets(deals[i, p], num_hole, board_through, groups, binom, suit_size, class_keys,
+                              class_offsets, num_ranks, num_suits, tables, lossless, buckets)  # fmt: skip
+                state = _seed_state(seed, first_iteration + i, p)
+                touched[c] += _traverse(p, deals[i, p], strengths[i, p], buckets, state, weight,
+                                        kind, actor, rnd, child, legal, folder, spent, row_offset,
+                                        regrets, average, nodes, sampled, values, sigma)  # fmt: skip
+    return touched.sum()
+
+
+@dataclass(eq=False)
+class AbstractGame:
+    """The arrays the kernel needs: betting tree, row layout, indexers and bucket tables."""
+
+    abstraction: Abstraction
+    tree: BettingTree
+    row_offset: np.ndarray  # int64 [nodes]: first table row of a decision node, -1 at terminals
+    num_rows: int
+
+    @classmethod
+    def build(cls, abstraction: Abstraction) -> AbstractGame:
+        tree = BettingTree.build(abstraction.game)
+        row_offset = np.full(tree.num_nodes, -1, dtype=np.int64)
+        sizes = np.array([abstraction.num_buckets[tree.round[n]] for n in tree.decision_ids], dtype=np.int64)
+        row_offset[tree.decision_ids] = np.concatenate(([0], np.cumsum(sizes)[:-1]))
+        return cls(abstraction, tree, row_offset, int(sizes.sum()))
+
+    def rows_of(self, node: int, bucket: int) -> int:
+        return int(self.row_offset[node]) + bucket
+
+    def kernel_args(self) -> tuple:
+        """Per-round indexer and bucket tables as homogeneous tuples (numba UniTuples)."""
+        a, game = self.abstraction, self.abstraction.game
+        empty = np.zeros(0, dtype=np.uint16)
+        empty.flags.writeable = False  # same numba type as the read-only memory-mapped tables
+        tables = tuple(empty if t is None else np.asarray(t) for t in a.tables)
+        if any(t.dtype != np.uint16 for t in tables):
+            raise ValueError("bucket tables must be uint16 (at most 65,536 buckets per round)")
+        board_through = np.array([game.board_cards_through(r) for r in range(game.num_rounds)], dtype=np.int64)
+        ix = a.indexers
+        return (
+            game.num_hole_cards, board_through,
+            tuple(np.asarray(i._tables[0]) for i in ix), ix[0].binom,
+            tuple(i.suit_size for i in ix), tuple(i.class_keys for i in ix), tuple(i.class_offsets for i in ix),
+            game.num_ranks, game.num_suits, tables, np.array([t is None for t in a.tables]),
+        )  # fmt: skip
+
+    def tree_args(self) -> tuple:
+        t = self.tree
+        return (t.kind, t.actor, t.round, t.child, t.legal.astype(np.int8), t.folder,
+                t.spent.astype(np.float64), self.row_offset)  # fmt: skip
+
+
+def run_batch(ag: AbstractGame, regrets: np.ndarray, average: np.ndarray, seed: int,
+              first_iteration: int, count: int, batch_index: int, threads: int) -> int:  # fmt: skip
+    """Run ``count`` iterations as Linear-CFR batch ``batch_index`` (1-based); returns nodes touched."""
+    game = ag.abstraction.game
+    if batch_index > 1:  # discount so batch k ends up weighted k (module docstring)
+        scale = np.float32((batch_index - 1) / (batch_index + 1))
+        regrets *= scale
+        average *= scale
+    weight = 2.0 / (batch_index + 1)
+    num_cards = 2 * game.num_hole_cards + game.total_board_cards
+    deals = sample_deals(np.array(game.deck, dtype=np.int8), num_cards, seed, first_iteration, count)
+    strengths = _showdown_strengths(deals, game.num_hole_cards)
+    numba.set_num_threads(threads)
+    return int(_run_batch(deals, strengths, seed, first_iteration, weight, max(1, threads),
+                          *ag.kernel_args(), *ag.tree_args(), regrets, average))  # fmt: skip
+
+
+def _showdown_strengths(deals: np.ndarray, num_hole: int) -> np.ndarray:
+    """Strength of each seat's hole + full board for every deal, in one batched evaluation."""
+    count = deals.shape[0]
+    board = deals[:, :, 2 * num_hole :]
+    rows = np.concatenate([
+        np.concatenate([deals[:, :, p * num_hole : (p + 1) * num_hole], board], axis=2)[:, :, None, :]
+        for p in range(2)
+    ], axis=2)  # fmt: skip
+    return hand_strength_batch(rows.reshape(count * 4, -1)).reshape(count, 2, 2)

@@ -1,0 +1,95 @@
+"""NFSP on Leduc: exact average exploitability against training time and hands played, and the
+speed of self-play.
+
+    python benchmarks/bench_nfsp_leduc.py --minutes 10                 # the NFSP paper's settings
+    python benchmarks/bench_nfsp_leduc.py --minutes 10 --set optimizer=adam --set rl_lr=0.001
+
+Prints the machine, the resolved config, one row per evaluation (steps, hands, training
+seconds, exploitability = NashConv/2 in mbb/g), when (if ever) 37 mbb/g (the Deep CFR paper's
+NFSP figure for Leduc) was reached, the hands per second of the whole NFSP loop, and the hands
+per second of self-play alone (acting with the networks, no learning). The run directory
+(metrics.jsonl, exploitability.png, policy) is kept in ``--out``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import io
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import torch  # noqa: E402
+
+from benchmarks.bench_cfr_leduc import machine  # noqa: E402  (one machine line for every benchmark)
+from training.nfsp import NFSP, make_config, preset_for, train  # noqa: E402
+from training.rundir import RunDir  # noqa: E402
+
+TARGET_MBB = 37.0
+
+
+def self_play_rate(config, seconds: float = 10.0) -> float:
+    """Hands per second of the vectorised self-play alone (NFSP's acting step, no learning)."""
+    learner = NFSP(dataclasses.replace(config, learn_every=10**12))
+    started, hands = time.perf_counter(), learner.hands
+    while time.perf_counter() - started < seconds:
+        learner.step()
+    return (learner.hands - hands) / (time.perf_counter() - started)
+
+
+def parse_value(text: str) -> bool | int | float | str:
+    """``true``/``false``, an int, a float, else the text itself (``optimizer=adam``)."""
+    if text in ("true", "false"):
+        return text == "true"
+    for kind in (int, float):
+        try:
+            return kind(text)
+        except ValueError:
+            pass
+    return text
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--minutes", type=float, default=10.0, help="training time (evaluation excluded)")
+    parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="override a config field")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--out", default=f"runs/bench-nfsp-leduc-{int(time.time())}")
+    args = parser.parse_args()
+
+    values = preset_for("leduc") | {"seed": args.seed, "time_budget": args.minutes * 60, "steps": 10**9}
+    for item in args.set:
+        key, _, text = item.partition("=")
+        values[key] = parse_value(text)
+    config = make_config(values)
+    print(f"machine: {machine()}; torch {torch.__version__}, {config.threads} thread(s)")
+    print(f"config: {dataclasses.asdict(config)}")
+    rate = self_play_rate(config)
+    print(f"self-play alone (no learning): {rate:,.0f} hands/s with {config.num_envs} hands in parallel")
+
+    run = RunDir.create(args.out, config)
+    train(config, run, stream=io.StringIO())
+    records = [r for r in run.read_metrics() if "exploitability_mbb" in r]
+    print(f"{'steps':>9} {'hands':>11} {'train s':>9} {'exploitability mbb/g':>21}")
+    for record in records:
+        print(f"{record['step']:>9,} {record['hands']:>11,} {record['train_seconds']:>9.1f} "
+              f"{record['exploitability_mbb']:>21.1f}")
+    reached = next((r for r in records if r["exploitability_mbb"] <= TARGET_MBB), None)
+    last = records[-1]
+    best = min(records, key=lambda r: r["exploitability_mbb"])
+    print(f"NFSP loop: {last['hands'] / last['train_seconds']:,.0f} hands/s "
+          f"({last['hands']:,} hands in {last['train_seconds']:.0f} s of training)")
+    print(f"final exploitability (NashConv/2): {last['exploitability_mbb']:.1f} mbb/g; "
+          f"best {best['exploitability_mbb']:.1f} at {best['train_seconds']:.0f} s / {best['hands']:,} hands")
+    if reached:
+        print(f"reached {TARGET_MBB} mbb/g after {reached['train_seconds']:.0f} s and {reached['hands']:,} hands")
+    else:
+        print(f"did not reach {TARGET_MBB} mbb/g within {args.minutes:g} minutes")
+    print(f"run directory: {run.path} (exploitability.png, metrics.jsonl)")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,179 @@
+"""The trained NFSP average policy as a playable agent, and the ``nfsp`` opponent name.
+
+NFSP plays and is evaluated with its average-policy networks Pi, one per seat (Heinrich &
+Silver 2016, sec. 4: the average policy is the one that approaches a Nash equilibrium; the
+best-response networks only drive learning). A policy bundle ``policy/nfsp_policy.pt`` inside a
+run directory holds both seats' Pi weights, the network architecture, the encoder version and the
+gamedef text; it loads with ``torch.load(weights_only=True)`` and needs no training code.
+
+Where trained NFSP policies live: ``--opponent nfsp`` means the run directory
+``$POKERBOT_RUNS/nfsp-<game>`` (``POKERBOT_RUNS`` defaults to ``runs`` under the current
+directory; ``<game>`` is the short name: kuhn, leduc, fhp, holdem). Any NFSP run directory or
+bundle can also be given by path.
+"""
+
+from __future__ import annotations
+
+import os
+from functools import cached_property
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from bot.agent import Agent
+from bot.best_response import register_strategy_loader
+from bot.deep_cfr_agent import InfosetBatch
+from bot.encoding import ENCODER_VERSION, InfosetEncoder
+from bot.network import DeepCFRNetwork, masked_softmax
+from bot.registry import AgentNotFound, register_name, register_path_loader
+from protocol.gamedef import GAME_ALIASES, Game, parse_gamedef
+from protocol.matchstate import MatchState
+from protocol.state import ACTIONS
+
+#: File name of the bundle inside a run directory's ``policy/``.
+POLICY_FILE = "nfsp_policy.pt"
+#: Bundle format number (bump when the layout changes).
+BUNDLE_FORMAT = 1
+
+
+def short_game_name(game: Game) -> str:
+    """kuhn / leduc / fhp / holdem for the shipped games, else the gamedef's name."""
+    for alias, stem in GAME_ALIASES.items():
+        if stem == game.name:
+            return alias
+    return game.name
+
+
+def default_run_dir(game: Game) -> Path:
+    """Where ``--opponent nfsp`` looks for ``game``'s trained NFSP run."""
+    return Path(os.environ.get("POKERBOT_RUNS", "runs")) / f"nfsp-{short_game_name(game)}"
+
+
+def train_hint(game: Game) -> str:
+    name = short_game_name(game)
+    return f"train one with: pokerbot train --algo nfsp --game {name} --out {default_run_dir(game)}"
+
+
+class NFSPPolicy:
+    """Both seats' average-policy networks over one game's infoset encoding."""
+
+    def __init__(self, game: Game, networks: list[DeepCFRNetwork], encoder: InfosetEncoder | None = None) -> None:
+        if len(networks) != 2:
+            raise ValueError(f"an NFSP policy has one network per seat, got {len(networks)}")
+        self.game = game
+        self.networks = networks
+        self.encoder = encoder if encoder is not None else InfosetEncoder(game)
+        self._device = next(networks[0].parameters()).device
+        self._bets = torch.from_numpy(self.encoder.bets).to(self._device)
+        self._legal = torch.from_numpy(self.encoder.legal).to(self._device)
+
+    @torch.no_grad()
+    def probabilities(self, player: int, nodes: np.ndarray, cards: np.ndarray) -> np.ndarray:
+        """Pi's action probabilities ``[n, 3]`` for seat ``player`` (zero on illegal actions)."""
+        node_index = torch.from_numpy(np.asarray(nodes, dtype=np.int64)).to(self._device)
+        card_tensor = torch.from_numpy(np.asarray(cards, dtype=np.int8)).to(self._device)
+        logits = self.networks[player](card_tensor, self._bets[node_index])
+        return masked_softmax(logits, self._legal[node_index]).double().cpu().numpy()
+
+    def strategy(self) -> np.ndarray:
+        """The profile as an ``[num_infosets, 3]`` array over :func:`bot.infosets.space_for`
+        (small games; what exact best response evaluates), each seat's rows from its network."""
+        return self._infosets.strategy(tuple(self.networks), kind="average")
+
+    @cached_property
+    def _infosets(self) -> InfosetBatch:
+        return InfosetBatch(self.game)
+
+    def bundle(self) -> dict:
+        """The ``weights_only``-loadable bundle (see the module docstring)."""
+        return {
+            "format": BUNDLE_FORMAT,
+            "algorithm": "nfsp",
+            "encoder_version": ENCODER_VERSION,
+            "game_name": self.game.name,
+            "gamedef": self.game.to_text(),
+            "architecture": self.networks[0].architecture(),
+            "networks": [{k: v.detach().cpu() for k, v in n.state_dict().items()} for n in self.networks],
+        }
+
+    @classmethod
+    def load(cls, path: Path, game: Game | None = None) -> NFSPPolicy:
+        """Read a bundle; ``game`` (when given) must be the game it was trained for."""
+        try:
+            bundle = torch.load(path, map_location="cpu", weights_only=True)
+        except (RuntimeError, EOFError, OSError, ValueError) as error:
+            raise AgentNotFound(f"{path}: cannot read NFSP policy ({error})") from None
+        if not isinstance(bundle, dict) or bundle.get("algorithm") != "nfsp":
+            raise AgentNotFound(f"{path}: not an NFSP policy bundle")
+        if bundle.get("format") != BUNDLE_FORMAT or bundle.get("encoder_version") != ENCODER_VERSION:
+            raise AgentNotFound(
+                f"{path}: NFSP bundle format {bundle.get('format')} / encoder {bundle.get('encoder_version')}; "
+                f"this pokerbot reads format {BUNDLE_FORMAT} / encoder {ENCODER_VERSION} (retrain it)"
+            )
+        missing = sorted({"game_name", "gamedef", "architecture", "networks"} - set(bundle))
+        if missing:
+            raise AgentNotFound(f"{path}: NFSP policy bundle lacks {', '.join(missing)} (damaged or too old; retrain it)")
+        trained_for = parse_gamedef(bundle["gamedef"], source=str(path), name=bundle["game_name"])
+        if game is not None and trained_for.to_text() != game.to_text():
+            raise AgentNotFound(f"{path}: NFSP policy was trained for {trained_for.name}, not {game.name}")
+        game = game or trained_for
+        arch = bundle["architecture"]
+        networks = []
+        for weights in bundle["networks"]:
+            network = DeepCFRNetwork(tuple(arch["group_sizes"]), arch["bet_slots"], arch["width"])
+            network.load_state_dict(weights)
+            network.eval()
+            networks.append(network)
+        return cls(game, networks)
+
+
+def policy_file(path: Path) -> Path | None:
+    """The bundle at ``path`` (the file itself, a run directory, or its ``policy/``), if any."""
+    for candidate in (path, path / POLICY_FILE, path / "policy" / POLICY_FILE):
+        if candidate.is_file() and candidate.name == POLICY_FILE:
+            return candidate
+    return None
+
+
+class NFSPAgent(Agent):
+    """Plays the average policy of its seat."""
+
+    name = "nfsp"
+
+    def __init__(self, game: Game, policy: NFSPPolicy) -> None:
+        super().__init__(game)
+        self.policy = policy
+
+    def action_probabilities(self, view: MatchState) -> dict[str, float]:
+        node, cards = self.policy.encoder.encode_view(view)
+        probabilities = self.policy.probabilities(view.position, np.array([node]), cards[None, :])[0]
+        legal = self.policy.encoder.legal[node]
+        return {kind: float(probabilities[i]) for i, kind in enumerate(ACTIONS) if legal[i]}
+
+
+def _named(game: Game) -> Agent:
+    run = default_run_dir(game)
+    found = policy_file(run)
+    if found is None:
+        raise AgentNotFound(f"agent 'nfsp' is not built for {game.name} (no policy in {run}): {train_hint(game)}")
+    return NFSPAgent(game, NFSPPolicy.load(found, game))
+
+
+def _from_path(game: Game, path: Path) -> Agent | None:
+    found = policy_file(path)
+    return None if found is None else NFSPAgent(game, NFSPPolicy.load(found, game))
+
+
+def _strategy_from_path(game: Game | None, path: Path) -> tuple[Game, np.ndarray] | None:
+    found = policy_file(path)
+    if found is None:
+        return None
+    policy = NFSPPolicy.load(found, game)
+    return policy.game, policy.strategy()
+
+
+register_name("nfsp", _named)
+register_path_loader(_from_path)
+register_strategy_loader(_strategy_from_path)
+

@@ -1,0 +1,653 @@
+"""Neural Fictitious Self-Play (Heinrich & Silver 2016, "Deep Reinforcement Learning from
+Self-Play in Imperfect-Information Games", algorithm 1) for two-player limit games.
+
+Each player has two networks with the Deep CFR appendix C architecture (Brown et al. 2019,
+footnote 4: NFSP run "with the same model architecture as we use for Deep CFR"):
+
+* a **best-response Q network** trained by DQN (Mnih et al. 2015) on a circular replay memory
+  M_RL of its own transitions, with a target network refitted every ``target_update_every``
+  updates, double-DQN action selection (van Hasselt et al. 2016, eq. 4) and epsilon-greedy
+  exploration decaying as ``eps_start / sqrt(1 + steps / eps_decay_steps)`` (the NFSP paper decays
+  exploration to zero "proportionally to the inverse square root of the number of iterations");
+* an **average-policy network** Pi trained by supervised learning (cross-entropy) on a reservoir
+  memory M_SL of the player's own best-response actions: Pi approximates the time average of
+  the best responses, which is what fictitious play converges with (paper sec. 3-4).
+
+At the start of every hand each player independently follows its epsilon-greedy best response
+with probability ``eta`` (the anticipatory parameter) and Pi otherwise, for the whole hand
+(algorithm 1); only best-response actions enter M_SL. The policy evaluated and played is
+always Pi.
+
+Vectorised self-play: ``num_envs`` hands advance together on the compiled betting tree
+(:class:`~training.vector_env.VectorEnv`); one step asks each (player, policy) group its action
+with one network call for the whole group. Transitions are closed when the same player acts
+again in that hand (reward 0) or the hand ends (reward = net chips in big blinds, done). The
+learning rhythm keeps the paper's ratio: ``updates_per_learn`` minibatch updates per network
+after every ``learn_every`` new transitions of a player. Rewards are in big blinds so one set of
+learning rates fits Kuhn to HULH.
+"""
+
+from __future__ import annotations
+
+import math
+import signal
+import time
+from dataclasses import dataclass, fields
+from pathlib import Path
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from bot.encoding import InfosetEncoder
+from bot.network import DeepCFRNetwork
+from bot.nfsp_agent import NFSPPolicy
+from protocol.gamedef import load_game
+from training.reservoir import Reservoir
+from training.rundir import RunDir, load_torch, save_torch
+from training.vector_env import VectorEnv
+
+#: Format number stored in checkpoints and policy bundles.
+FORMAT = 1
+
+
+@dataclass(frozen=True)
+class NFSPConfig:
+    """Everything that defines an NFSP run (saved as the run's ``config.toml``)."""
+
+    game: str = "leduc"
+    """Game name or gamedef path."""
+    seed: int = 0
+    """Seed of every random choice (deals, exploration, policy sampling, minibatches, weights)."""
+    steps: int = 20_000
+    """Self-play steps: one action in each of the ``num_envs`` parallel hands, then learning."""
+    time_budget: float = 0.0
+    """Stop after this many seconds of training (0 = no limit)."""
+    num_envs: int = 128
+    """Hands played in parallel."""
+    width: int = 64
+    """Width of the appendix C network (all four networks)."""
+    eta: float = 0.1
+    """Anticipatory parameter: per hand, probability of acting with the best response."""
+    rl_capacity: int = 200_000
+    """Circular replay memory M_RL per player (transitions)."""
+    sl_capacity: int = 2_000_000
+    """Reservoir memory M_SL per player (state, best-response action) pairs."""
+    optimizer: str = "sgd"
+    """sgd (the paper) or adam."""
+    rl_lr: float = 0.1
+    """Learning rate of the Q networks."""
+    sl_lr: float = 0.005
+    """Learning rate of the average-policy networks."""
+    batch_size: int = 128
+    """Minibatch size of every update."""
+    learn_every: int = 128
+    """New transitions of a player between its learning rounds."""
+    updates_per_learn: int = 2
+    """Minibatch updates per network in each learning round."""
+    target_update_every: int = 300
+    """Q updates between refits of the target network."""
+    eps_start: float = 0.06
+    """Initial exploration of the epsilon-greedy best response."""
+    eps_decay_steps: int = 1_000
+    """Self-play steps after which epsilon has fallen to eps_start / sqrt(2)."""
+    double_dqn: bool = True
+    """Pick the bootstrap action with the online network (double DQN) rather than the target."""
+    grad_clip: float = 10.0
+    """Gradient-norm clip of every update (0 = none)."""
+    eval_every: int = 1_000
+    """Steps between exploitability evaluations (small games) and metrics lines."""
+    checkpoint_every: int = 1_000
+    """Steps between checkpoints (Ctrl-C also checkpoints after the step in progress)."""
+    device: str = "cpu"
+    """cpu or cuda."""
+    threads: int = 1
+    """Torch intra-op threads on CPU. One is fastest here: minibatches of 128-256 rows through a
+    64-wide network are too small to split, and on a loaded 2-core machine two threads made
+    self-play 14x slower (measured: 100 Kuhn steps 22.7 s with 2 threads, 1.6 s with 1)."""
+
+    def __post_init__(self) -> None:
+        positive = ("steps", "num_envs", "width", "rl_capacity", "sl_capacity", "batch_size", "learn_every",
+                    "updates_per_learn", "target_update_every", "eps_decay_steps", "eval_every", "checkpoint_every",
+                    "threads")
+        for name in positive:
+            if getattr(self, name) <= 0:
+                raise ValueError(f"nfsp config: {name} must be positive, got {getattr(self, name)}")
+        if not 0.0 <= self.eta <= 1.0:
+            raise ValueError(f"nfsp config: eta must be in [0, 1], got {self.eta}")
+        if not 0.0 <= self.eps_start <= 1.0:
+            raise ValueError(f"nfsp config: eps_start must be in [0, 1], got {self.eps_start}")
+        if self.optimizer not in ("sgd", "adam"):
+            raise ValueError(f"nfsp config: optimizer must be sgd or adam, got {self.optimizer!r}")
+        if self.device not in ("cpu", "cuda"):
+            raise ValueError(f"nfsp config: device must be cpu or cuda, got {self.device!r}")
+
+
+def replay_memory(capacity: int, encoder: InfosetEncoder) -> Reservoir:
+    """M_RL: a circular window of the newest transitions (s, a, r, s', done)."""
+    slots = encoder.num_card_slots
+    fields_ = {
+        "node": ((), np.int32), "cards": ((slots,), np.int8), "action": ((), np.int8),
+        "reward": ((), np.float32), "done": ((), np.bool_),
+        "next_node": ((), np.int32), "next_cards": ((slots,), np.int8),
+    }
+    return Reservoir(capacity, fields_, mode="window")
+
+
+def supervised_memory(capacity: int, encoder: InfosetEncoder) -> Reservoir:
+    """M_SL: reservoir-sampled (state, best-response action) pairs."""
+    fields_ = {"node": ((), np.int32), "cards": ((encoder.num_card_slots,), np.int8), "action": ((), np.int8)}
+    return Reservoir(capacity, fields_, mode="reservoir")
+
+
+def dqn_targets(
+    reward: torch.Tensor,
+    done: torch.Tensor,
+    next_q_online: torch.Tensor,
+    next_q_target: torch.Tensor,
+    next_legal: torch.Tensor,
+    double: bool = True,
+) -> torch.Tensor:
+    """Q-learning targets ``y = r + (1 - done) * Q_target(s', a*)`` with no discount (a hand is a
+    short episode). Double DQN (van Hasselt et al. 2016, eq. 4) picks ``a*`` as the online
+    network's best legal action; plain DQN (Mnih et al. 2015) as the target network's. Only legal
+    actions of s' compete."""
+    selector = next_q_online if double else next_q_target
+    best = selector.masked_fill(~next_legal, float("-inf")).argmax(dim=1, keepdim=True)
+    bootstrap = next_q_target.gather(1, best).squeeze(1)
+    bootstrap = torch.where(done | ~next_legal.any(dim=1), torch.zeros_like(bootstrap), bootstrap)
+    return reward + bootstrap
+
+
+def epsilon(config: NFSPConfig, step: int) -> float:
+    """Exploration after ``step`` self-play steps (inverse-square-root decay, NFSP paper sec. 5)."""
+    return config.eps_start / float(np.sqrt(1.0 + step / config.eps_decay_steps))
+
+
+class PlayerLearner:
+    """One player's networks, optimizers and memories."""
+
+    def __init__(self, config: NFSPConfig, encoder: InfosetEncoder, device: torch.device) -> None:
+        def network() -> DeepCFRNetwork:
+            return DeepCFRNetwork(encoder.group_sizes, encoder.num_bet_slots, config.width).to(device)
+
+        self.q, self.q_target, self.pi = network(), network(), network()
+        self.q_target.load_state_dict(self.q.state_dict())
+        self.q_target.requires_grad_(False)
+        optimizer = torch.optim.SGD if config.optimizer == "sgd" else torch.optim.Adam
+        self.q_optimizer = optimizer(self.q.parameters(), lr=config.rl_lr)
+        self.pi_optimizer = optimizer(self.pi.parameters(), lr=config.sl_lr)
+        self.replay = replay_memory(config.rl_capacity, encoder)
+        self.supervised = supervised_memory(config.sl_capacity, encoder)
+        self.q_updates = 0
+        self.pi_updates = 0
+
+    def modules(self) -> dict[str, torch.nn.Module | torch.optim.Optimizer]:
+        return {"q": self.q, "q_target": self.q_target, "pi": self.pi,
+                "q_optimizer": self.q_optimizer, "pi_optimizer": self.pi_optimizer}
+
+
+class NFSP:
+    """The NFSP learner: self-play state, both players' learners and the counters."""
+
+    def __init__(self, config: NFSPConfig) -> None:
+        self.config = config
+        self.game = load_game(config.game)
+        self.device = torch.device(config.device)
+        if config.device == "cpu":
+            torch.set_num_threads(config.threads)
+        torch.manual_seed(config.seed)
+        self.rng = np.random.default_rng(config.seed)
+        self.env = VectorEnv(self.game, config.num_envs)
+        self.encoder = self.env.encoder
+        self._bets = torch.from_numpy(self.encoder.bets).to(self.device)
+        self._legal = torch.from_numpy(self.encoder.legal).to(self.device)
+        self._big_blind = float(self.game.big_blind)
+        self.players = [PlayerLearner(config, self.encoder, self.device) for _ in range(2)]
+        #: The average policy (what is evaluated, saved and played), sharing the live Pi networks.
+        self.policy = NFSPPolicy(self.game, [p.pi for p in self.players], self.encoder)
+        n, slots = config.num_envs, self.encoder.num_card_slots
+        # Per hand and player: the open transition (state, action) waiting for its successor.
+        self.pending = np.zeros((n, 2), dtype=bool)
+        self.pending_node = np.zeros((n, 2), dtype=np.int32)
+        self.pending_cards = np.zeros((n, 2, slots), dtype=np.int8)
+        self.pending_action = np.zeros((n, 2), dtype=np.int8)
+        #: Per hand and player: following the best response this hand (else the average policy).
+        self.use_best_response = np.zeros((n, 2), dtype=bool)
+        self.since_learn = np.zeros(2, dtype=np.int64)
+        self.step_count = 0
+        self.hands = 0
+        #: Seconds spent in self-play and learning (evaluation and checkpoints excluded), all sessions.
+        self.train_seconds = 0.0
+        self.transitions = np.zeros(2, dtype=np.int64)
+        self.last_losses = {"q_loss_0": float("nan"), "q_loss_1": float("nan"),
+                            "pi_loss_0": float("nan"), "pi_loss_1": float("nan")}
+        self._start_hands(np.arange(n))
+
+    # -- networks on batches of (node, card slots) -----------------------------------------------
+    def forward(self, network: torch.nn.Module, nodes: np.ndarray, cards: np.ndarray) -> torch.Tensor:
+        node_index = torch.from_numpy(np.asarray(nodes, dtype=np.int64)).to(self.device)
+        card_tensor = torch.from_numpy(np.asarray(cards)).to(self.device)
+        return network(card_tensor, self._bets[node_index])
+
+    @torch.no_grad()
+    def best_response_actions(self, player: int, nodes: np.ndarray, cards: np.ndarray, eps: float) -> np.ndarray:
+        """Epsilon-greedy over the legal actions of the Q network's values."""
+        q = self.forward(self.players[player].q, nodes, cards).cpu().numpy()
+        legal = self.encoder.legal[nodes]
+        greedy = np.where(legal, q, -np.inf).argmax(axis=1)
+        explore = self.rng.random(len(nodes)) < eps
+        return np.where(explore, _sample_rows(legal / legal.sum(axis=1, keepdims=True), self.rng), greedy)
+
+    # -- self-play -------------------------------------------------------------------------------
+    def _start_hands(self, index: np.ndarray) -> None:
+        self.env.deal(index, self.rng)
+        self.use_best_response[index] = self.rng.random((len(index), 2)) < self.config.eta
+
+    def _close(self, player: int, index: np.ndarray, reward: np.ndarray, done: bool,
+               next_node: np.ndarray, next_cards: np.ndarray) -> None:
+        """Store the open transitions of ``player`` in hands ``index`` into M_RL."""
+        if len(index) == 0:
+            return
+        self.players[player].replay.add({
+            "node": self.pending_node[index, player], "cards": self.pending_cards[index, player],
+            "action": self.pending_action[index, player], "reward": reward.astype(np.float32),
+            "done": np.full(len(index), done), "next_node": next_node.astype(np.int32), "next_cards": next_cards,
+        }, self.rng)
+        self.pending[index, player] = False
+        self.transitions[player] += len(index)
+        self.since_learn[player] += len(index)
+
+    def step(self) -> None:
+        """One action in every hand, finished hands scored and redealt, then any learning due."""
+        env, eps = self.env, epsilon(self.config, self.step_count)
+        everyone = np.arange(env.num_envs)
+        actor = env.actor.astype(np.int64)
+        nodes = env.node.astype(np.int32)
+        cards = env.observation(everyone, actor)
+        actions = np.zeros(env.num_envs, dtype=np.int64)
+        for player in range(2):
+            rows = np.flatnonzero(actor == player)
+            waiting = rows[self.pending[rows, player]]
+            self._close(player, waiting, np.zeros(len(waiting)), False, nodes[waiting], cards[waiting])
+            br = rows[self.use_best_response[rows, player]]
+            avg = rows[~self.use_best_response[rows, player]]
+            if len(br):
+                actions[br] = self.best_response_actions(player, nodes[br], cards[br], eps)
+                self.players[player].supervised.add(
+                    {"node": nodes[br], "cards": cards[br], "action": actions[br].astype(np.int8)}, self.rng)
+            if len(avg):
+                actions[avg] = _sample_rows(self.policy.probabilities(player, nodes[avg], cards[avg]), self.rng)
+            self.pending[rows, player] = True
+            self.pending_node[rows, player] = nodes[rows]
+            self.pending_cards[rows, player] = cards[rows]
+            self.pending_action[rows, player] = actions[rows]
+        env.step(actions)
+
+        finished = np.flatnonzero(env.done)
+        if len(finished):
+            payoffs = env.payoffs(finished) / self._big_blind
+            no_cards = np.full((len(finished), self.encoder.num_card_slots), -1, dtype=np.int8)
+            for player in range(2):
+                open_ = self.pending[finished, player]
+                self._close(player, finished[open_], payoffs[open_, player], True,
+                            env.node[finished[open_]], no_cards[open_])
+            self.hands += len(finished)
+            self._start_hands(finished)
+
+        for player in range(2):
+            while self.since_learn[player] >= self.config.learn_every:
+                self.since_learn[player] -= self.config.learn_every
+                for _ in range(self.config.updates_per_learn):
+                    self._learn(player)
+        self.step_count += 1
+
+    # -- learning --------------------------------------------------------------------------------
+    def _learn(self, player: int) -> None:
+        learner, config = self.players[player], self.config
+        if len(learner.replay) >= config.batch_size:
+            batch = learner.replay.sample(config.batch_size, self.rng)
+            loss = self._q_loss(learner, batch)
+            _update(learner.q_optimizer, learner.q, loss, config.grad_clip)
+            learner.q_updates += 1
+            if learner.q_updates % config.target_update_every == 0:
+                learner.q_target.load_state_dict(learner.q.state_dict())
+            self.last_losses[f"q_loss_{player}"] = float(loss.detach())
+        if len(learner.supervised) >= config.batch_size:
+            batch = learner.supervised.sample(config.batch_size, self.rng)
+            logits = self.forward(learner.pi, batch["node"], batch["cards"])
+            legal = self._legal[torch.from_numpy(batch["node"].astype(np.int64)).to(self.device)]
+            target = torch.from_numpy(batch["action"].astype(np.int64)).to(self.device)
+            loss = F.cross_entropy(logits.masked_fill(~legal, -1e9), target)
+            _update(learner.pi_optimizer, learner.pi, loss, config.grad_clip)
+            learner.pi_updates += 1
+            self.last_losses[f"pi_loss_{player}"] = float(loss.detach())
+
+    def _q_loss(self, learner: PlayerLearner, batch: dict[str, np.ndarray]) -> torch.Tensor:
+        to = self.device
+        action = torch.from_numpy(batch["action"].astype(np.int64)).to(to)
+        reward = torch.from_numpy(batch["reward"]).to(to)
+        done = torch.from_numpy(batch["done"]).to(to)
+        q = self.forward(learner.q, batch["node"], batch["cards"]).gather(1, action[:, None]).squeeze(1)
+        with torch.no_grad():
+            next_legal = self._legal[torch.from_numpy(batch["next_node"].astype(np.int64)).to(to)]
+            online = self.forward(learner.q, batch["next_node"], batch["next_cards"])
+            target_q = self.forward(learner.q_target, batch["next_node"], batch["next_cards"])
+            target = dqn_targets(reward, done, online, target_q, next_legal, self.config.double_dqn)
+        return F.mse_loss(q, target)
+
+    # -- evaluation ------------------------------------------------------------------------------
+    def metrics(self) -> dict[str, float]:
+        """Counters, memory fill and the latest losses (one metrics.jsonl line)."""
+        line: dict[str, float] = {"step": self.step_count, "hands": self.hands,
+                                  "transitions": int(self.transitions.sum()),
+                                  "epsilon": epsilon(self.config, self.step_count)}
+        for player, learner in enumerate(self.players):
+            line[f"rl_fill_{player}"] = len(learner.replay) / learner.replay.capacity
+            line[f"sl_fill_{player}"] = len(learner.supervised) / learner.supervised.capacity
+            line[f"q_updates_{player}"] = learner.q_updates
+        line.update(self.last_losses)
+        return line
+
+    # -- checkpoint state ------------------------------------------------------------------------
+    def state_dict(self) -> dict:
+        """Networks, optimizers, counters, the hands in progress and the RNG states, as tensors and
+        plain values (``torch.load(weights_only=True)`` reads it back). The memories are saved
+        beside it by :meth:`save_checkpoint`."""
+        arrays = {
+            "node": self.env.node, "holes": self.env.holes, "board": self.env.board, "strength": self.env.strength,
+            "pending": self.pending, "pending_node": self.pending_node, "pending_cards": self.pending_cards,
+            "pending_action": self.pending_action, "use_best_response": self.use_best_response,
+            "transitions": self.transitions, "since_learn": self.since_learn,
+        }
+        return {
+            "format": FORMAT,
+            "players": [{name: module.state_dict() for name, module in p.modules().items()}
+                        | {"q_updates": p.q_updates, "pi_updates": p.pi_updates} for p in self.players],
+            "arrays": {name: torch.from_numpy(np.ascontiguousarray(a)) for name, a in arrays.items()},
+            "step": self.step_count, "hands": self.hands, "train_seconds": self.train_seconds,
+            "losses": dict(self.last_losses),
+            "rng": self.rng.bit_generator.state,
+            "torch_rng": torch.get_rng_state(),
+        }
+
+    def load_state_dict(self, state: dict) -> None:
+        if state.get("format") != FORMAT:
+            raise ValueError(f"NFSP checkpoint format {state.get('format')}; this pokerbot reads {FORMAT}")
+        for learner, saved in zip(self.players, state["players"], strict=True):
+            for name, module in learner.modules().items():
+                module.load_state_dict(saved[name])
+            learner.q_updates, learner.pi_updates = saved["q_updates"], saved["pi_updates"]
+        arrays = {name: tensor.numpy() for name, tensor in state["arrays"].items()}
+        self.env.node[:], self.env.holes[:], self.env.board[:] = arrays["node"], arrays["holes"], arrays["board"]
+        self.env.strength[:] = arrays["strength"]
+        self.pending[:], self.pending_node[:] = arrays["pending"], arrays["pending_node"]
+        self.pending_cards[:], self.pending_action[:] = arrays["pending_cards"], arrays["pending_action"]
+        self.use_best_response[:] = arrays["use_best_response"]
+        self.transitions[:], self.since_learn[:] = arrays["transitions"], arrays["since_learn"]
+        self.step_count, self.hands, self.train_seconds = state["step"], state["hands"], state["train_seconds"]
+        self.last_losses = dict(state["losses"])
+        self.rng.bit_generator.state = state["rng"]
+        torch.set_rng_state(state["torch_rng"])
+
+    def save_checkpoint(self, run: RunDir) -> None:
+        """One complete checkpoint (state + all four memories), swapped in atomically."""
+        with run.writing_checkpoint() as folder:
+            save_torch(folder / "state.pt", self.state_dict())
+            for player, learner in enumerate(self.players):
+                learner.replay.save(folder / f"replay_{player}.npz")
+                learner.supervised.save(folder / f"supervised_{player}.npz")
+
+    def load_checkpoint(self, folder: Path) -> None:
+        self.load_state_dict(load_torch(folder / "state.pt"))
+        for player, learner in enumerate(self.players):
+            learner.replay.load(folder / f"replay_{player}.npz")
+            learner.supervised.load(folder / f"supervised_{player}.npz")
+
+
+def _sample_rows(probabilities: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """One column per row drawn from that row's distribution (vectorised inverse CDF: the first
+    column whose cumulative sum exceeds a uniform draw, which never is a zero-probability one)."""
+    cumulative = np.cumsum(probabilities, axis=1)
+    draws = rng.random(len(probabilities)) * cumulative[:, -1]
+    return np.argmax(cumulative > draws[:, None], axis=1)
+
+
+def _update(optimizer: torch.optim.Optimizer, network: torch.nn.Module, loss: torch.Tensor, clip: float) -> None:
+    optimizer.zero_grad(set_to_none=True)
+    loss.backward()
+    if clip > 0:
+        torch.nn.utils.clip_grad_norm_(network.parameters(), clip)
+    optimizer.step()
+
+
+# -- presets and configuration ------------------------------------------------------------------
+
+#: NFSP paper, sec. 5.1 (Leduc): M_RL 200k circular, M_SL 2M reservoir, plain SGD at 0.1 (RL)
+#: and 0.005 (SL), 2 updates of 128 per network every 128 steps, target refit every 300
+#: updates, epsilon from 0.06 decaying to 0, eta 0.1 (all equal to the NFSPConfig defaults).
+_LEDUC = {"steps": 200_000, "eval_every": 1_000, "checkpoint_every": 1_000}
+#: NFSP paper, sec. 5.3 (limit Texas hold'em; FHP uses it too): M_RL 600k, M_SL 30M, SGD 0.1 / 0.01, 2 updates
+#: of 256 every 256 steps, target refit every 1,000 updates, epsilon from 0.08, eta 0.1. The
+#: network is the Deep CFR paper's (width 96 ~ its 98,948 parameters) instead of the NFSP
+#: paper's 1024-512-1024-512 MLP, as in the Deep CFR paper's comparison (its footnote 4).
+_HOLDEM = {
+    "width": 96, "rl_capacity": 600_000, "sl_capacity": 30_000_000, "sl_lr": 0.01,
+    "batch_size": 256, "learn_every": 256, "target_update_every": 1_000, "eps_start": 0.08,
+    "eps_decay_steps": 10_000, "steps": 2_000_000, "eval_every": 1_000, "checkpoint_every": 10_000,
+}
+PRESETS: dict[str, dict] = {
+    # Kuhn: small networks and Adam so a laptop run converges in seconds (tests use it).
+    "kuhn": {"width": 32, "num_envs": 64, "optimizer": "adam", "rl_lr": 1e-3, "sl_lr": 1e-3,
+             "rl_capacity": 20_000, "sl_capacity": 200_000, "batch_size": 128, "learn_every": 64,
+             "target_update_every": 100, "eps_decay_steps": 200, "steps": 3_000, "eval_every": 250,
+             "checkpoint_every": 1_000},
+    "leduc": _LEDUC,
+    "fhp": _HOLDEM,
+    "holdem": _HOLDEM,
+}
+
+
+def preset_for(game: str) -> dict:
+    """The preset of a shipped game's short name (gamedef paths start from the Leduc preset)."""
+    from bot.nfsp_agent import short_game_name
+
+    return dict(PRESETS.get(short_game_name(load_game(game)), PRESETS["leduc"]), game=game)
+
+
+def make_config(values: dict) -> NFSPConfig:
+    """An :class:`NFSPConfig` from a dict, naming any key that is not a config field."""
+    known = {f.name for f in fields(NFSPConfig)}
+    unknown = sorted(set(values) - known)
+    if unknown:
+        raise ValueError(f"unknown nfsp config key(s) {', '.join(unknown)}; known: {', '.join(sorted(known))}")
+    return NFSPConfig(**values)
+
+
+# -- the run --------------------------------------------------------------------------------------
+
+#: Most (hole cards x board) combinations for which exact exploitability runs during training.
+SMALL_GAME_DEALS = 100_000
+
+
+def is_small(game_name: str) -> bool:
+    """Games whose exact exploitability is cheap enough to compute during training (Kuhn 3
+    deals, Leduc 36; FHP's 29 million are not)."""
+    game = load_game(game_name)
+    deck = len(game.deck)
+    return math.comb(deck, game.num_hole_cards) * math.comb(deck, game.total_board_cards) <= SMALL_GAME_DEALS
+
+
+def evaluate(learner: NFSP) -> dict[str, float]:
+    """Exact exploitability of the average policy (small games only), labelled both ways."""
+    from bot.best_response import exploitability
+
+    report = exploitability(learner.game, learner.policy.strategy())
+    return {"exploitability_mbb": report.mbb(report.exploitability), "nash_conv_mbb": report.mbb(report.nash_conv)}
+
+
+class _StopRequest:
+    """SIGINT/SIGTERM set a flag; the loop finishes the step in progress, checkpoints and exits."""
+
+    def __init__(self) -> None:
+        self.requested = False
+        self._previous: dict[int, object] = {}
+
+    def __enter__(self) -> _StopRequest:
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            try:
+                self._previous[sig] = signal.signal(sig, self._handle)
+            except ValueError:  # not the main thread: no handlers, Ctrl-C behaves as usual
+                pass
+        return self
+
+    def _handle(self, signum: int, frame: object) -> None:
+        self.requested = True
+
+    def __exit__(self, *exc: object) -> None:
+        for sig, handler in self._previous.items():
+            signal.signal(sig, handler)  # type: ignore[arg-type]
+
+
+def train(config: NFSPConfig, run: RunDir, resume: bool = False, stream=None) -> NFSP:
+    """Run (or continue) NFSP in ``run`` until ``config.steps`` steps or the time budget.
+
+    Every ``eval_every`` steps a metrics line is appended (counters, memory fill, losses, wall
+    time, hands, and the exact exploitability of the average policy in small games); every
+    ``checkpoint_every`` steps, on Ctrl-C/SIGTERM and at the end a checkpoint is written; at the
+    end the policy bundle and, for small games, ``exploitability.png``.
+    """
+    from training.rundir import Progress
+
+    learner = NFSP(config)
+    if resume:
+        folder = run.checkpoint_path
+        if folder is not None:
+            learner.load_checkpoint(folder)
+        run.truncate_metrics(learner.step_count)
+    small = is_small(config.game)
+    periods = -(-config.steps // config.eval_every)
+    progress = Progress(periods, learner.step_count // config.eval_every + 1,
+                        config.time_budget or None, stream=stream)
+    budget_end = config.time_budget if config.time_budget > 0 else float("inf")
+    saved_at = learner.step_count if resume and run.checkpoint_path is not None else -1
+    try:
+        with _StopRequest() as stop:
+            while learner.step_count < config.steps and learner.train_seconds < budget_end and not stop.requested:
+                period = learner.step_count // config.eval_every + 1
+                progress.start_iteration(period, "self-play")
+                started = time.perf_counter()
+                learner.step()
+                learner.train_seconds += time.perf_counter() - started
+                progress.advance_iteration(learner.step_count - (period - 1) * config.eval_every, config.eval_every)
+                if learner.step_count % config.eval_every == 0 or learner.step_count == config.steps:
+                    record = {"iteration": learner.step_count, **learner.metrics(),
+                              "train_seconds": round(learner.train_seconds, 3)}
+                    if small:
+                        record.update(evaluate(learner))
+                    run.append_metrics(record)
+                    progress.end_iteration(period, _summary(record))
+                if learner.step_count % config.checkpoint_every == 0:
+                    learner.save_checkpoint(run)
+                    saved_at = learner.step_count
+    finally:
+        progress.close()
+    if learner.step_count != saved_at:
+        if learner.step_count % config.eval_every:  # the last partial period still gets its line
+            record = {"iteration": learner.step_count, **learner.metrics(),
+                      "train_seconds": round(learner.train_seconds, 3)}
+            if small:
+                record.update(evaluate(learner))
+            run.append_metrics(record)
+        learner.save_checkpoint(run)
+    run.policy_path.mkdir(exist_ok=True)
+    from bot.nfsp_agent import POLICY_FILE
+
+    save_torch(run.policy_path / POLICY_FILE, learner.policy.bundle())
+    if small:
+        plot_exploitability(run)
+    return learner
+
+
+def _summary(record: dict) -> str:
+    text = f"{record['hands']:,} hands, eps {record['epsilon']:.4f}, q loss {record['q_loss_0']:.3g}/{record['q_loss_1']:.3g}"
+    text += f", pi loss {record['pi_loss_0']:.3g}/{record['pi_loss_1']:.3g}"
+    if "exploitability_mbb" in record:
+        text += f", exploitability {record['exploitability_mbb']:.1f} mbb/g (NashConv/2)"
+    return text
+
+
+def plot_exploitability(run: RunDir) -> Path:
+    """``exploitability.png``: average exploitability against hands played and training time."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    records = [r for r in run.read_metrics() if "exploitability_mbb" in r]
+    figure, axes = plt.subplots(1, 2, figsize=(10, 4))
+    for axis, key, label in ((axes[0], "hands", "hands of self-play"), (axes[1], "train_seconds", "training seconds")):
+        axis.plot([r[key] for r in records], [r["exploitability_mbb"] for r in records])
+        axis.set_xlabel(label)
+        axis.set_ylabel("exploitability (NashConv/2), mbb/g")
+        axis.set_yscale("log")
+        axis.grid(True, which="both", alpha=0.3)
+    figure.suptitle(f"NFSP average policy, {run.config().get('game', '')}")
+    figure.tight_layout()
+    path = run.path / "exploitability.png"
+    figure.savefig(path, dpi=100)
+    plt.close(figure)
+    return path
+
+
+def run_from_cli(options: dict) -> None:
+    """``pokerbot train --algo nfsp``: preset < ``--config`` TOML < flags, then train or resume."""
+    from bot.errors import PokerbotError
+    from training.rundir import parse_duration, read_toml
+
+    for flag in ("traversals", "size"):
+        if options.get(flag) is not None:
+            raise PokerbotError(f"--{flag} does not apply to --algo nfsp")
+    flags: dict = {}
+    if options.get("iterations") is not None:
+        flags["steps"] = options["iterations"]
+    if options.get("time_budget") is not None:
+        flags["time_budget"] = parse_duration(options["time_budget"])
+    if options.get("device") not in (None, "auto"):
+        flags["device"] = options["device"]
+    elif options.get("device") == "auto" and torch.cuda.is_available():
+        flags["device"] = "cuda"
+    if options.get("threads"):
+        flags["threads"] = options["threads"]
+    if options.get("resume"):
+        if options.get("seed") is not None or options.get("config_path"):
+            raise PokerbotError("--seed and --config cannot change a run on --resume (its config.toml is kept)")
+        run = RunDir.open(options["resume"])
+        values = run.config() | flags  # a resumed run may be given more steps, time or another device
+        config = make_config(values)
+        _write_config(run, config)
+        train(config, run, resume=True)
+    else:
+        game = str(options["game"])
+        values = preset_for(game)
+        if options.get("config_path"):
+            from_file = read_toml(Path(options["config_path"]))
+            if from_file.get("game", game) != game:
+                raise PokerbotError(f"{options['config_path']} is for game {from_file['game']!r} but --game is "
+                                    f"{game!r}; pass --game {from_file['game']}")
+            values |= from_file
+        if options.get("seed") is not None:
+            flags["seed"] = options["seed"]
+        config = make_config(values | flags)
+        run = RunDir.create(options["out"], config)
+        train(config, run)
+    print(f"policy saved in {run.policy_path}")
+
+
+def _write_config(run: RunDir, config: NFSPConfig) -> None:
+    """Record a resumed run's extended budget in its config.toml."""
+    import tomli_w
+
+    from training.rundir import CONFIG_FILE, atomic_write, config_to_dict
+
+    atomic_write(run.path / CONFIG_FILE, lambda h: h.write(tomli_w.dumps(config_to_dict(config)).encode()))

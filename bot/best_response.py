@@ -439,10 +439,10 @@ def register_strategy_loader(loader: StrategyLoader) -> None:
 
 def load_strategy(path: Path, game: Game | None = None) -> tuple[Game, np.ndarray]:
     """The game and strategy array stored at ``path`` (a policy JSON or a registered kind)."""
-    from bot.registry import _load_plugins
+    from bot.registry import load_plugins
     from bot.tabular_policy import load_policy_strategy
 
-    _load_plugins()
+    load_plugins()
     if not path.exists():
         raise FileNotFoundError(f"{path}: no such file or directory")
     for loader in [load_policy_strategy, *_STRATEGY_LOADERS]:

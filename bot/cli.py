@@ -19,7 +19,15 @@ from bot.errors import PokerbotError
 #: command name -> "module:attribute" of its click command.
 COMMANDS: dict[str, str] = {
     "games": "bot.commands.games:games",
+    "match": "bot.commands.match:match",
+    "report": "bot.commands.report:report",
+    "connect": "bot.commands.connect:connect",
+    "dealer": "bot.commands.dealer:dealer",
     "train": "bot.commands.train:train",
+    "solve": "bot.commands.solve:solve",
+    "exploit": "bot.commands.exploit:exploit",
+    "play": "bot.commands.play:play",
+    "export-policy": "bot.commands.export_policy:export_policy",
 }
 
 #: Exceptions that are the user's input, not our bug; shown as one line.

@@ -51,7 +51,7 @@ def known_names() -> list[str]:
 
 def resolve_agent(spec: str, game: Game) -> Agent:
     """The agent named ``spec`` (a registered name or a path) for ``game``."""
-    _load_plugins()
+    load_plugins()
     if spec in _NAMED:
         return _NAMED[spec](game)
     path = Path(spec)
@@ -70,7 +70,7 @@ def resolve_agent(spec: str, game: Game) -> Agent:
 _PLUGINS_LOADED = False
 
 
-def _load_plugins() -> None:
+def load_plugins() -> None:
     """Import the modules that register agents (kept lazy so importing bot stays cheap)."""
     global _PLUGINS_LOADED
     if _PLUGINS_LOADED:
@@ -83,4 +83,9 @@ def _load_plugins() -> None:
 
 
 #: Modules whose import registers more agents (each registers names, loaders or build hints).
-_PLUGIN_MODULES: list[str] = []
+_PLUGIN_MODULES: list[str] = [
+    "bot.tabular_policy",
+    "bot.nfsp_agent",
+    "bot.deep_cfr_agent",
+    "bot.abstraction_agent",
+]

@@ -331,6 +331,7 @@ class Dealer:
                 self._say(f"STARTED at {_stamp(time.time())}")
             for hand in range(options.hands):
                 await self._play_hand(hand)
+            self._report_score()
         except DealerAbort as abort:
             self._say(f"ERROR: {abort}")
             return 1
@@ -338,20 +339,25 @@ class Dealer:
             self._close_listeners()
             for seat in self.seats:
                 await seat.close()
-            if self._log is not None and self.hands_played < options.hands:
+            if self._log is not None:
                 self._log.close()
             if self._tlog is not None:
                 self._tlog.close()
-        score = format_score_line(tuple(self.totals), options.names)
-        if not options.quiet:
+        return 0
+
+    def _report_score(self) -> None:
+        """FINISHED and SCORE on stderr, SCORE in the log and on stdout, all written before the
+        sockets close (as the reference dealer does), so a client that sees EOF finds them."""
+        score = format_score_line(tuple(self.totals), self.options.names)
+        if not self.options.quiet:
             self._say(f"FINISHED at {_stamp(time.time())}")
         self._say(score)
         if self._log is not None:
-            self._log.write_score(tuple(self.totals), options.names)
+            self._log.write_score(tuple(self.totals), self.options.names)
             self._log.close()
+            self._log = None
         self.out.write(score + "\n")
         self.out.flush()
-        return 0
 
     def seat_of(self, position: int, hand: int) -> int:
         """0-based seat holding ``position`` in ``hand`` (§6 rotation, or fixed with ``-f``)."""

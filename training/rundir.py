@@ -228,19 +228,10 @@ class Progress:
         self._rich = None
         if self.live:
             from rich.console import Console
-            from rich.progress import (
-                BarColumn,
-                MofNCompleteColumn,
-                TextColumn,
-                TimeElapsedColumn,
-                TimeRemainingColumn,
-            )
-            from rich.progress import Progress as RichProgress
 
-            self._rich = RichProgress(
-                TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                TimeElapsedColumn(), TimeRemainingColumn(), console=Console(file=self.stream), transient=False,
-            )
+            from bot.progress import progress_bar
+
+            self._rich = progress_bar(Console(file=self.stream))
             self._rich.start()
             self._overall = self._rich.add_task("iterations", total=total_iterations, completed=first_iteration - 1)
             self._step = self._rich.add_task("iteration", total=1)

@@ -15,12 +15,7 @@ import click
 import numpy as np
 from rich.console import Console
 from rich.progress import (
-    BarColumn,
-    MofNCompleteColumn,
     Progress,
-    TextColumn,
-    TimeElapsedColumn,
-    TimeRemainingColumn,
 )
 
 from bot.agent import Agent
@@ -36,6 +31,7 @@ from bot.match_report import (
     table,
     write_json,
 )
+from bot.progress import progress_bar
 from bot.registry import resolve_agent
 from protocol.acpc_client import Turn
 from protocol.gamedef import Game, load_game
@@ -47,19 +43,6 @@ def display_name(spec: str) -> str:
         r"[^A-Za-z0-9_.+-]", "_", Path(spec).stem if "/" in spec or spec.endswith(".json") else spec
     )
     return name or "agent"
-
-
-def progress_bar(console: Console) -> Progress:
-    return Progress(
-        TextColumn("{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        TextColumn("eta"),
-        TimeRemainingColumn(),
-        console=console,
-        transient=True,
-    )
 
 
 def parse_host_port(text: str) -> tuple[str, int]:
@@ -90,7 +73,7 @@ def aivat_for(
     game = result.game
     agents = (resolve_agent(agent_spec, game), resolve_agent(opponent_spec, game))
     records = [(h.record, h.position) for h in result.hands]
-    with progress_bar(console) as progress:
+    with progress_bar(console, transient=True) as progress:
         task = progress.add_task("AIVAT", total=len(records))
         return aivat_values(records, agents, game, lambda: progress.advance(task))
 
@@ -211,11 +194,11 @@ def match(**options) -> None:
     agent = resolve_agent(a_spec, game)  # fail on a bad name before anything starts
     if options["dealer_address"]:
         address = parse_host_port(options["dealer_address"])
-        with progress_bar(out) as progress:
+        with progress_bar(out, transient=True) as progress:
             series = _play_against_dealer(game, agent, address, seed, progress)
     else:
         opponent = resolve_agent(b_spec, game)
-        with progress_bar(out) as progress:
+        with progress_bar(out, transient=True) as progress:
             task = progress.add_task("hands", total=hands * (2 if duplicate else 1))
             advance = lambda n: progress.advance(task, n)  # noqa: E731
             if options["wire"]:

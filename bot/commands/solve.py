@@ -22,17 +22,13 @@ import click
 import numpy as np
 from rich.console import Console
 from rich.progress import (
-    BarColumn,
-    MofNCompleteColumn,
-    Progress,
     TextColumn,
-    TimeElapsedColumn,
-    TimeRemainingColumn,
 )
 
 from bot.best_response import exploitability
 from bot.errors import PokerbotError
 from bot.infosets import require_tabular_size
+from bot.progress import progress_bar
 from protocol.gamedef import Game, load_game
 
 SOLVE_ALGORITHMS = ("cfr", "cfr+", "linear-cfr", "dcfr", "es-mccfr")
@@ -228,11 +224,7 @@ def solve(**options) -> None:
     config = SolveConfig(**options)
     require_tabular_size(load_game(config.game))  # before the progress bar: a clean one-line error
     console = Console(stderr=True)
-    columns = (
-        TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
-        TextColumn("expl {task.fields[expl]}"), TimeElapsedColumn(), TimeRemainingColumn(),
-    )
-    with Progress(*columns, console=console) as progress:
+    with progress_bar(console, TextColumn("expl {task.fields[expl]}")) as progress:
         task = progress.add_task(f"{config.algo} {config.game}", total=config.iterations, expl="-")
 
         def evaluated(iteration: int, mbb: float) -> None:

@@ -15,7 +15,12 @@ import click
 from bot.errors import PokerbotError
 
 #: --algo value -> module in ``training`` with ``run_from_cli(options: dict) -> None``.
-ALGORITHMS: dict[str, str] = {}
+ALGORITHMS: dict[str, str] = {
+    "nfsp": "training.nfsp",
+    "deep-cfr": "training.deep_cfr",
+    "sd-cfr": "training.deep_cfr",
+    "abstraction": "training.abstraction.run",
+}
 
 
 @click.command(context_settings={"show_default": True})

@@ -23,6 +23,7 @@ import numba
 import numpy as np
 
 from bot.errors import PokerbotError
+from bot.progress import progress_bar
 from training.abstraction.build import Abstraction, build_abstraction, policy_path
 from training.abstraction.estimate import estimate
 from training.abstraction.solver import AbstractGame, run_batch
@@ -122,7 +123,7 @@ def train(config: AbstractionConfig, run: RunDir, resume: bool = False) -> np.nd
     console.print(f"[bold]{spec.name}[/] ({spec.game}, buckets {spec.buckets}): {cost.summary()}")
     if spec.note:
         console.print(f"note: {spec.note}")
-    with _bar(console) as bar:
+    with progress_bar(console, transient=True) as bar:
         task = bar.add_task("building abstraction", total=None)
         build_abstraction(spec, lambda phase, done, total: bar.update(task, description=phase, completed=done, total=total))
     ag = AbstractGame.build(Abstraction.load(spec))
@@ -133,7 +134,7 @@ def train(config: AbstractionConfig, run: RunDir, resume: bool = False) -> np.nd
     last_checkpoint = started
     interrupted = False
     try:
-        with _bar(console) as bar:
+        with progress_bar(console, transient=True) as bar:
             task = bar.add_task("ES Linear MCCFR", total=target, completed=state["iterations"])
             while state["iterations"] < target:
                 if config.time_budget is not None and time.monotonic() - started >= config.time_budget:
@@ -167,20 +168,6 @@ def train(config: AbstractionConfig, run: RunDir, resume: bool = False) -> np.nd
     if interrupted:
         raise PokerbotError(f"interrupted; continue with --resume {run.path}")
     return average
-
-
-def _bar(console):
-    from rich.progress import (
-        BarColumn,
-        MofNCompleteColumn,
-        Progress,
-        TextColumn,
-        TimeElapsedColumn,
-        TimeRemainingColumn,
-    )
-
-    return Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                    TimeRemainingColumn(), console=console, transient=True)  # fmt: skip
 
 
 def _load_or_init(run: RunDir, ag: AbstractGame, resume: bool, mmap: bool) -> tuple[np.ndarray, np.ndarray, dict]:

@@ -132,7 +132,7 @@ def _strategy_of(path: Path, space: InfosetSpace, policy: dict) -> np.ndarray:
             strategy[index, column] = p
         total = strategy[index].sum()
         if abs(total - 1.0) > SUM_TOLERANCE:
-            raise PolicyFileError(f"{path}: key {key!r}: probabilities sum to {total!r}, not 1")
+            raise PolicyFileError(f"{path}: key {key!r}: probabilities sum to {float(total):.9g}, not 1")
         strategy[index] /= total
         seen[index] = True
     if not seen.all():

@@ -180,9 +180,13 @@ def test_cli_trains_resumes_and_rejects_bad_input(tmp_path) -> None:
                                   "--out", str(tmp_path / "y")])
     assert result.exit_code == 2 and "unknown nfsp config key(s) etaa" in result.output
     other = tmp_path / "other.toml"
-    other.write_text('game = "kuhn"\n')
-    result = runner.invoke(main, ["train", "--algo", "nfsp", "--config", str(other), "--out", str(tmp_path / "z")])
+    other.write_text('game = "kuhn"\nsteps = 2\n')
+    result = runner.invoke(main, ["train", "--algo", "nfsp", "--game", "leduc", "--config", str(other),
+                                  "--out", str(tmp_path / "z")])
     assert result.exit_code == 2 and "is for game 'kuhn' but --game is 'leduc'" in result.output
+    result = runner.invoke(main, ["train", "--algo", "nfsp", "--config", str(other), "--out", str(tmp_path / "w")])
+    assert result.exit_code == 0, result.output  # without --game the file's game is the run's game
+    assert RunDir.open(tmp_path / "w").config()["game"] == "kuhn"
 
 
 def test_config_rejects_nonsense() -> None:

@@ -533,21 +533,8 @@ def plot_exploitability(run: RunDir) -> Path | None:
     return path
 
 
-def _explicit_only(options: dict) -> dict:
-    """Drop options the user did not type (click defaults such as ``--game leduc``), so the
-    preset and the ``--config`` file supply them instead."""
-    import click
-    from click.core import ParameterSource
-
-    context = click.get_current_context(silent=True)
-    if context is None:
-        return dict(options)
-    return {k: v for k, v in options.items() if context.get_parameter_source(k) != ParameterSource.DEFAULT}
-
-
 def run_from_cli(options: dict) -> None:
     """``pokerbot train --algo deep-cfr|sd-cfr`` entry point (see :mod:`bot.commands.train`)."""
-    options = _explicit_only(options)
     if options.get("resume"):
         trainer = DeepCFRTrainer.resume(options["resume"], options)
     else:

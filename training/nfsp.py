@@ -615,7 +615,7 @@ def run_from_cli(options: dict) -> None:
         flags["time_budget"] = parse_duration(options["time_budget"])
     if options.get("device") not in (None, "auto"):
         flags["device"] = options["device"]
-    elif options.get("device") == "auto" and torch.cuda.is_available():
+    elif torch.cuda.is_available():  # --device auto or left out
         flags["device"] = "cuda"
     if options.get("threads"):
         flags["threads"] = options["threads"]
@@ -628,14 +628,12 @@ def run_from_cli(options: dict) -> None:
         _write_config(run, config)
         train(config, run, resume=True)
     else:
-        game = str(options["game"])
-        values = preset_for(game)
-        if options.get("config_path"):
-            from_file = read_toml(Path(options["config_path"]))
-            if from_file.get("game", game) != game:
-                raise PokerbotError(f"{options['config_path']} is for game {from_file['game']!r} but --game is "
-                                    f"{game!r}; pass --game {from_file['game']}")
-            values |= from_file
+        from_file = read_toml(Path(options["config_path"])) if options.get("config_path") else {}
+        game = str(options.get("game") or from_file.get("game") or "leduc")
+        if from_file.get("game", game) != game:
+            raise PokerbotError(f"{options['config_path']} is for game {from_file['game']!r} but --game is "
+                                f"{game!r}; pass --game {from_file['game']} or leave --game out")
+        values = preset_for(game) | from_file
         if options.get("seed") is not None:
             flags["seed"] = options["seed"]
         config = make_config(values | flags)

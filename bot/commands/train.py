@@ -24,20 +24,23 @@ ALGORITHMS: dict[str, str] = {
 
 
 @click.command(context_settings={"show_default": True})
-@click.option("--game", default="leduc", help="kuhn, leduc, fhp, holdem, or a gamedef path.")
+@click.option("--game", help="kuhn, leduc, fhp, holdem, or a gamedef path  [default: the --config file's game, else leduc]")
 @click.option("--algo", required=True, help="Training algorithm: " + ", ".join(ALGORITHMS or ["(none built)"]))
 @click.option("--config", "config_path", type=click.Path(dir_okay=False), help="TOML file of defaults (flags override).")
 @click.option("--iterations", type=int, help="CFR iterations (Deep CFR / SD-CFR / abstraction) or training steps (NFSP).")
 @click.option("--traversals", type=int, help="Traversals per player per iteration (Deep CFR / SD-CFR).")
 @click.option("--time-budget", help="Stop after this much wall time, e.g. 90s, 10m, 2h.")
 @click.option("--seed", type=int, help="Random seed (recorded in config.toml).")
-@click.option("--device", type=click.Choice(["auto", "cpu", "cuda"]), default="auto")
+@click.option("--device", type=click.Choice(["auto", "cpu", "cuda"]), help="Where networks run  [default: auto, i.e. cuda when available]")
 @click.option("--size", help="Abstraction size name (abstraction algo), e.g. 3e6.")
 @click.option("--threads", type=int, help="Worker threads (default: all cores).")
 @click.option("--out", type=click.Path(file_okay=False), help="Run directory to create.")
 @click.option("--resume", type=click.Path(file_okay=False), help="Continue the run in this directory.")
 def train(**options: object) -> None:
-    """Train a policy; writes a run directory (config.toml, metrics.jsonl, checkpoints, policy)."""
+    """Train a policy; writes a run directory (config.toml, metrics.jsonl, checkpoints, policy).
+
+    Options left out are None, so each algorithm resolves them as preset < --config file < flag.
+    """
     algo = str(options["algo"])
     if algo not in ALGORITHMS:
         known = ", ".join(sorted(ALGORITHMS)) or "none yet"

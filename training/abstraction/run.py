@@ -99,7 +99,7 @@ def run_from_cli(options: dict) -> None:
     values: dict = {}
     if options.get("config_path"):
         values |= read_toml(Path(options["config_path"]))
-    values["abstraction"] = resolve_size(str(options["game"]), str(options["size"])).name
+    values["abstraction"] = resolve_size(str(options.get("game") or "leduc"), str(options["size"])).name
     if options.get("seed") is not None:
         flags["seed"] = int(options["seed"])
     config = make_config(values | flags)

@@ -39,6 +39,7 @@ from bot.encoding import InfosetEncoder
 from bot.errors import PokerbotError
 from bot.network import DeepCFRNetwork, masked_softmax, regret_matching
 from protocol.gamedef import Game, load_game
+from training import plots
 from training.reservoir import Reservoir
 from training.rundir import (
     Progress,
@@ -506,31 +507,13 @@ def _summary(record: dict) -> str:
 def plot_exploitability(run: RunDir) -> Path | None:
     """``exploitability.png``: exact exploitability (mbb/g, NashConv/2) against wall time."""
     records = [r for r in run.read_metrics() if "elapsed_s" in r]
-    series = {label: [(r["elapsed_s"], r[key]) for r in records if key in r]
+    curves = {label: ([r["elapsed_s"] for r in records if key in r], [r[key] for r in records if key in r])
               for key, label in (("sdcfr_exploitability_mbb", "SD-CFR average (exact)"),
                                  ("average_exploitability_mbb", "Deep CFR average network"))}
-    series = {k: v for k, v in series.items() if v}
-    if not series:
+    curves = {label: xy for label, xy in curves.items() if xy[0]}
+    if not curves:
         return None
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(6, 4))
-    for label, points in series.items():
-        xs, ys = zip(*points, strict=True)
-        ax.plot(xs, ys, marker="." if len(xs) < 50 else None, label=label)
-    ax.set_xlabel("wall-clock seconds (training)")
-    ax.set_ylabel("exploitability, mbb/g (NashConv / 2)")
-    ax.set_yscale("log")
-    ax.grid(True, which="both", alpha=0.3)
-    ax.legend()
-    path = run.path / "exploitability.png"
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-    return path
+    return plots.plot_exploitability(run.path / "exploitability.png", [("wall-clock seconds (training)", curves)])
 
 
 def run_from_cli(options: dict) -> None:

@@ -43,6 +43,7 @@ from bot.encoding import InfosetEncoder
 from bot.network import DeepCFRNetwork
 from bot.nfsp_agent import NFSPPolicy
 from protocol.gamedef import load_game
+from training import plots
 from training.reservoir import Reservoir
 from training.rundir import RunDir, load_torch, save_torch
 from training.vector_env import VectorEnv
@@ -579,25 +580,12 @@ def _summary(record: dict) -> str:
 
 def plot_exploitability(run: RunDir) -> Path:
     """``exploitability.png``: average exploitability against hands played and training time."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
     records = [r for r in run.read_metrics() if "exploitability_mbb" in r]
-    figure, axes = plt.subplots(1, 2, figsize=(10, 4))
-    for axis, key, label in ((axes[0], "hands", "hands of self-play"), (axes[1], "train_seconds", "training seconds")):
-        axis.plot([r[key] for r in records], [r["exploitability_mbb"] for r in records])
-        axis.set_xlabel(label)
-        axis.set_ylabel("exploitability (NashConv/2), mbb/g")
-        axis.set_yscale("log")
-        axis.grid(True, which="both", alpha=0.3)
-    figure.suptitle(f"NFSP average policy, {run.config().get('game', '')}")
-    figure.tight_layout()
-    path = run.path / "exploitability.png"
-    figure.savefig(path, dpi=100)
-    plt.close(figure)
-    return path
+    values = [r["exploitability_mbb"] for r in records]
+    panels = [(label, {"NFSP average policy": ([r[key] for r in records], values)})
+              for key, label in (("hands", "hands of self-play"), ("train_seconds", "training seconds"))]
+    return plots.plot_exploitability(run.path / "exploitability.png", panels,
+                                     title=f"NFSP average policy, {run.config().get('game', '')}")
 
 
 def run_from_cli(options: dict) -> None:

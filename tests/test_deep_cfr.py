@@ -215,9 +215,22 @@ def test_killed_run_resumes_exactly(tmp_path) -> None:
 
     assert _comparable(resumed.run.read_metrics()) == _comparable(reference.run.read_metrics())
     assert [r["iteration"] for r in resumed.run.read_metrics()] == list(range(1, 26))
-    for a, b in [(resumed.advantage[0], reference.advantage[0]), (resumed.advantage[1], reference.advantage[1]),
-                 (resumed.strategy_memory, reference.strategy_memory)]:
+    assert resumed.strategy_memory.seen == 0  # SD-CFR keeps no strategy memory
+    for a, b in [(resumed.advantage[0], reference.advantage[0]), (resumed.advantage[1], reference.advantage[1])]:
         assert a.seen == b.seen and a.seen > a.capacity
         for name in a.data:
             assert np.array_equal(a.stored()[name], b.stored()[name]), name
     assert np.allclose(bundle_strategy(Bundle.load(killed)), bundle_strategy(Bundle.load(tmp_path / "reference")))
+
+
+def test_deep_cfr_checkpoint_restores_every_memory(tmp_path) -> None:
+    """Deep CFR also checkpoints its strategy memory (incremental row files, restored exactly)."""
+    trainer = DeepCFRTrainer.new(kuhn_config(algo="deep-cfr", iterations=4, sgd_steps=10, average_sgd_steps=10,
+                                             strategy_memory=300), tmp_path / "r", progress=False)
+    trainer.train()
+    assert trainer.strategy_memory.seen > trainer.strategy_memory.capacity  # replacement happened
+    resumed = DeepCFRTrainer.resume(tmp_path / "r", progress=False)
+    assert resumed.iteration == 4
+    for a, b in zip(resumed.memories, trainer.memories, strict=True):
+        assert a.seen == b.seen and all(np.array_equal(a.stored()[k], b.stored()[k]) for k in a.data)
+    assert len(resumed.memories) == 3

@@ -2,8 +2,8 @@
 
 One loop serves both (``algo``): each iteration ``t`` and each player ``p`` in turn runs ``K``
 external-sampling traversals (:mod:`training.traversal`, batched), adds the sampled instantaneous
-regrets to ``p``'s advantage memory and the opponent's strategy vectors to the strategy memory
-(each row stores ``t``), then trains ``p``'s value network from scratch on the advantage memory
+regrets to ``p``'s advantage memory and (Deep CFR only) the opponent's strategy vectors to the
+strategy memory (each row stores ``t``), then trains ``p``'s value network from scratch on the advantage memory
 (MSE over legal actions, weighted by ``t * 2 / T`` under linear CFR, sec. 5.2; Adam 1e-3,
 gradient-norm clip 1). Deep CFR then fits the average-strategy network on the strategy memory;
 SD-CFR instead keeps every value network (written to ``policy/stack/`` as it is trained) and its
@@ -40,6 +40,8 @@ from bot.errors import PokerbotError
 from bot.network import DeepCFRNetwork, masked_softmax, regret_matching
 from protocol.gamedef import Game, load_game
 from training import plots
+from training.memory_log import MEMORY_DIR, MemoryLog
+from training.merged_memory import merge_rows
 from training.reservoir import Reservoir
 from training.rundir import (
     Progress,
@@ -107,6 +109,10 @@ class DeepCFRConfig:
     """``reservoir`` or ``window`` (the sliding-window ablation)."""
     linear_weighting: bool = True
     """Linear CFR: weight samples by their iteration, batch weights rescaled by 2/T."""
+    merge_duplicates: bool = False
+    """Train on the memory's distinct inputs with their weighted mean targets: the same loss as
+    the paper's, with exact (full-batch) gradients when the distinct inputs fit in a batch
+    (:mod:`training.merged_memory`). Pays off where inputs repeat (Kuhn, Leduc)."""
     evaluate_every: int = 1
     """Exact exploitability every this many iterations on small games (0: never)."""
     average_every: int = 0
@@ -139,17 +145,18 @@ _PAPER = dict(iterations=450, traversals=10_000, width=96, advantage_memory=40_0
 PRESETS: dict[str, dict] = {
     "kuhn": dict(iterations=60, traversals=400, width=32, sgd_steps=150, batch_size=512,
                  advantage_memory=200_000, strategy_memory=200_000, average_sgd_steps=1500,
-                 average_batch_size=512, traversal_batch=400, threads=1),
-    # Leduc, tuned for exploitability per wall-clock second on 2 CPU cores (SGD is ~93% of an
-    # iteration; each step is overhead-bound, ~4 ms at width 32 and batch 2,048): width 32 with
-    # Adam lr 3e-3 fits a player's ~470 infosets as well as width 64 at 1e-3 in about half the
-    # time, and batch 2,048 gives smoother from-scratch fits than 1,024 (fewer bad networks in the
-    # average: 54 vs 77 mbb/g at 10 min). Traversals are cheap (~0.1 s for 2 x 4,000) and more
-    # per iteration cut the sampling noise the exact-regret oracle shows
-    # (benchmarks/bench_deep_cfr_oracle.py). Curve: benchmarks/bench_deep_cfr_leduc.py.
-    "leduc": dict(iterations=300, traversals=4000, width=32, sgd_steps=300, batch_size=2048, learning_rate=3e-3,
-                  advantage_memory=2_000_000, strategy_memory=2_000_000, average_sgd_steps=3000,
-                  average_batch_size=2048, traversal_batch=2000, threads=1),
+                 average_batch_size=512, traversal_batch=400, threads=1, merge_duplicates=True),
+    # Leduc, tuned for exploitability per wall-clock second on 2 CPU cores. The exact-regret
+    # oracle (benchmarks/bench_deep_cfr_oracle.py) shows the average is iteration-bound (~1/T)
+    # once K is a few thousand, so iterations must be cheap: a player's memory holds only ~470
+    # distinct inputs, and merge_duplicates trains on them with the exact full-memory gradient
+    # (training/merged_memory.py), so K = 10,000 traversals and 10M-row memories cost no extra
+    # SGD; 300 full-batch Adam steps at lr 3e-3 from scratch fit as well as 600 at 1e-2
+    # (bench_deep_cfr_leduc.py). Checkpoints are incremental (training/memory_log.py), so one
+    # per iteration stays cheap with these memories.
+    "leduc": dict(iterations=600, traversals=10_000, width=32, sgd_steps=300, batch_size=2048, learning_rate=3e-3,
+                  advantage_memory=10_000_000, strategy_memory=10_000_000, average_sgd_steps=3000,
+                  average_batch_size=2048, traversal_batch=5000, threads=1, merge_duplicates=True),
     "fhp": dict(_PAPER, sgd_steps=4000, batch_size=10_000, average_batch_size=10_000, traversal_batch=2000),
     "holdem": dict(_PAPER, sgd_steps=32_000, batch_size=20_000, average_batch_size=20_000, traversal_batch=500),
 }
@@ -194,6 +201,10 @@ class DeepCFRTrainer:
                   "target": ((3,), np.float32), "iteration": ((), np.int32)}
         self.advantage = [Reservoir(config.advantage_memory, fields, config.memory_mode) for _ in (0, 1)]
         self.strategy_memory = Reservoir(config.strategy_memory, fields, config.memory_mode)
+        #: SD-CFR never trains an average network, so it keeps no strategy memory (Steinberger 2019).
+        self.keeps_strategy_memory = config.algo == "deep-cfr"
+        names = ("advantage_p0", "advantage_p1", "strategy")[: 3 if self.keeps_strategy_memory else 2]
+        self.memory_logs = [MemoryLog(run.path / MEMORY_DIR, name) for name in names]
         self.bets = torch.from_numpy(self.encoder.bets).to(self.device)
         self.legal = torch.from_numpy(self.encoder.legal).to(self.device)
         self.nets: list[DeepCFRNetwork | None] = [None, None]
@@ -260,41 +271,72 @@ class DeepCFRTrainer:
     # -- training ---------------------------------------------------------------------------------
 
     def _fit(self, net: DeepCFRNetwork, optimizer: torch.optim.Optimizer, memory: Reservoir, steps: int,
-             batch_size: int, rng: np.random.Generator, average: bool) -> float:
-        """Weighted MSE over legal actions (Brown et al. 2019, algorithm 1 losses); mean last-10% loss.
+             batch_size: int, rng: np.random.Generator, average: bool) -> tuple[float, str]:
+        """Weighted MSE over legal actions (Brown et al. 2019, algorithm 1 losses).
 
-        Minibatches are uniform draws with replacement from the memory (as :meth:`Reservoir.sample`),
-        drawn for all steps at once and gathered from zero-copy torch views of the memory, so a step
-        costs no numpy round trip; the loss is read back only for the last 10% of steps."""
-        cfg, device = self.config, self.device
+        Returns the mean loss of the last 10% of steps (read back only then, so a step costs no
+        synchronisation) and the batch form used: ``rows`` (uniform minibatches of memory rows,
+        the paper), or with ``merge_duplicates`` ``full`` (every distinct input each step: the
+        exact full-memory gradient) or ``weighted`` (distinct inputs drawn by total weight); see
+        :mod:`training.merged_memory`."""
+        cfg = self.config
         net.train()
-        scale = 2.0 / max(self.iteration, 1)
-        stored = {name: torch.from_numpy(array) for name, array in memory.stored().items()}
-        picks = torch.from_numpy(rng.integers(0, len(memory), size=(steps, batch_size)))
+        batches, form = self._batches(memory, steps, batch_size, rng)
         tail_from = steps - max(1, steps // 10)
         losses = []
-        for step in range(steps):
-            rows = picks[step]
-            node = stored["node"][rows].long().to(device)
-            cards = stored["cards"][rows].to(device)
-            target = stored["target"][rows].to(device)
-            legal = self.legal[node]
-            weight = stored["iteration"][rows].to(device, torch.float32) * scale if cfg.linear_weighting else None
-            outputs = net(cards, self.bets[node])
+        parameters = list(net.parameters())  # once: ``net.parameters()`` walks the modules each call
+        for step, (cards, bets, legal, target, weight, denominator) in enumerate(batches):
+            outputs = net(cards, bets)
             if average:
                 outputs = masked_softmax(outputs, legal).nan_to_num(0.0)
             per_row = ((outputs - target) ** 2 * legal).sum(dim=1)
-            loss = (per_row * weight).mean() if weight is not None else per_row.mean()
+            loss = (per_row * weight).sum() / denominator
             optimizer.zero_grad(set_to_none=True)
             loss.backward()
-            torch.nn.utils.clip_grad_norm_(net.parameters(), cfg.grad_clip)
+            torch.nn.utils.clip_grad_norm_(parameters, cfg.grad_clip, foreach=True)
             optimizer.step()
             if step >= tail_from:
                 losses.append(loss.item())
         net.eval()
-        return float(np.mean(losses))
+        return float(np.mean(losses)), form
 
-    def train_value_net(self, player: int) -> float:
+    def _batches(self, memory: Reservoir, steps: int, batch_size: int, rng: np.random.Generator):
+        """``steps`` batches ``(cards, bets, legal, target, weight, denominator)`` on the device.
+
+        Linear CFR weights a row by its iteration times ``2 / T`` (sec. 5.2); the loss of a batch
+        is ``sum(weight * error) / denominator``. Indices for all steps are drawn at once and
+        gathered from zero-copy torch views of the memory, so a step costs no numpy round trip."""
+        cfg, device = self.config, self.device
+        scale = 2.0 / max(self.iteration, 1) if cfg.linear_weighting else 1.0
+        if cfg.merge_duplicates:
+            merged = merge_rows(memory.stored(), self.encoder.tree.num_nodes, cfg.linear_weighting)
+            node = torch.from_numpy(merged.node.astype(np.int64)).to(device)
+            cards = torch.from_numpy(merged.cards).to(device)
+            target = torch.from_numpy(merged.target).to(device)
+            bets, legal = self.bets[node], self.legal[node]
+            if len(merged) <= batch_size:
+                weight = torch.from_numpy(merged.weight).to(device) * scale
+                full = (cards, bets, legal, target, weight, merged.rows)
+                return (full for _ in range(steps)), "full"
+            probabilities = merged.weight.astype(np.float64) / merged.weight.sum()
+            picks = torch.from_numpy(rng.choice(len(merged), size=(steps, batch_size), p=probabilities)).to(device)
+            weight = torch.full((batch_size,), scale * float(merged.weight.sum()) / merged.rows, device=device)
+            return ((cards[p], bets[p], legal[p], target[p], weight, batch_size) for p in picks), "weighted"
+        stored = {name: torch.from_numpy(array) for name, array in memory.stored().items()}
+        picks = torch.from_numpy(rng.integers(0, len(memory), size=(steps, batch_size)))
+
+        def rows():
+            for p in picks:
+                node = stored["node"][p].long().to(device)
+                iteration = stored["iteration"][p].to(device, torch.float32)
+                weight = iteration * scale if cfg.linear_weighting else torch.ones_like(iteration)
+                yield (stored["cards"][p].to(device), self.bets[node], self.legal[node],
+                       stored["target"][p].to(device), weight, batch_size)
+
+        return rows(), "rows"
+
+    def train_value_net(self, player: int) -> tuple[float, str]:
+        """Fit ``player``'s value network on its advantage memory; (tail loss, batch form)."""
         cfg = self.config
         torch.manual_seed(int(self.rng(self.iteration, player, 2).integers(2**62)))
         if cfg.from_scratch or self.nets[player] is None:
@@ -302,19 +344,19 @@ class DeepCFRTrainer:
             optimizer = self.make_optimizer(net)
         else:
             net, optimizer = self.nets[player], self.optimizers[player]
-        loss = self._fit(net, optimizer, self.advantage[player], cfg.sgd_steps, cfg.batch_size,
-                         self.rng(self.iteration, player, 3), average=False)
+        fitted = self._fit(net, optimizer, self.advantage[player], cfg.sgd_steps, cfg.batch_size,
+                           self.rng(self.iteration, player, 3), average=False)
         self.nets[player], self.optimizers[player] = net, optimizer
-        return loss
+        return fitted
 
-    def train_average_net(self) -> tuple[DeepCFRNetwork, float]:
+    def train_average_net(self) -> tuple[DeepCFRNetwork, float, str]:
         cfg = self.config
         torch.manual_seed(int(self.rng(self.iteration, 2, 4).integers(2**62)))
         net = self.make_net().to(self.device)
         optimizer = self.make_optimizer(net)
-        loss = self._fit(net, optimizer, self.strategy_memory, cfg.average_sgd_steps, cfg.average_batch_size,
-                         self.rng(self.iteration, 2, 5), average=True)
-        return net, loss
+        loss, form = self._fit(net, optimizer, self.strategy_memory, cfg.average_sgd_steps, cfg.average_batch_size,
+                               self.rng(self.iteration, 2, 5), average=True)
+        return net, loss, form
 
     # -- one iteration ----------------------------------------------------------------------------
 
@@ -334,6 +376,8 @@ class DeepCFRTrainer:
                 n = min(cfg.traversal_batch, cfg.traversals - done)
                 result = traverse(self.encoder, deal_batch(self.encoder, n, rng), player, self.strategy_fn, rng)
                 for rows, memory in ((result.advantage, self.advantage[player]), (result.strategy, self.strategy_memory)):
+                    if memory is self.strategy_memory and not self.keeps_strategy_memory:
+                        continue
                     rows["iteration"] = np.full(len(rows["node"]), t, dtype=np.int32)
                     memory.add(rows, reservoir_rng)
                 evaluated += result.infosets_evaluated
@@ -342,12 +386,13 @@ class DeepCFRTrainer:
             traversal_s += time.perf_counter() - started
             started = time.perf_counter()
             progress.advance_iteration(1, 1, f"iteration {t}: training p{player}")
-            record[f"loss_p{player}"] = self.train_value_net(player)
+            record[f"loss_p{player}"], record[f"batch_form_p{player}"] = self.train_value_net(player)
             training_s += time.perf_counter() - started
             record[f"advantage_samples_p{player}"] = self.advantage[player].seen
             record[f"advantage_fill_p{player}"] = len(self.advantage[player]) / self.advantage[player].capacity
-        record["strategy_samples"] = self.strategy_memory.seen
-        record["strategy_fill"] = len(self.strategy_memory) / self.strategy_memory.capacity
+        if self.keeps_strategy_memory:
+            record["strategy_samples"] = self.strategy_memory.seen
+            record["strategy_fill"] = len(self.strategy_memory) / self.strategy_memory.capacity
         record["infosets_per_s"] = evaluated / traversal_s if traversal_s else 0.0
         self.save_stack_entry()
         started = time.perf_counter()
@@ -378,11 +423,11 @@ class DeepCFRTrainer:
 
     def finish_average(self) -> dict:
         """Deep CFR: fit the average-strategy network, save it as the policy, measure it."""
-        net, loss = self.train_average_net()
+        net, loss, form = self.train_average_net()
         self.run.policy_path.mkdir(parents=True, exist_ok=True)
         save_torch(self.run.policy_path / "average.pt", net.cpu().state_dict())
         net.to(self.device)
-        record: dict = {"average_loss": loss}
+        record: dict = {"average_loss": loss, "average_batch_form": form}
         if self.small:
             from bot.best_response import exploitability
 
@@ -412,14 +457,20 @@ class DeepCFRTrainer:
         data = manifest(self.config.algo, self.game, self.make_net().architecture(), self.config.argmax_fallback, stack, average)
         atomic_write(self.run.policy_path / BUNDLE_FILE, lambda h: h.write(json.dumps(data, indent=1).encode()))
 
+    @property
+    def memories(self) -> list[Reservoir]:
+        """The memories in the order of ``memory_logs``."""
+        return [*self.advantage, self.strategy_memory][: len(self.memory_logs)]
+
     def save_checkpoint(self) -> None:
+        """Networks, optimizers, counters and the SD-CFR average in ``checkpoint/``; memories as
+        incremental row files (:mod:`training.memory_log`) whose chains the state records."""
+        chains = [log.checkpoint(memory, self.iteration) for log, memory in zip(self.memory_logs, self.memories, strict=True)]
         with self.run.writing_checkpoint() as folder:
-            for p in (0, 1):
-                self.advantage[p].save(folder / f"advantage_p{p}.npz")
-            self.strategy_memory.save(folder / "strategy.npz")
             state: dict = {
                 "iteration": self.iteration,
                 "elapsed": self.elapsed,
+                "memory_chains": json.dumps(chains),
                 "stack": json.dumps(self.stack),
                 "nets": [None if n is None else n.state_dict() for n in self.nets],
                 "optimizers": [None if o is None else o.state_dict() for o in self.optimizers],
@@ -427,16 +478,18 @@ class DeepCFRTrainer:
             if self.average is not None:
                 state["average"] = {k: torch.from_numpy(v) for k, v in self.average.state().items()}
             save_torch(folder / "state.pt", state)
+        MemoryLog.prune(self.run.path / MEMORY_DIR, self.memory_logs)
 
     def load_checkpoint(self) -> None:
         folder = self.run.checkpoint_path
         if folder is None:
+            MemoryLog.prune(self.run.path / MEMORY_DIR, [])
             self.run.truncate_metrics(0)
             return  # killed before the first checkpoint: start over in the same directory
         state = load_torch(folder / "state.pt")
-        for p in (0, 1):
-            self.advantage[p].load(folder / f"advantage_p{p}.npz")
-        self.strategy_memory.load(folder / "strategy.npz")
+        for log, memory, chain in zip(self.memory_logs, self.memories, json.loads(state["memory_chains"]), strict=True):
+            log.restore(memory, chain)
+        MemoryLog.prune(self.run.path / MEMORY_DIR, self.memory_logs)  # a killed iteration's rows
         self.iteration = int(state["iteration"])
         self.elapsed = float(state["elapsed"])
         self.stack = json.loads(state["stack"])

@@ -42,6 +42,8 @@ class Reservoir:
         self.fields = fields
         self.data = {name: np.zeros((capacity, *shape), dtype=dtype) for name, (shape, dtype) in fields.items()}
         self.seen = 0
+        #: Slots written since the last :meth:`take_changes` (incremental checkpoints).
+        self.changed = np.zeros(capacity, dtype=bool)
 
     def __len__(self) -> int:
         return min(self.seen, self.capacity)
@@ -69,7 +71,14 @@ class Reservoir:
             slots = slots[keep]
         for name, array in self.data.items():
             array[slots] = rows[name][keep]  # numpy assigns duplicates in order: the last wins
+        self.changed[slots] = True
         self.seen += n
+
+    def take_changes(self) -> np.ndarray:
+        """Slots written since the previous call (sorted), and forget them."""
+        slots = np.flatnonzero(self.changed)
+        self.changed[slots] = False
+        return slots
 
     def sample(self, size: int, rng: np.random.Generator) -> dict[str, np.ndarray]:
         """A uniform minibatch (with replacement) of the stored rows."""
@@ -88,6 +97,24 @@ class Reservoir:
             np.savez(handle, __seen=np.int64(self.seen), **self.stored())
             handle.flush()
             os.fsync(handle.fileno())
+
+    def save_rows(self, path: Path, slots: np.ndarray) -> None:
+        """Write the rows at ``slots`` and the counter: a delta that :meth:`apply_rows` replays."""
+        with open(path, "wb") as handle:
+            np.savez(handle, __seen=np.int64(self.seen), __slots=slots.astype(np.int64),
+                     **{name: array[slots] for name, array in self.data.items()})
+            handle.flush()
+            os.fsync(handle.fileno())
+
+    def apply_rows(self, path: Path) -> None:
+        """Replay a file of :meth:`save_rows` (rows into their slots, the counter restored)."""
+        with np.load(path, allow_pickle=False) as archive:
+            slots = archive["__slots"]
+            if len(slots) and (slots.min() < 0 or slots.max() >= self.capacity):
+                raise ValueError(f"{path}: slots outside this memory's capacity {self.capacity}")
+            for name, array in self.data.items():
+                array[slots] = archive[name]
+            self.seen = int(archive["__seen"])
 
     def load(self, path: Path) -> None:
         """Restore rows and counter saved by :meth:`save` (same capacity and fields)."""

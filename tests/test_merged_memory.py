@@ -102,3 +102,20 @@ def test_merged_training_is_logged_and_converges_on_leduc(tmp_path) -> None:
     records = [r for r in trainer.run.read_metrics() if "iteration" in r and "loss_p0" in r]
     assert {r["batch_form_p0"] for r in records} == {"full"}
     assert records[-1]["sdcfr_exploitability_mbb"] < 1186.806 / 2
+
+
+@pytest.mark.parametrize("merge", [True, False])
+def test_normalized_targets_have_unit_weighted_rms_and_the_same_regret_matching(tmp_path, merge: bool) -> None:
+    from bot.network import regret_matching
+
+    trainer = _trainer(tmp_path, merge_duplicates=merge)
+    memory = trainer.advantage[1]
+    plain = next(trainer._batches(memory, 1, 100_000, np.random.default_rng(5))[0])
+    scaled = next(trainer._batches(memory, 1, 100_000, np.random.default_rng(5), normalize=True)[0])
+    _, _, legal, target, weight, _ = scaled
+    rms = torch.sqrt((weight * (target**2 * legal).sum(1)).sum() / (weight * legal.sum(1)).sum())
+    # merged: every distinct input; rows: a 100,000-row sample of the memory, so close to 1
+    assert float(rms) == pytest.approx(1.0, rel=1e-4 if merge else 0.02) and float(plain[3].abs().max()) > 0
+    ratio = plain[3][plain[3] != 0] / target[plain[3] != 0]
+    assert torch.allclose(ratio, ratio[0].expand_as(ratio), rtol=1e-4)  # one positive factor
+    assert ratio[0] > 0 and torch.allclose(regret_matching(plain[3], legal), regret_matching(target, legal), atol=1e-5)

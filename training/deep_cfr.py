@@ -143,9 +143,11 @@ class DeepCFRConfig:
         return self
 
 
-#: Shared by the paper's FHP and HULH runs (sec. 5.1: 40M memories, 10,000 traversals).
+#: Shared by the paper's FHP and HULH runs (sec. 5.1: 40M memories, 10,000 traversals). Targets
+#: are normalised (``normalize_targets``): regrets in chips run to hundreds (FHP's big blind is
+#: 100 chips, HULH's 10), which Adam at lr 1e-3 would spend thousands of steps scaling up to.
 _PAPER = dict(iterations=450, traversals=10_000, width=96, advantage_memory=40_000_000,
-              strategy_memory=40_000_000, average_sgd_steps=32_000, evaluate_every=0)
+              strategy_memory=40_000_000, average_sgd_steps=32_000, evaluate_every=0, normalize_targets=True)
 #: Per-game presets. FHP/HULH are the paper's settings (sec. 5.1); Kuhn/Leduc are scaled down to
 #: converge on a laptop in minutes.
 PRESETS: dict[str, dict] = {

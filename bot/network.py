@@ -50,6 +50,20 @@ class CardEmbedding(nn.Module):
         embs = self.card(x) + self.rank(x // 4) + self.suit(x % 4)
         return (embs * valid).sum(dim=1)
 
+    @staticmethod
+    def counts(cards: torch.Tensor) -> torch.Tensor:
+        """``[N, 52 + 13 + 4]`` how often each card, rank and suit occurs among a group's cards."""
+        valid = cards.ge(0).to(torch.float32)
+        x = cards.clamp(min=0).long()
+        counts = torch.zeros(len(cards), 52 + 13 + 4, device=cards.device)
+        for column in (x, 52 + x // 4, 65 + x % 4):
+            counts.scatter_add_(1, column, valid)
+        return counts
+
+    def embed_counts(self, counts: torch.Tensor) -> torch.Tensor:
+        """:meth:`forward` from :meth:`counts`: one matrix product, the same sums (and gradients)."""
+        return counts @ torch.cat([self.card.weight, self.rank.weight, self.suit.weight])
+
 
 class DeepCFRNetwork(nn.Module):
     """Appendix C network; ``forward(cards int [N, slots], bets float [N, bet_slots]) -> [N, 3]``."""
@@ -86,6 +100,26 @@ class DeepCFRNetwork(nn.Module):
     def forward(self, cards: torch.Tensor, bets: torch.Tensor) -> torch.Tensor:
         groups = torch.split(cards.long(), self.group_sizes, dim=1)
         x = torch.cat([emb(g) for emb, g in zip(self.card_embeddings, groups, strict=True)], dim=1)
+        return self._trunk(x, bets)
+
+    def input_features(self, cards: torch.Tensor, bets: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """The inputs in a weight-free form (per-group card/rank/suit counts, bets) for
+        :meth:`forward_features`. Training that reuses one batch for many steps (full-batch fits)
+        computes it once; each step then embeds cards with one matrix product per group instead
+        of three lookups and their scatter-add backward (~14% of a Leduc step)."""
+        groups = torch.split(cards.long(), self.group_sizes, dim=1)
+        return torch.cat([CardEmbedding.counts(g) for g in groups], dim=1), bets
+
+    def forward_features(self, features: tuple[torch.Tensor, torch.Tensor]) -> torch.Tensor:
+        """:meth:`forward` on :meth:`input_features` (equal outputs and gradients, tested)."""
+        counts, bets = features
+        width = 52 + 13 + 4
+        x = torch.cat([emb.embed_counts(counts[:, i * width : (i + 1) * width])
+                       for i, emb in enumerate(self.card_embeddings)], dim=1)
+        return self._trunk(x, bets)
+
+    def _trunk(self, x: torch.Tensor, bets: torch.Tensor) -> torch.Tensor:
+        """Card branch on embedded cards ``x``, bet branch, trunk and head."""
         x = F.relu(self.card1(x))
         x = F.relu(self.card2(x))  # no skips in the card branch: exactly the appendix C code
         x = F.relu(self.card3(x))

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 import torch
 
+from bot.encoding import InfosetEncoder
 from bot.network import DeepCFRNetwork, masked_softmax, regret_matching
 from protocol.gamedef import load_game
 
@@ -80,3 +82,20 @@ def test_regret_matching_cases() -> None:
 def test_masked_softmax_ignores_illegal_logits() -> None:
     probs = masked_softmax(torch.tensor([[100.0, 0.0, 0.0]]), torch.tensor([[False, True, True]]))
     assert torch.allclose(probs, torch.tensor([[0.0, 0.5, 0.5]]))
+
+
+def test_forward_features_equals_forward_with_the_same_gradients() -> None:
+    """The count-matrix embedding used by full-batch training is the lookup embedding exactly."""
+    torch.manual_seed(3)
+    net = DeepCFRNetwork.for_game(load_game("holdem"), width=24)
+    encoder = InfosetEncoder(load_game("holdem"))
+    rng = np.random.default_rng(0)
+    cards = torch.from_numpy(np.where(rng.random((50, 7)) < 0.3, -1, rng.integers(0, 52, (50, 7))).astype(np.int8))
+    bets = torch.from_numpy(encoder.bets[rng.integers(0, encoder.tree.num_nodes, 50)])
+    direct = net(cards, bets)
+    direct_grads = torch.autograd.grad(direct.square().sum(), list(net.parameters()))
+    via = net.forward_features(net.input_features(cards, bets))
+    via_grads = torch.autograd.grad(via.square().sum(), list(net.parameters()))
+    torch.testing.assert_close(via, direct, rtol=1e-5, atol=1e-5)
+    for a, b in zip(via_grads, direct_grads, strict=True):
+        torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-5)

@@ -296,8 +296,13 @@ class DeepCFRTrainer:
         tail_from = steps - max(1, steps // 10)
         losses = []
         parameters = list(net.parameters())  # once: ``net.parameters()`` walks the modules each call
+        full_batch_features = None  # the full form repeats one batch: its inputs are embedded once
         for step, (cards, bets, legal, target, weight, denominator) in enumerate(batches):
-            outputs = net(cards, bets)
+            if form == "full":
+                full_batch_features = full_batch_features or net.input_features(cards, bets)
+                outputs = net.forward_features(full_batch_features)
+            else:
+                outputs = net(cards, bets)
             if average:
                 outputs = masked_softmax(outputs, legal).nan_to_num(0.0)
             per_row = ((outputs - target) ** 2 * legal).sum(dim=1)

@@ -2,6 +2,7 @@
 
     python benchmarks/bench_abstraction.py                 # quick figures (about 2 minutes)
     python benchmarks/bench_abstraction.py --hulh-build    # also time the full abstraction_3e6 build
+    NUMBA_NUM_THREADS=1 python benchmarks/bench_abstraction.py --kmeans   # k-means kernel rates, one core
 
 The MCCFR figures need the abstractions built (``pokerbot train --algo abstraction --game
 holdem --size 3e6 ...`` builds them first; missing ones are skipped with a message). Builds use
@@ -17,12 +18,13 @@ import time
 
 import numpy as np
 
+from bot.abstraction_cost import estimate
+from bot.abstraction_spec import SPECS, spec_dir
+from bot.abstraction_tables import AbstractGame, Abstraction
 from protocol.gamedef import load_game
-from training.abstraction.build import Abstraction, build_abstraction, round_features
-from training.abstraction.estimate import estimate
-from training.abstraction.isomorphism import HandIndexer, all_combinations
-from training.abstraction.solver import AbstractGame, run_batch
-from training.abstraction.spec import SPECS, spec_dir
+from protocol.isomorphism import HandIndexer, all_combinations
+from training.abstraction.build import build_abstraction, round_features
+from training.abstraction.solver import run_batch
 
 
 def machine() -> str:
@@ -89,10 +91,73 @@ def bench_mccfr(name: str, iterations: int) -> None:
               f"{touched / seconds / 1e6:.2f} M nodes/s ({touched / iterations:.0f} nodes per iteration)")  # fmt: skip
 
 
+def bench_kmeans() -> None:
+    """Rates of the k-means assignment kernels (the ``L2_TERMS_PER_SECOND`` and
+    ``EMD_DISTANCES_PER_SECOND`` of ``bot/abstraction_cost.py``): squared L2 on OCHS-8 and on
+    50-bin CDFs, and greedy EMD on synthetic flop-like potential-aware histograms (47 next cards
+    spread around a random position over 518 next-round buckets with 1-D ground distances)."""
+    from training.abstraction.kmeans import _l2_assign
+    from training.abstraction.potential import _emd_assign, ground_distances
+
+    rng = np.random.default_rng(0)
+    for dim in (8, 50):
+        points = rng.random((100_000, dim), dtype=np.float32)
+        centres = rng.random((518, dim), dtype=np.float32)
+        _l2_assign(points[:10], centres)  # compile
+        t = time.perf_counter()
+        _l2_assign(points, centres)
+        rate = len(points) * len(centres) * dim / (time.perf_counter() - t)
+        print(f"k-means L2 assignment, {dim} dims, 518 centres: {rate / 1e9:.2f} G point-centre terms/s")
+    k, cards = 518, 47
+    embed = np.sort(rng.random(k))[:, None]
+    ground, nearest = ground_distances(embed, 1)
+    centre_of = np.clip((rng.random(5_000) * k).astype(int)[:, None] + rng.normal(0, 30, (5_000, cards)).astype(int), 0, k - 1)
+    points = np.zeros((5_000, cards, 2), np.float32)
+    for i, row in enumerate(centre_of):
+        ids, counts = np.unique(row, return_counts=True)
+        points[i, : len(ids), 0], points[i, : len(ids), 1] = ids, counts / cards
+    centres = np.zeros((k, k), np.float32)
+    for c in range(k):
+        np.add.at(centres[c], centre_of[rng.integers(0, 5_000, 50)].ravel(), 1.0 / (50 * cards))
+    _emd_assign(points[:5], centres, nearest, ground, embed, 1)  # compile
+    t = time.perf_counter()
+    _emd_assign(points, centres, nearest, ground, embed, 1)
+    rate = len(points) * k / (time.perf_counter() - t)
+    print(f"greedy EMD assignment, synthetic worst case (47-card histograms, 518 buckets, 1-D ground): {rate / 1e6:.2f} M point-centre pairs/s")
+    bench_emd_real()
+
+
+def bench_emd_real() -> None:
+    """Pruned greedy EMD on the real flop histograms of ``abstraction_3e6_pa`` (needs it built):
+    2,000 flop classes against 518 centres that are other flop classes' histograms."""
+    from bot.abstraction_spec import bucket_path
+    from training.abstraction.build import _centroids
+    from training.abstraction.potential import emd_metric
+
+    spec = SPECS["abstraction_3e6_pa"]
+    hist_path = spec_dir(spec) / "pa_hist_r1.npy"
+    if not hist_path.exists() or not bucket_path(spec, 2).exists():
+        print("abstraction_3e6_pa not built: real-data EMD rate skipped")
+        return
+    game = load_game("holdem")
+    centroids, norm = _centroids(spec, game, 2, np.load(bucket_path(spec, 2), mmap_mode="r"))
+    metric = emd_metric(centroids, norm)
+    hist = np.load(hist_path, mmap_mode="r")
+    rows = np.sort(np.random.default_rng(0).choice(hist.shape[0], 2_518, replace=False))
+    points = metric.prepare(hist[rows])
+    centres = np.stack([metric.as_centre(p, metric.centre_dim) for p in points[:518]])
+    metric.assign(points[:5], centres)  # compile
+    t = time.perf_counter()
+    metric.assign(points[518:], centres)
+    seconds = time.perf_counter() - t
+    print(f"greedy EMD assignment, real flop histograms: {2_000 * 518 / seconds / 1e6:.2f} M point-centre pairs/s "
+          f"({2_000 / seconds:,.0f} classes/s)")  # fmt: skip
+
+
 def table_sizes() -> None:
     print(f"{'abstraction':<24}{'buckets':<28}{'infosets':>14}{'tables (RAM)':>14}  estimate")
     for spec in SPECS.values():
-        e = estimate(spec)
+        e = estimate(spec)  # from scratch
         print(f"{spec.name:<24}{str(spec.buckets):<28}{e.infosets:>14,}{e.table_bytes / 1e6:>11.1f} MB  {e.summary()}")
 
 
@@ -101,8 +166,12 @@ def main() -> None:
     parser.add_argument("--hulh-build", action="store_true", help="time the full abstraction_3e6 build")
     parser.add_argument("--verify-turn", action="store_true", help="index every raw turn deal (minutes)")
     parser.add_argument("--iterations", type=int, default=100_000, help="MCCFR iterations per timing")
+    parser.add_argument("--kmeans", action="store_true", help="only the k-means kernel rates (seconds)")
     args = parser.parse_args()
     print(f"machine: {machine()}")
+    if args.kmeans:
+        bench_kmeans()
+        return
     bench_indexer()
     if args.verify_turn:
         verify_turn_indexer()

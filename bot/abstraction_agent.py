@@ -2,7 +2,7 @@
 
 The agent maps what a player sees (own hole cards, the board, the betting) to an abstract
 infoset: the betting node is exact (betting is not abstracted), the cards become the bucket of
-the current round (:mod:`training.abstraction.build`). It plays the solver's average strategy,
+the current round (:mod:`bot.abstraction_tables`). It plays the solver's average strategy,
 normalised over the legal actions. The bucket tables and the policy are memory-mapped on first
 use, so loading is instant and only the touched pages are read. A name whose tables or policy
 are not built raises an error carrying the exact build command and its estimated cost.
@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from bot.abstraction_spec import SPECS, policy_path
+from bot.abstraction_tables import AbstractGame, Abstraction, build_hint
 from bot.agent import Agent
 from bot.registry import AgentNotFound, register_name
 from protocol.gamedef import Game
@@ -23,10 +25,6 @@ class AbstractionAgent(Agent):
     """Plays a solved abstraction's average strategy."""
 
     def __init__(self, game: Game, name: str) -> None:
-        from training.abstraction.build import Abstraction, build_hint, policy_path
-        from training.abstraction.solver import AbstractGame
-        from training.abstraction.spec import SPECS
-
         super().__init__(game)
         spec = SPECS[name]
         if spec.load_game().name != game.name:
@@ -58,8 +56,6 @@ class AbstractionAgent(Agent):
 
 
 def _register() -> None:
-    from training.abstraction.spec import SPECS
-
     for name in SPECS:
         register_name(name, lambda game, name=name: AbstractionAgent(game, name))
 

@@ -10,17 +10,19 @@ from click.testing import CliRunner
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from bot.abstraction_spec import SPECS, AbstractionSpec, bucket_path, num_infosets
+from bot.abstraction_tables import AbstractGame, Abstraction
 from bot.best_response import exploitability
 from bot.cli import main as pokerbot
 from bot.registry import AgentNotFound, resolve_agent
 from protocol.evaluator import hand_strength
 from protocol.gamedef import load_game
+from protocol.isomorphism import round_indexer
 from protocol.matchstate import MatchState
 from training.abstraction.buckets import percentile_buckets
-from training.abstraction.build import Abstraction, build_abstraction
-from training.abstraction.features import RoundFeatures, compute_round_features, round_indexer
-from training.abstraction.solver import AbstractGame, run_batch
-from training.abstraction.spec import SPECS, AbstractionSpec, num_infosets
+from training.abstraction.build import build_abstraction
+from training.abstraction.features import RoundFeatures, compute_round_features
+from training.abstraction.solver import run_batch
 from training.abstraction.strategy import full_game_strategy
 
 
@@ -187,7 +189,7 @@ def test_cli_resume_extends_a_run_and_errors_are_one_line(tmp_path):
     policy = "policy/average.npy"
     assert np.array_equal(np.load(tmp_path / "run" / policy), np.load(tmp_path / "once" / policy))
     bad = runner.invoke(pokerbot, base + ["--game", "holdem", "--size", "9e9", "--out", str(tmp_path / "x")])
-    assert bad.exit_code == 2 and "sizes: 3e6, 3e6-ke, 3e7, 3e8" in bad.output
+    assert bad.exit_code == 2 and "sizes: 3e6, 3e6-ke, 3e6-pa, 3e7, 3e8" in bad.output
 
 
 def test_missing_abstraction_names_the_build_command():
@@ -198,7 +200,7 @@ def test_missing_abstraction_names_the_build_command():
 
 
 def test_kmeans_recovers_planted_histogram_shapes_and_separates_equal_means():
-    from training.abstraction.kmeans import kmeans_buckets
+    from training.abstraction.kmeans import cdf_vectors, kmeans_buckets, l2_metric
 
     rng = np.random.default_rng(0)
     # two shapes with the same mean HS bin (a spike at 25 vs humps at 5 and 45) plus three others
@@ -207,7 +209,7 @@ def test_kmeans_recovers_planted_histogram_shapes_and_separates_equal_means():
     hist = np.zeros((5000, 50), np.uint16)
     for i, label in enumerate(labels):
         np.add.at(hist[i], shapes[label], 1)
-    buckets = kmeans_buckets(hist, rng.integers(1, 25, 5000), len(shapes), batch=1000, steps=40)
+    buckets = kmeans_buckets(hist, rng.integers(1, 25, 5000), len(shapes), l2_metric(50, cdf_vectors), batch=1000, steps=40)
     assert all(len(set(buckets[labels == c].tolist())) == 1 for c in range(len(shapes)))
     assert len(set(buckets.tolist())) == len(shapes)
 
@@ -224,9 +226,163 @@ def test_histogram_features_count_every_runout():
 
 
 def test_kmeans_abstraction_builds_and_solves():
-    spec = AbstractionSpec("leduc_ke_test", "leduc", (2, None), kmeans_rounds=(0,))
+    spec = AbstractionSpec("leduc_ke_test", "leduc", (2, None), ("ke", "lossless"))
     ag, _, average = solve(spec, 20_000)
     table = ag.abstraction.tables[0]
     assert table is not None and sorted(set(np.asarray(table).tolist())) == [0, 1]
     report = exploitability(ag.abstraction.game, full_game_strategy(ag, average))
     assert 0 < report.mbb(report.exploitability) < 1186.8  # better than uniform random
+
+
+# ---- named sizes, OCHS, scalable k-means, potential-aware buckets, the play-time dependency arrow ----
+
+
+def test_named_specs_have_the_size_in_their_name_and_features_that_reach_it():
+    """abstraction_3eN has about 3.3eN infosets (Deep CFR Table 1); a scalar final-round feature
+    (E[HS^2] = HS^2 there) never buckets the last round beyond its distinct values."""
+    distinct_final_hs = {"holdem": 1981, "fhp": 1390}
+    for name, spec in SPECS.items():
+        stated = name.split("_")[-1] if name.split("_")[-1][0].isdigit() else name.split("_")[-2]
+        if stated[0].isdigit():
+            assert 0.99 <= num_infosets(spec) / float(stated) < 1.15, name
+        last = len(spec.buckets) - 1
+        if spec.round_methods[last] == "ehs2":
+            assert spec.buckets[last] <= distinct_final_hs.get(spec.game, 10**9), name
+    assert SPECS["abstraction_3e8"].buckets == (None, 51800, 51800, 51800)
+    assert SPECS["abstraction_3e8"].round_methods[3] == "ochs"
+    assert SPECS["fhp_abstraction_3.6e6"].round_methods == ("lossless", "ochs")
+
+
+def brute_force_ochs(game, hole, board, labels_of):
+    """Per label: wins + ties/2 over opponents of that label on a final board, divided by their count."""
+    rest = [c for c in game.deck if c not in hole and c not in board]
+    mine = hand_strength(list(hole) + list(board))
+    wins, total = {}, {}
+    for opp in itertools.combinations(rest, game.num_hole_cards):
+        theirs = hand_strength(list(opp) + list(board))
+        label = labels_of[tuple(sorted(opp))]
+        wins[label] = wins.get(label, 0.0) + (theirs < mine) + 0.5 * (theirs == mine)
+        total[label] = total.get(label, 0) + 1
+    return wins, total
+
+
+@pytest.mark.parametrize(("name", "num_labels", "samples"), [("fhp", 4, 6), ("leduc", 2, 15)])
+def test_ochs_equals_brute_force(name, num_labels, samples):
+    """OCHS of final-round hands against brute force, with opponent labels given per preflop
+    class (so they respect suit symmetry, as the real opponent clusters do)."""
+    from training.abstraction.features import OCHS_SCALE, hole_combinations
+
+    game = load_game(name)
+    r = game.num_rounds - 1
+    holes = hole_combinations(game)
+    preflop = round_indexer(game, 0)
+    class_labels = np.random.default_rng(1).integers(0, num_labels, preflop.size)
+    labels = class_labels[preflop.index_batch(holes)]
+    labels_of = {tuple(sorted(int(c) for c in h)): int(lab) for h, lab in zip(holes, labels, strict=True)}
+    size = round_indexer(game, r).size
+    out = RoundFeatures(np.zeros(size, np.float32), np.zeros(size, np.float32), np.zeros(size, np.uint8),
+                        ochs=np.zeros((size, num_labels), np.uint16))  # fmt: skip
+    compute_round_features(game, r, out, hole_labels=labels)
+    rng = np.random.default_rng(0)
+    k = game.num_hole_cards
+    for _ in range(samples):
+        cards = [int(c) for c in rng.choice(np.array(game.deck), k + game.total_board_cards, replace=False)]
+        wins, total = brute_force_ochs(game, cards[:k], cards[k:], labels_of)
+        hs = sum(wins.values()) / sum(total.values())
+        expected = [wins[lab] / total[lab] if total.get(lab) else hs for lab in range(num_labels)]
+        index = round_indexer(game, r).index(cards)
+        assert out.ochs[index] / OCHS_SCALE == pytest.approx(expected, abs=1 / OCHS_SCALE)
+        assert out.ehs[index] == pytest.approx(hs, abs=1e-6)
+
+
+def test_leduc_opponent_clusters_are_the_three_ranks():
+    from training.abstraction.build import opponent_clusters
+    from training.abstraction.features import hole_combinations
+
+    game = load_game("leduc")
+    labels = opponent_clusters(game)
+    ranks = hole_combinations(game)[:, 0] // 4
+    assert len(set(labels.tolist())) == 3
+    assert all(len(set(labels[ranks == rank].tolist())) == 1 for rank in set(ranks.tolist()))
+
+
+def test_ochs_abstraction_build_has_exactly_k_buckets_or_says_why_not():
+    from training.abstraction.build import round_features
+
+    game = load_game("leduc")
+    distinct = len(np.unique(np.asarray(round_features(game, 1, ochs=True).ochs), axis=0))
+    assert 6 <= distinct <= 15
+    spec = AbstractionSpec("leduc_ochs_test", "leduc", (None, distinct), ("lossless", "ochs"))
+    build_abstraction(spec)
+    table = np.load(bucket_path(spec, 1))
+    assert len(np.unique(table)) == distinct
+    too_many = AbstractionSpec("leduc_ochs_too_many", "leduc", (None, distinct + 1), ("lossless", "ochs"))
+    with pytest.raises(ValueError, match="distinct"):
+        build_abstraction(too_many)
+
+
+def test_kmeans_two_level_fills_every_cluster_when_points_allow():
+    from bot.abstraction_cost import TWO_LEVEL_MIN_K
+    from training.abstraction.kmeans import kmeans_buckets, l2_metric
+
+    rng = np.random.default_rng(4)
+    k = TWO_LEVEL_MIN_K + 10
+    distinct = rng.random((k + 40, 3)).astype(np.float32)
+    points = distinct[rng.integers(0, len(distinct), 3 * k)]  # duplicates force the repair step
+    points[: len(distinct)] = distinct
+    metric = l2_metric(3, lambda rows: np.asarray(rows, np.float32))
+    buckets = kmeans_buckets(points, np.ones(len(points)), k, metric, steps=5)
+    assert buckets.dtype == np.uint16 and len(np.unique(buckets)) == k
+    _, first = np.unique(points, axis=0, return_inverse=True)
+    assert all(len(set(buckets[first.ravel() == v].tolist())) == 1 for v in range(0, len(distinct), 97))  # equal points, one bucket
+    twice = np.repeat(distinct[:100], 2, axis=0)  # 200 rows, 100 distinct
+    assert len(np.unique(kmeans_buckets(twice, np.ones(200), 100, metric))) == 100
+    with pytest.raises(ValueError, match="distinct"):
+        kmeans_buckets(twice, np.ones(200), 101, metric)
+
+
+def test_potential_aware_histograms_by_hand():
+    """Leduc preflop over a flop table that says 'paired': a J sees 5 flop cards, one of them the
+    other J, so its histogram is {unpaired: 4, paired: 1}, whatever the hole card."""
+    from training.abstraction.potential import next_round_histograms, unpack
+
+    game = load_game("leduc")
+    flop = round_indexer(game, 1)
+    paired = np.zeros(flop.size, np.uint16)
+    for hole in game.deck:
+        for board in game.deck:
+            if board != hole:
+                paired[flop.index([hole, board])] = hole // 4 == board // 4
+    hist = next_round_histograms(game, 0, paired)
+    assert hist.shape == (3, 5)
+    for row in unpack(hist):
+        masses = {int(b): m for b, m in row if m > 0}
+        assert masses == pytest.approx({0: 0.8, 1: 0.2})
+
+
+def test_greedy_emd_on_known_cases():
+    from training.abstraction.potential import greedy_emd, ground_distances
+
+    ground, nearest = ground_distances(np.array([[0.0], [1.0], [3.0]]), 1)
+    assert nearest.tolist() == [[0, 1, 2], [1, 0, 2], [2, 1, 0]]
+    point = np.array([[0, 0.5], [2, 0.5]], np.float32)
+    assert greedy_emd(point, np.array([0.5, 0, 0.5], np.float32), ground) == 0.0
+    assert greedy_emd(point, np.array([0, 1, 0], np.float32), ground) == pytest.approx(0.5 * 1 + 0.5 * 2)
+    assert greedy_emd(point, np.array([1, 0, 0], np.float32), ground) == pytest.approx(1.5)
+
+
+def test_potential_aware_abstraction_builds_and_solves():
+    spec = AbstractionSpec("leduc_pa_test", "leduc", (2, 3), ("pa", "ehs2"))
+    ag, _, average = solve(spec, 20_000)
+    assert sorted(set(np.asarray(ag.abstraction.tables[0]).tolist())) == [0, 1]
+    report = exploitability(ag.abstraction.game, full_game_strategy(ag, average))
+    assert 0 < report.mbb(report.exploitability) < 1186.8  # better than uniform random
+
+
+def test_playing_imports_no_training_code():
+    import subprocess
+    import sys
+
+    code = ("import sys, bot.abstraction_agent, bot.registry; "
+            "bad = [m for m in sys.modules if m.startswith('training')]; assert not bad, bad")  # fmt: skip
+    subprocess.run([sys.executable, "-c", code], check=True)

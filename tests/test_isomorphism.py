@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from protocol.cards import cards_from_str, deck
-from training.abstraction.isomorphism import (
+from protocol.isomorphism import (
     HandIndexer,
     all_combinations,
     canonical_representatives,

@@ -1,11 +1,14 @@
-"""Build (once, cached on disk) and load the bucket tables of a named abstraction.
+"""Build (once, cached on disk) the bucket tables of a named abstraction.
 
-``build_abstraction(spec)`` computes the per-round features it needs (shared by every size of a
-game and memory-mapped: the HULH river has 123,156,254 classes), cuts them into percentile
-buckets and writes ``buckets_r<round>.npy`` and ``meta.json`` under the abstraction's directory
-(see :mod:`training.abstraction.spec`). Every file is written to a temporary name and renamed,
-so an interrupted build leaves no half file behind and is simply re-run. ``Abstraction.load``
-maps the tables lazily (``mmap_mode="r"``): an agent touches only the pages it reads.
+``build_abstraction(spec)`` computes the per-round features each method needs (shared by every
+size of a game and memory-mapped: the HULH river has 123,156,254 classes), buckets every round
+by its method (:mod:`bot.abstraction_spec`), last round first so that a potential-aware round
+finds the next round's buckets, and writes ``buckets_r<round>.npy`` and ``meta.json`` under the
+abstraction's directory. A round whose recipe (method, bucket count, and for ``pa`` the next
+round's recipe) equals a built round of another abstraction of the same game is hard-linked, not
+rebuilt. Every file is written to a temporary name and renamed, so an interrupted build leaves no
+half file behind and is simply re-run. The build fails unless every round has exactly its named
+number of non-empty buckets.
 """
 
 from __future__ import annotations
@@ -14,40 +17,59 @@ import json
 import os
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
-from bot.errors import PokerbotError
+from bot.abstraction_cost import HIST_BINS, OCHS_CLUSTERS, PA_BATCH, PA_STEPS
+from bot.abstraction_spec import SPECS, AbstractionSpec, abstractions_dir, bucket_path, spec_dir
 from protocol.gamedef import Game
+from protocol.isomorphism import round_indexer
 from training.abstraction.buckets import percentile_buckets
-from training.abstraction.features import RoundFeatures, compute_round_features, round_indexer
-from training.abstraction.isomorphism import HandIndexer
-from training.abstraction.kmeans import kmeans_buckets
-from training.abstraction.spec import SIZE_NAMES, AbstractionSpec, abstractions_dir, spec_dir
+from training.abstraction.features import (
+    OCHS_SCALE,
+    RoundFeatures,
+    compute_round_features,
+    hole_combinations,
+)
+from training.abstraction.kmeans import cdf_vectors, kmeans_buckets, l2_metric
+from training.abstraction.potential import emd_metric, next_round_histograms
 
 FORMAT_VERSION = 1
-HIST_BINS = 50
-"""Bins of the final-HS histograms that k-means rounds cluster (Johanson et al. 2013 use 50)."""
 FEATURE_NAMES = ("ehs", "ehs2", "weight")
+PREFLOP_RUNOUTS = 50_000
+"""Final boards sampled per preflop hand for the opponent clusters (HULH has 2.6M)."""
 
 Progress = Callable[[str, int, int], None]
 """``progress(phase, done, total)``; phase names what is being built."""
 
 
-class AbstractionMissing(PokerbotError):
-    """The abstraction's tables or policy are not built; the message gives the command."""
+def _stem(game: Game) -> str:
+    return game.name.split(".")[0]
 
 
-def features_paths(game: Game, round_index: int, hist_bins: int = 0) -> dict[str, Path]:
-    """Cache files of a round's features (plus its ``hist_bins``-bin histograms when > 0)."""
-    stem = game.name.split(".")[0]
+def features_paths(game: Game, round_index: int, hist_bins: int = 0, ochs: int = 0) -> dict[str, Path]:
+    """Cache files of a round's features, plus its ``hist_bins``-bin histograms and its OCHS
+    against ``ochs`` opponent clusters when those are > 0."""
     base = abstractions_dir() / "features"
-    paths = {f: base / f"{stem}_r{round_index}_{f}_v{FORMAT_VERSION}.npy" for f in FEATURE_NAMES}
+    stem = f"{_stem(game)}_r{round_index}"
+    paths = {f: base / f"{stem}_{f}_v{FORMAT_VERSION}.npy" for f in FEATURE_NAMES}
     if hist_bins:
-        paths["hist"] = base / f"{stem}_r{round_index}_hist{hist_bins}_v{FORMAT_VERSION}.npy"
+        paths["hist"] = base / f"{stem}_hist{hist_bins}_v{FORMAT_VERSION}.npy"
+    if ochs:
+        paths["ochs"] = base / f"{stem}_ochs{ochs}_v{FORMAT_VERSION}.npy"
     return paths
+
+
+def cached_feature_rounds(spec: AbstractionSpec) -> set[int]:
+    """Rounds of ``spec`` whose features are already on disk (for the cost estimate)."""
+    game = spec.load_game()
+    return {r for r in range(game.num_rounds) if all(p.exists() for p in _round_paths(spec, game, r).values())}
+
+
+def _round_paths(spec: AbstractionSpec, game: Game, r: int) -> dict[str, Path]:
+    method = spec.round_methods[r]
+    return features_paths(game, r, HIST_BINS if method == "ke" else 0, _num_opponent_clusters(game) if method == "ochs" else 0)
 
 
 def _atomic_npy(path: Path, array: np.ndarray) -> None:
@@ -60,30 +82,78 @@ def _atomic_npy(path: Path, array: np.ndarray) -> None:
     os.replace(tmp, path)
 
 
-def round_features(game: Game, round_index: int, progress: Progress | None = None, hist_bins: int = 0) -> RoundFeatures:
-    """E[HS], E[HS^2], weights (and, with ``hist_bins``, final-HS histograms) of a round's
+def round_features(game: Game, round_index: int, progress: Progress | None = None, hist_bins: int = 0,
+                   ochs: bool = False) -> RoundFeatures:  # fmt: skip
+    """E[HS], E[HS^2], weights (and, on request, final-HS histograms and OCHS) of a round's
     classes, computed once and cached (memory-mapped)."""
-    paths = features_paths(game, round_index, hist_bins)
+    clusters = _num_opponent_clusters(game) if ochs else 0
+    paths = features_paths(game, round_index, hist_bins, clusters)
     if not all(p.exists() for p in paths.values()):
+        labels = opponent_clusters(game, progress) if ochs else None
         size = round_indexer(game, round_index).size
         tmp = {f: p.with_name(f"{p.name}.{os.getpid()}.tmp") for f, p in paths.items()}
         paths["ehs"].parent.mkdir(parents=True, exist_ok=True)
         kinds = {"ehs": (np.float32, (size,)), "ehs2": (np.float32, (size,)), "weight": (np.uint8, (size,)),
-                 "hist": (np.uint16, (size, hist_bins))}  # fmt: skip
+                 "hist": (np.uint16, (size, hist_bins)), "ochs": (np.uint16, (size, clusters))}  # fmt: skip
         arrays = {f: np.lib.format.open_memmap(tmp[f], mode="w+", dtype=kinds[f][0], shape=kinds[f][1]) for f in paths}
-        phase = f"features {game.name.split('.')[0]} round {round_index}"
+        phase = f"features {_stem(game)} round {round_index}"
         compute_round_features(game, round_index, RoundFeatures(**arrays),
-                               None if progress is None else lambda d, t: progress(phase, d, t))  # fmt: skip
+                               None if progress is None else lambda d, t: progress(phase, d, t), labels)  # fmt: skip
         for f, array in arrays.items():
             array.flush()
             del array
             os.replace(tmp[f], paths[f])
-    loaded = {f: np.load(p, mmap_mode="r") for f, p in paths.items()}
-    return RoundFeatures(**loaded)
+    return RoundFeatures(**{f: np.load(p, mmap_mode="r") for f, p in paths.items()})
 
 
-def _bucket_path(spec: AbstractionSpec, round_index: int) -> Path:
-    return spec_dir(spec) / f"buckets_r{round_index}.npy"
+def _num_opponent_clusters(game: Game) -> int:
+    return min(OCHS_CLUSTERS, round_indexer(game, 0).size)
+
+
+def opponent_clusters(game: Game, progress: Progress | None = None) -> np.ndarray:
+    """OCHS's opponent cluster of every hole of :func:`hole_combinations` (int64).
+
+    As in Johanson et al. 2013, the preflop classes are clustered (8 clusters, fewer when the
+    game has fewer classes) by EMD between their final-HS histograms (k-means on CDFs, as
+    ``ke``); the histograms come from ``PREFLOP_RUNOUTS`` seeded sampled final boards per hand.
+    """
+    count = _num_opponent_clusters(game)
+    path = abstractions_dir() / "features" / f"{_stem(game)}_opponents{count}_v{FORMAT_VERSION}.npy"
+    preflop = round_indexer(game, 0)
+    if not path.exists():
+        out = RoundFeatures(np.zeros(preflop.size, np.float32), np.zeros(preflop.size, np.float32),
+                            np.zeros(preflop.size, np.uint8), np.zeros((preflop.size, HIST_BINS), np.uint16))  # fmt: skip
+        phase = f"opponent clusters {_stem(game)}"
+        compute_round_features(game, 0, out, None if progress is None else lambda d, t: progress(phase, d, t),
+                               max_runouts=PREFLOP_RUNOUTS)  # fmt: skip
+        _atomic_npy(path, kmeans_buckets(out.hist, out.weight, count, l2_metric(HIST_BINS, cdf_vectors)).astype(np.int64))
+    return np.load(path)[preflop.index_batch(hole_combinations(game))]
+
+
+def ochs_vectors(rows: np.ndarray) -> np.ndarray:
+    """Stored OCHS rows as float32 win rates."""
+    return np.asarray(rows, dtype=np.float32) / OCHS_SCALE
+
+
+def _recipe(spec: AbstractionSpec, r: int) -> tuple:
+    """What determines round ``r``'s table: game, method, count (and the next round's for pa)."""
+    own = (spec.game, r, spec.round_methods[r], spec.buckets[r])
+    return own + _recipe(spec, r + 1) if spec.round_methods[r] == "pa" else own
+
+
+def _reuse(spec: AbstractionSpec, r: int) -> bool:
+    """Hard-link round ``r``'s table from a built abstraction with the same recipe, if any."""
+    for other in SPECS.values():
+        if other.name == spec.name or other.game != spec.game or len(other.buckets) != len(spec.buckets):
+            continue
+        source = bucket_path(other, r)
+        if _recipe(other, r) == _recipe(spec, r) and (spec_dir(other) / "meta.json").exists() and source.exists():
+            target = bucket_path(spec, r)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.unlink(missing_ok=True)
+            os.link(source, target)
+            return True
+    return False
 
 
 def build_abstraction(spec: AbstractionSpec, progress: Progress | None = None, force: bool = False) -> Path:
@@ -94,33 +164,25 @@ def build_abstraction(spec: AbstractionSpec, progress: Progress | None = None, f
         return directory
     game = spec.load_game()
     started = time.monotonic()
-    effective = []
-    for r, count in enumerate(spec.buckets):
+    effective: dict[int, int] = {}
+    for r in reversed(range(game.num_rounds)):
+        count, method = spec.buckets[r], spec.round_methods[r]
         if count is None:
-            effective.append(round_indexer(game, r).size)
+            effective[r] = round_indexer(game, r).size
             continue
-        if r in spec.kmeans_rounds:
-            features = round_features(game, r, progress, hist_bins=HIST_BINS)
-            phase = f"k-means round {r}"
-            table = kmeans_buckets(features.hist, features.weight, count, seed=r,
-                                   progress=None if progress is None else lambda d, t, phase=phase: progress(phase, d, t))  # fmt: skip
-        else:
-            features = round_features(game, r, progress)
-            table = percentile_buckets(features.ehs2, features.weight, count)
-        effective.append(int(len(np.unique(table))))
-        _atomic_npy(_bucket_path(spec, r), table)
+        if force or not _reuse(spec, r):
+            _atomic_npy(bucket_path(spec, r), _bucket_round(spec, game, r, progress))
+        table = np.load(bucket_path(spec, r), mmap_mode="r")
+        effective[r] = int(np.count_nonzero(np.bincount(table, minlength=count)))
+        if effective[r] != count:
+            raise ValueError(f"{spec.name} round {r}: {effective[r]} non-empty buckets, not {count} ({method})")
     meta = {
         "format": FORMAT_VERSION,
         "name": spec.name,
         "game": game.name,
-        "buckets": [b for b in spec.buckets],
-        "non_empty_buckets": effective,
-        "feature": [
-            "lossless suit-isomorphism classes" if b is None
-            else f"k-means on {HIST_BINS}-bin final-HS histograms" if r in spec.kmeans_rounds
-            else "E[HS^2] percentiles"
-            for r, b in enumerate(spec.buckets)
-        ],  # fmt: skip
+        "buckets": list(spec.buckets),
+        "non_empty_buckets": [effective[r] for r in range(game.num_rounds)],
+        "methods": list(spec.round_methods),
         "build_seconds": round(time.monotonic() - started, 1),
     }
     directory.mkdir(parents=True, exist_ok=True)
@@ -130,42 +192,50 @@ def build_abstraction(spec: AbstractionSpec, progress: Progress | None = None, f
     return directory
 
 
-@dataclass(frozen=True, eq=False)
-class Abstraction:
-    """A built abstraction: per round, its indexer and bucket table (None = lossless)."""
-
-    spec: AbstractionSpec
-    game: Game
-    indexers: tuple[HandIndexer, ...]
-    tables: tuple[np.ndarray | None, ...]  # memory-mapped uint16/uint32 [classes] or None
-    num_buckets: tuple[int, ...]
-
-    @classmethod
-    def load(cls, spec: AbstractionSpec) -> Abstraction:
-        if not (spec_dir(spec) / "meta.json").exists():
-            raise AbstractionMissing(f"abstraction {spec.name!r} is not built: {build_hint(spec)}")
-        game = spec.load_game()
-        indexers = tuple(round_indexer(game, r) for r in range(game.num_rounds))
-        tables = tuple(None if b is None else np.load(_bucket_path(spec, r), mmap_mode="r") for r, b in enumerate(spec.buckets))
-        sizes = tuple(ix.size if b is None else b for ix, b in zip(indexers, spec.buckets, strict=True))
-        return cls(spec, game, indexers, tables, sizes)
-
-    def bucket(self, round_index: int, hole: tuple[int, ...], board: tuple[int, ...]) -> int:
-        """Bucket of a player's hole cards and the board visible in ``round_index``."""
-        index = self.indexers[round_index].index(tuple(hole) + tuple(board))
-        table = self.tables[round_index]
-        return index if table is None else int(table[index])
-
-
-def build_hint(spec: AbstractionSpec) -> str:
-    """The one command that builds and solves ``spec``, with its estimated cost."""
-    from training.abstraction.estimate import estimate
-
-    size = next((s for (_, s), n in SIZE_NAMES.items() if n == spec.name), spec.name)
-    return (f"build it with `pokerbot train --algo abstraction --game {spec.game} --size {size} "
-            f"--out runs/{spec.name}` ({estimate(spec).summary()})")  # fmt: skip
+def _bucket_round(spec: AbstractionSpec, game: Game, r: int, progress: Progress | None) -> np.ndarray:
+    count, method = spec.buckets[r], spec.round_methods[r]
+    phase = f"{method} k-means round {r}"
+    report = None if progress is None else lambda d, t: progress(phase, d, t)
+    if method == "ehs2":
+        features = round_features(game, r, progress)
+        return percentile_buckets(features.ehs2, features.weight, count)
+    if method == "ke":
+        features = round_features(game, r, progress, hist_bins=HIST_BINS)
+        return kmeans_buckets(features.hist, features.weight, count, l2_metric(HIST_BINS, cdf_vectors), seed=r, progress=report)
+    if method == "ochs":
+        features = round_features(game, r, progress, ochs=True)
+        metric = l2_metric(features.ochs.shape[1], ochs_vectors)
+        return kmeans_buckets(features.ochs, features.weight, count, metric, seed=r, progress=report)
+    # pa: histograms over the next round's buckets, EMD with its centroids as ground distance
+    weight = round_features(game, r, progress).weight
+    next_table = np.load(bucket_path(spec, r + 1), mmap_mode="r")
+    centroids, norm = _centroids(spec, game, r + 1, next_table)
+    hist_path = spec_dir(spec) / f"pa_hist_r{r}.npy"
+    if not hist_path.exists():
+        if progress is not None:
+            progress(f"next-round histograms round {r}", 0, 1)
+        _atomic_npy(hist_path, next_round_histograms(game, r, next_table))
+    hist = np.load(hist_path, mmap_mode="r")
+    return kmeans_buckets(hist, weight, count, emd_metric(centroids, norm), seed=r, batch=PA_BATCH, steps=PA_STEPS,
+                          chunk=200_000, progress=report)  # fmt: skip
 
 
-def policy_path(spec: AbstractionSpec) -> Path:
-    """The published average-strategy table of the named agent (float32 ``[rows, 3]``)."""
-    return spec_dir(spec) / "policy.npy"
+def _centroids(spec: AbstractionSpec, game: Game, r: int, table: np.ndarray, chunk: int = 2_000_000) -> tuple[np.ndarray, int]:
+    """Weighted mean feature of each bucket of round ``r`` and the norm its method clusters by."""
+    method, count = spec.round_methods[r], spec.buckets[r]
+    features = round_features(game, r, hist_bins=HIST_BINS if method == "ke" else 0, ochs=method == "ochs")
+    read, norm = {
+        "ke": (lambda s: cdf_vectors(features.hist[s]), 1),
+        "ochs": (lambda s: ochs_vectors(features.ochs[s]), 2),
+        "ehs2": (lambda s: np.asarray(features.ehs2[s], dtype=np.float32)[:, None], 1),
+    }[method]  # fmt: skip
+    sums, mass = None, np.zeros(count)
+    for start in range(0, len(table), chunk):
+        s = slice(start, start + chunk)
+        values, labels, w = read(s), np.asarray(table[s], dtype=np.int64), np.asarray(features.weight[s], dtype=np.float64)
+        if sums is None:
+            sums = np.zeros((count, values.shape[1]))
+        for j in range(values.shape[1]):
+            sums[:, j] += np.bincount(labels, weights=values[:, j] * w, minlength=count)
+        mass += np.bincount(labels, weights=w, minlength=count)
+    return sums / np.maximum(mass, 1e-12)[:, None], norm

@@ -13,6 +13,10 @@ one sort of their strengths (the sort-and-count trick, with inclusion-exclusion 
 hole cards for card removal). Every (hole, board) class is met through the canonical board of
 its orbit, and the class's raw combo count (its orbit size, used to weight percentiles) is the
 sum of the canonical board's orbit sizes over the holes that land in it.
+
+The same counting, split by a label per opponent hole, gives OCHS (opponent cluster hand
+strength, Johanson et al. 2013 "KO"): HS against each cluster of opponent hands separately, the
+river feature that separates far more hands than the scalar E[HS] (1,981 distinct river values).
 """
 
 from __future__ import annotations
@@ -26,13 +30,16 @@ from numba import njit, prange
 
 from protocol.evaluator import hand_strength_batch
 from protocol.gamedef import Game
-from training.abstraction.isomorphism import (
+from protocol.isomorphism import (
     HandIndexer,
     all_combinations,
     canonical_representatives,
     index_one,
+    round_indexer,
 )
 
+#: OCHS values are stored as uint16 fixed point (numba has no float16): HS * OCHS_SCALE, rounded.
+OCHS_SCALE = 65535
 #: Evaluator rows per batch: large enough to amortise the call, small enough for cache/RAM.
 _ROWS_PER_CHUNK = 2_000_000
 
@@ -45,13 +52,7 @@ class RoundFeatures:
     ehs2: np.ndarray  # float32 [size]
     weight: np.ndarray  # uint8 [size]: raw (hole, board) deals in the class (<= 24 with 4 suits)
     hist: np.ndarray | None = None  # uint16 [size, bins]: runouts per final-HS bin (optional)
-
-
-def round_indexer(game: Game, round_index: int) -> HandIndexer:
-    """Imperfect-recall indexer of a round: hole cards, then the whole visible board as one set."""
-    visible = game.board_cards_through(round_index)
-    groups = (game.num_hole_cards, visible) if visible else (game.num_hole_cards,)
-    return HandIndexer(groups, game.num_ranks, game.num_suits)
+    ochs: np.ndarray | None = None  # uint16 [size, clusters]: mean HS against each cluster, times OCHS_SCALE
 
 
 def compute_round_features(
@@ -59,11 +60,18 @@ def compute_round_features(
     round_index: int,
     out: RoundFeatures,
     progress: Callable[[int, int], None] | None = None,
+    hole_labels: np.ndarray | None = None,
+    max_runouts: int | None = None,
 ) -> None:
     """Fill ``out`` (arrays of the round indexer's size, possibly memory-mapped) for one round;
     ``out.hist``, when given, receives each class's histogram of final-board HS over runouts
-    (the distribution-aware feature of Johanson et al. 2013).
+    (the distribution-aware feature of Johanson et al. 2013); ``out.ochs``, when given, the mean
+    HS against each opponent cluster, ``hole_labels`` giving the cluster of every hole of
+    :func:`hole_combinations`.
 
+    ``max_runouts`` replaces the runouts of each board by that many drawn without replacement
+    (seeded, so repeatable): enough for the preflop opponent clusters, where the exact
+    enumeration (2.6M HULH boards x 1,326 holes) would take most of an hour.
     ``progress(done, total)`` is called after each chunk of canonical boards.
     """
     indexer = round_indexer(game, round_index)
@@ -71,7 +79,11 @@ def compute_round_features(
     final = game.total_board_cards
     k = game.num_hole_cards
     deck_arr = np.array(game.deck, dtype=np.int64)
-    holes = all_combinations(deck_arr, k).astype(np.int64)
+    holes = hole_combinations(game)
+    if (out.ochs is None) != (hole_labels is None):
+        raise ValueError("OCHS needs both out.ochs and hole_labels")
+    labels = np.zeros(len(holes), np.int64) if hole_labels is None else np.asarray(hole_labels, np.int64)
+    num_labels = 1 if out.ochs is None else out.ochs.shape[1]
     if visible:
         reps, rep_weight = canonical_representatives(HandIndexer((visible,), game.num_ranks, game.num_suits), game.deck)
         reps = reps.astype(np.int64)
@@ -79,17 +91,23 @@ def compute_round_features(
         reps, rep_weight = np.zeros((1, 0), dtype=np.int64), np.ones(1, dtype=np.int64)
     runout_size = final - visible
     runouts_per_rep = comb(len(deck_arr) - visible, runout_size)
+    if max_runouts is not None:
+        runouts_per_rep = min(runouts_per_rep, max_runouts)
+    rng = np.random.default_rng(0)
     reps_per_chunk = max(1, _ROWS_PER_CHUNK // (runouts_per_rep * len(holes)))
     out.weight[:] = 0
+    hist = out.hist if out.hist is not None else np.zeros((0, 1), dtype=np.uint16)
+    ochs = out.ochs if out.ochs is not None else np.zeros((0, 1), dtype=np.uint16)
     for start in range(0, len(reps), reps_per_chunk):
         chunk = reps[start : start + reps_per_chunk]
         boards = _final_boards(chunk, deck_arr, runout_size)  # [reps, runouts, final]
+        if boards.shape[1] > runouts_per_rep:
+            boards = boards[:, np.sort(rng.choice(boards.shape[1], runouts_per_rep, replace=False))]
         rows, valid = _deal_rows(boards.reshape(-1, final), holes)
         strength = hand_strength_batch(rows).reshape(len(chunk), boards.shape[1], len(holes))
         valid = valid.reshape(strength.shape)
-        hist = out.hist if out.hist is not None else np.zeros((0, 1), dtype=np.uint16)
-        _accumulate(strength, valid, holes, chunk, rep_weight[start : start + len(chunk)], k, len(deck_arr),
-                    *indexer._tables, out.ehs, out.ehs2, out.weight, hist)  # fmt: skip
+        _accumulate(strength, valid, holes, labels, num_labels, chunk, rep_weight[start : start + len(chunk)], k,
+                    *indexer._tables, out.ehs, out.ehs2, out.weight, hist, ochs)  # fmt: skip
         if progress is not None:
             progress(min(start + reps_per_chunk, len(reps)), len(reps))
 
@@ -143,8 +161,10 @@ def _deal_rows(boards, holes):
 
 
 @njit(cache=True, inline="always")
-def _hs_one_board(strength, valid, holes, k, num_cards, order, hs, less_card, eq_card, cnt_card):
-    """HS of every valid hole on one final board (sort by strength, count with card removal)."""
+def _hs_one_board(strength, valid, holes, labels, k, order, wins, total, less_card, eq_card, cnt_card, eq_label, cnt_label):
+    """Wins (ties half) and opponent counts of every valid hole against each label's holes on one
+    final board: sort by strength, count per label with card removal (inclusion-exclusion over
+    the hole's cards; a two-card hand's own combo is removed twice and added back once)."""
     nh = strength.shape[0]
     n = 0
     for h in range(nh):
@@ -156,9 +176,13 @@ def _hs_one_board(strength, valid, holes, k, num_cards, order, hs, less_card, eq
     sorted_holes = order[:n][perm]
     less_card[:] = 0
     cnt_card[:] = 0
+    cnt_label[:] = 0
     for i in range(n):
+        h = sorted_holes[i]
+        cnt_label[labels[h]] += 1
         for a in range(k):
-            cnt_card[holes[sorted_holes[i], a]] += 1
+            cnt_card[labels[h], holes[h, a]] += 1
+    less_label = np.zeros(cnt_label.shape[0], dtype=np.int64)
     i = 0
     while i < n:
         s = strength[sorted_holes[i]]
@@ -166,70 +190,103 @@ def _hs_one_board(strength, valid, holes, k, num_cards, order, hs, less_card, eq
         while e < n and strength[sorted_holes[e]] == s:
             e += 1
         eq_card[:] = 0
-        for j in range(i, e):
-            for a in range(k):
-                eq_card[holes[sorted_holes[j], a]] += 1
+        eq_label[:] = 0
         for j in range(i, e):
             h = sorted_holes[j]
-            less = i
-            eq = e - i
-            total = n
+            eq_label[labels[h]] += 1
             for a in range(k):
-                c = holes[h, a]
-                less -= less_card[c]
-                eq -= eq_card[c]
-                total -= cnt_card[c]
-            if k == 2:  # the hand itself was removed twice from eq and total
-                eq += 1
-                total += 1
-            hs[h] = (less + 0.5 * eq) / total
+                eq_card[labels[h], holes[h, a]] += 1
         for j in range(i, e):
+            h = sorted_holes[j]
+            for lab in range(cnt_label.shape[0]):
+                less = less_label[lab]
+                eq = eq_label[lab]
+                tot = cnt_label[lab]
+                for a in range(k):
+                    c = holes[h, a]
+                    less -= less_card[lab, c]
+                    eq -= eq_card[lab, c]
+                    tot -= cnt_card[lab, c]
+                if k == 2 and lab == labels[h]:
+                    eq += 1
+                    tot += 1
+                wins[h, lab] = less + 0.5 * eq
+                total[h, lab] = tot
+        for j in range(i, e):
+            h = sorted_holes[j]
+            less_label[labels[h]] += 1
             for a in range(k):
-                less_card[holes[sorted_holes[j], a]] += 1
+                less_card[labels[h], holes[h, a]] += 1
         i = e
 
 
 @njit(cache=True, parallel=True)
-def _accumulate(strength, valid, holes, reps, rep_weight, k, num_cards,
+def _accumulate(strength, valid, holes, labels, num_labels, reps, rep_weight, k,
                 groups, binom, suit_size, class_keys, class_offsets, num_ranks, num_suits,
-                ehs, ehs2, weight, hist):  # fmt: skip
+                ehs, ehs2, weight, hist, ochs):  # fmt: skip
     n_reps, n_runs, nh = strength.shape
     visible = reps.shape[1]
     bins = hist.shape[1]
     with_hist = hist.shape[0] > 0
+    with_ochs = ochs.shape[0] > 0
     for r in prange(n_reps):
         counts = np.zeros((nh if with_hist else 0, bins), dtype=np.uint16)
         s1 = np.zeros(nh)
         s2 = np.zeros(nh)
+        so = np.zeros((nh if with_ochs else 0, num_labels))
         cnt = np.zeros(nh, dtype=np.int64)
-        hs = np.zeros(nh)
+        wins = np.zeros((nh, num_labels))
+        total = np.zeros((nh, num_labels))
         order = np.empty(nh, dtype=np.int64)
-        less_card = np.zeros(64, dtype=np.int64)
-        eq_card = np.zeros(64, dtype=np.int64)
-        cnt_card = np.zeros(64, dtype=np.int64)
+        less_card = np.zeros((num_labels, 64), dtype=np.int64)
+        eq_card = np.zeros((num_labels, 64), dtype=np.int64)
+        cnt_card = np.zeros((num_labels, 64), dtype=np.int64)
+        eq_label = np.zeros(num_labels, dtype=np.int64)
+        cnt_label = np.zeros(num_labels, dtype=np.int64)
         for b in range(n_runs):
-            _hs_one_board(strength[r, b], valid[r, b], holes, k, num_cards, order, hs, less_card, eq_card, cnt_card)
+            _hs_one_board(strength[r, b], valid[r, b], holes, labels, k, order, wins, total,
+                          less_card, eq_card, cnt_card, eq_label, cnt_label)  # fmt: skip
             for h in range(nh):
                 if valid[r, b, h]:
-                    s1[h] += hs[h]
-                    s2[h] += hs[h] * hs[h]
+                    hs = wins[h].sum() / total[h].sum()
+                    s1[h] += hs
+                    s2[h] += hs * hs
                     cnt[h] += 1
                     if with_hist:
-                        counts[h, min(int(hs[h] * bins), bins - 1)] += 1
+                        counts[h, min(int(hs * bins), bins - 1)] += 1
+                    if with_ochs:  # an empty cluster (card removal) counts as plain HS
+                        for lab in range(num_labels):
+                            so[h, lab] += wins[h, lab] / total[h, lab] if total[h, lab] > 0 else hs
         cards = np.empty(k + visible, dtype=np.int64)
         for h in range(nh):
-            clash = False
-            for a in range(k):
-                for j in range(visible):
-                    if holes[h, a] == reps[r, j]:
-                        clash = True
-            if clash:
+            idx = hole_board_index(holes[h], reps[r], cards, groups, binom, suit_size, class_keys, class_offsets,
+                                   num_ranks, num_suits)  # fmt: skip
+            if idx < 0:
                 continue
-            cards[:k] = holes[h]
-            cards[k:] = reps[r]
-            idx = index_one(cards, groups, binom, suit_size, class_keys, class_offsets, num_ranks, num_suits)
             ehs[idx] = s1[h] / cnt[h]
             ehs2[idx] = s2[h] / cnt[h]
             weight[idx] += rep_weight[r]
             if with_hist:
                 hist[idx] = counts[h]
+            if with_ochs:
+                for lab in range(num_labels):
+                    ochs[idx, lab] = np.uint16(round(so[h, lab] / cnt[h] * OCHS_SCALE))
+
+
+@njit(cache=True, inline="always")
+def hole_board_index(hole, board, cards, groups, binom, suit_size, class_keys, class_offsets, num_ranks, num_suits):
+    """Class index of ``hole`` + ``board`` (``cards``: scratch of their total length), or -1
+    when they share a card."""
+    k = hole.shape[0]
+    for a in range(k):
+        for j in range(board.shape[0]):
+            if hole[a] == board[j]:
+                return -1
+    cards[:k] = hole
+    cards[k:] = board
+    return index_one(cards, groups, binom, suit_size, class_keys, class_offsets, num_ranks, num_suits)
+
+
+def hole_combinations(game: Game) -> np.ndarray:
+    """Every hole-card combination of the game's deck (int64 rows, lexicographic order)."""
+    return all_combinations(np.array(game.deck, dtype=np.int64), game.num_hole_cards).astype(np.int64)

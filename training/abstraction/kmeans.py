@@ -1,22 +1,51 @@
-"""Distribution-aware buckets: weighted mini-batch k-means on final-HS histograms (EMD as L2 on CDFs).
+"""Weighted k-means that scales to 123M points and 51,800 clusters, with exactly k non-empty buckets.
 
-Johanson et al. 2013 ("KE"): a flop or turn hand is described by the histogram of its HS on
-the final board over every runout, and hands are clustered by earth mover's distance, so a
-made hand (one tall spike) and a draw (two humps) with the same E[HS] land in different
-buckets. In one dimension EMD is the L1 distance between CDFs; ``shared/methods.md`` §1.3
-approximates it by L2 between CDF vectors so that plain k-means applies. With 14M turn classes
-full Lloyd iterations cost minutes each on 2 cores, so centres are fitted by mini-batch
-k-means (Sculley 2010, "Web-scale k-means clustering": per-centre learning rate 1/count) on
-weighted samples after k-means++ seeding (Arthur & Vassilvitskii 2007), and every class is then
-assigned to its nearest centre once. Class weights (raw deals per class) drive the sampling.
+Used for three features (``bot/abstraction_spec.py``): final-HS histograms (``ke``; EMD between
+1-D histograms is the L1 distance between CDFs, approximated by L2 between CDF vectors so plain
+k-means applies, ``shared/methods.md`` §1.3), OCHS vectors (``ochs``, L2 as in Johanson et al.
+2013) and next-round bucket histograms (``pa``, greedy EMD, :mod:`training.abstraction.potential`).
+A :class:`Metric` supplies the distance kernels; this module does the rest:
+
+* **Sampled fitting.** Centres are seeded by k-means++ (Arthur & Vassilvitskii 2007) on a
+  weighted sample and refined by mini-batch k-means (Sculley 2010, "Web-scale k-means
+  clustering": per-centre learning rate 1/count); only the final assignment touches every point,
+  in chunks read from the memory-mapped features by a parallel numba kernel. Class weights (raw
+  deals per class) drive the sampling.
+* **Two levels for large k.** From ``TWO_LEVEL_MIN_K`` clusters on, points are first split into
+  sqrt(k) coarse clusters and each coarse cluster is clustered again into a share of k
+  proportional to its mass, so a point meets ~2 sqrt(k) centres instead of k (455 instead of
+  51,800 for ``abstraction_3e8``'s river): hierarchical k-means, the ``methods.md`` §1.2 fallback.
+* **Exactly k buckets.** k-means can leave clusters empty; each empty one then takes, from a
+  cluster with more than one distinct point, the point farthest from its centre together with
+  every point equal to it, until k clusters are used (or the points have fewer than k distinct
+  values, which is an error: the feature cannot support the named size).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 
 import numpy as np
 from numba import njit, prange
+
+from bot.abstraction_cost import KMEANS_BATCH, KMEANS_STEPS, WHOLE_PASSES, two_level_split
+
+
+@dataclass(frozen=True)
+class Metric:
+    """How points are read and compared: ``prepare`` turns stored feature rows into float32
+    points; ``embed`` maps points to vectors whose L2 distances guide k-means++ seeding (the
+    points themselves for L2); the kernels (numba) assign points to their nearest centre
+    (labels, distances) and move centres in a mini-batch step; ``as_centre`` turns a point into
+    a centre row (``centre_dim`` columns)."""
+
+    prepare: Callable[[np.ndarray], np.ndarray]
+    embed: Callable[[np.ndarray], np.ndarray]
+    assign: Callable  # (points, centres) -> (int64 [n], float64 [n])
+    step: Callable  # (points, centres, counts) -> None
+    as_centre: Callable  # (point, centre_dim) -> float32 [centre_dim]
+    centre_dim: int
 
 
 def cdf_vectors(hist: np.ndarray) -> np.ndarray:
@@ -26,78 +55,218 @@ def cdf_vectors(hist: np.ndarray) -> np.ndarray:
     return cdf / np.maximum(cdf[:, -1:], 1.0)
 
 
+def l2_metric(dim: int, prepare: Callable[[np.ndarray], np.ndarray]) -> Metric:
+    """Squared-L2 k-means on ``dim``-dimensional points."""
+    return Metric(prepare, _identity, _l2_assign, _l2_step, lambda point, dim: point, dim)
+
+
 def kmeans_buckets(
-    hist: np.ndarray,
+    features: np.ndarray,
     weight: np.ndarray,
     k: int,
+    metric: Metric,
     seed: int = 0,
-    batch: int = 20_000,
-    steps: int = 200,
+    batch: int = KMEANS_BATCH,
+    steps: int = KMEANS_STEPS,
     chunk: int = 1_000_000,
     progress: Callable[[int, int], None] | None = None,
 ) -> np.ndarray:
-    """Bucket (uint16/uint32) of every class: its nearest centre of a weighted k-means fit.
-
-    ``hist`` is ``[classes, bins]`` (memory-mapped is fine: it is read in ``chunk`` rows).
-    """
-    n = hist.shape[0]
+    """Bucket (uint16, or uint32 above 65,536) of every row of ``features`` (memory-mapped is
+    fine), ``k`` of them non-empty; raises ValueError when the rows have fewer distinct points."""
+    n = features.shape[0]
     if not 1 <= k <= n:
         raise ValueError(f"need 1 <= k <= {n} clusters, got {k}")
     rng = np.random.default_rng(seed)
-    p = np.asarray(weight, dtype=np.float64)
-    p = p / p.sum()
-    seed_rows = np.sort(rng.choice(n, size=min(n, max(20 * k, batch)), p=p))
-    centres = _kmeans_pp(cdf_vectors(hist[seed_rows]), k, rng)
+    weight = np.asarray(weight, dtype=np.float64)
+    coarse = two_level_split(k)
+    labels = np.empty(n, dtype=np.int64)
+    dist = np.empty(n, dtype=np.float64)
+    report = progress or (lambda done, total: None)
+    if coarse == 1:
+        _one_level(features, weight, k, metric, rng, batch, steps, chunk, labels, dist, report)
+    else:
+        _one_level(features, weight, coarse, metric, rng, batch, steps, chunk, labels, dist, lambda d, t: None)
+        order = np.argsort(labels, kind="stable")
+        bounds = np.searchsorted(labels[order], np.arange(coarse + 1))
+        shares = _shares(np.bincount(labels, weights=weight, minlength=coarse), np.diff(bounds), k)
+        grouped = np.asarray(features[order])  # one pass, so each coarse cluster is contiguous
+        offset = 0
+        for c in range(coarse):
+            rows = order[bounds[c] : bounds[c + 1]]
+            sub = np.empty(len(rows), dtype=np.int64)
+            sub_dist = np.empty(len(rows), dtype=np.float64)
+            _one_level(grouped[bounds[c] : bounds[c + 1]], weight[rows], int(shares[c]), metric, rng, batch, steps,
+                       chunk, sub, sub_dist, lambda d, t: None)  # fmt: skip
+            labels[rows] = offset + sub
+            dist[rows] = sub_dist
+            offset += int(shares[c])
+            report(c + 1, coarse)
+        del grouped
+    _fill_empty(features, labels, dist, k, metric, chunk)
+    return labels.astype(np.uint16 if k <= 65536 else np.uint32)
+
+
+def _shares(mass: np.ndarray, sizes: np.ndarray, k: int) -> np.ndarray:
+    """Clusters per coarse cluster: proportional to mass (largest remainders), each at least 1
+    and at most its number of points, summing to ``k``."""
+    exact = mass / mass.sum() * k
+    shares = np.clip(np.floor(exact).astype(np.int64), 1, sizes)
+    while shares.sum() != k:
+        if shares.sum() < k:
+            room = np.flatnonzero(shares < sizes)
+            shares[room[np.argmax((exact - shares)[room])]] += 1
+        else:
+            room = np.flatnonzero(shares > 1)
+            shares[room[np.argmin((exact - shares)[room])]] -= 1
+    return shares
+
+
+def _rows(features: np.ndarray, pick: np.ndarray, metric: Metric) -> np.ndarray:
+    """Prepared points of rows ``pick``, read in increasing order (memory-mapped features)."""
+    return metric.prepare(features[np.sort(pick)])
+
+
+def _one_level(features, weight, k, metric, rng, batch, steps, chunk, labels, dist, report) -> None:
+    """Fit ``k`` centres on weighted samples of ``features`` and assign every row."""
+    n = features.shape[0]
+    cumulative = np.cumsum(weight)
+
+    def sample(size: int) -> np.ndarray:
+        return np.minimum(np.searchsorted(cumulative, rng.random(size) * cumulative[-1], side="right"), n - 1)
+
+    # small sets: every step is a pass over all points, and fewer passes are needed
+    everything = _rows(features, np.arange(n), metric) if n <= batch else None
+    steps = steps if everything is None else min(steps, WHOLE_PASSES)
+    seeds = everything if everything is not None else _rows(features, sample(min(20 * k, 100_000) + batch), metric)
+    centres = _kmeans_pp(seeds, k, metric, rng)
     counts = np.zeros(k)
     total = steps + n // chunk + 1
     for step in range(steps):
-        rows = np.sort(rng.choice(n, size=min(n, batch), p=p))
-        _minibatch_step(cdf_vectors(hist[rows]), centres, counts)
-        if progress is not None:
-            progress(step + 1, total)
-    out = np.empty(n, dtype=np.uint16 if k <= 65536 else np.uint32)
+        points = everything if everything is not None else _rows(features, sample(batch), metric)
+        metric.step(points, centres, counts)
+        report(step + 1, total)
     for start in range(0, n, chunk):
-        out[start : start + chunk] = _assign(cdf_vectors(hist[start : start + chunk]), centres)
-        if progress is not None:
-            progress(steps + start // chunk + 1, total)
-    return out
+        stop = min(start + chunk, n)
+        labels[start:stop], dist[start:stop] = metric.assign(metric.prepare(features[start:stop]), centres)
+        report(steps + start // chunk + 1, total)
 
 
-def _kmeans_pp(points: np.ndarray, k: int, rng: np.random.Generator) -> np.ndarray:
-    """k-means++ seeding: each next centre drawn with probability proportional to D^2."""
-    centres = np.empty((k, points.shape[1]), dtype=np.float32)
-    centres[0] = points[rng.integers(len(points))]
-    d2 = ((points - centres[0]) ** 2).sum(axis=1)
-    for j in range(1, k):
+def _kmeans_pp(points: np.ndarray, k: int, metric: Metric, rng: np.random.Generator) -> np.ndarray:
+    """k-means++ seeding: each next centre drawn with probability proportional to D^2 (in the
+    metric's seeding embedding)."""
+    vectors = np.asarray(metric.embed(points), dtype=np.float32)
+    centres = np.empty((k, metric.centre_dim), dtype=np.float32)
+    pick = rng.integers(len(points))
+    d2 = np.full(len(points), np.inf, dtype=np.float32)
+    for j in range(k):
+        centres[j] = metric.as_centre(points[pick], metric.centre_dim)
+        d2 = np.minimum(d2, ((vectors - vectors[pick]) ** 2).sum(axis=1))
         total = d2.sum()
         pick = rng.choice(len(points), p=d2 / total) if total > 0 else rng.integers(len(points))
-        centres[j] = points[pick]
-        d2 = np.minimum(d2, ((points - centres[j]) ** 2).sum(axis=1))
     return centres
 
 
-@njit(cache=True, parallel=True)
-def _assign(points, centres):
-    out = np.empty(points.shape[0], dtype=np.int64)
-    for i in prange(points.shape[0]):
-        best, best_d = 0, np.inf
-        for c in range(centres.shape[0]):
-            d = 0.0
-            for j in range(points.shape[1]):
-                x = points[i, j] - centres[c, j]
-                d += x * x
-            if d < best_d:
-                best, best_d = c, d
-        out[i] = best
-    return out
+def _fill_empty(features, labels, dist, k, metric, chunk) -> None:
+    """Give every empty cluster the farthest point (and its duplicates) of a splittable cluster,
+    largest clusters first; a cluster is splittable when its farthest point is not all of it."""
+    while True:
+        counts = np.bincount(labels, minlength=k)
+        empty = np.flatnonzero(counts == 0)
+        if not len(empty):
+            return
+        far = np.full(k, -1, dtype=np.int64)
+        _farthest(labels, dist, far)
+        candidates = np.flatnonzero(counts > 1)
+        chosen = np.full((k,) + metric.prepare(features[:1]).shape[1:], np.nan, dtype=np.float32)
+        if len(candidates):
+            chosen[candidates] = metric.prepare(features[far[candidates]])
+        target = np.full(k, -1, dtype=np.int64)
+        target[candidates] = 0
+        equal = np.zeros(k, dtype=np.int64)
+        for start in range(0, len(labels), chunk):
+            _count_equal(metric.prepare(features[start : start + chunk]), labels[start : start + chunk], chosen, target, equal)
+        donors = [b for b in candidates[np.argsort(-counts[candidates], kind="stable")] if equal[b] < counts[b]][: len(empty)]
+        if not donors:
+            raise ValueError(f"only {k - len(empty)} of {k} clusters can be filled: too few distinct feature values")
+        target[:] = -1
+        target[donors] = empty[: len(donors)]
+        for start in range(0, len(labels), chunk):
+            _move_equal(metric.prepare(features[start : start + chunk]), labels[start : start + chunk],
+                        dist[start : start + chunk], chosen, target)  # fmt: skip
 
 
 @njit(cache=True)
-def _minibatch_step(points, centres, counts):
-    nearest = _assign(points, centres)
+def _farthest(labels, dist, far):
+    for i in range(labels.shape[0]):
+        b = labels[i]
+        if far[b] < 0 or dist[i] > dist[far[b]]:
+            far[b] = i
+
+
+@njit(cache=True, inline="always")
+def _same(point, chosen) -> bool:
+    flat_p = point.ravel()
+    flat_c = chosen.ravel()
+    for j in range(flat_p.shape[0]):
+        if flat_p[j] != flat_c[j]:
+            return False
+    return True
+
+
+@njit(cache=True)
+def _count_equal(points, labels, chosen, target, equal):
+    for i in range(points.shape[0]):
+        b = labels[i]
+        if target[b] >= 0 and _same(points[i], chosen[b]):
+            equal[b] += 1
+
+
+@njit(cache=True)
+def _move_equal(points, labels, dist, chosen, target):
+    for i in range(points.shape[0]):
+        b = labels[i]
+        if target[b] >= 0 and _same(points[i], chosen[b]):
+            labels[i] = target[b]
+            dist[i] = 0.0
+
+
+# ---- squared-L2 kernels ----------------------------------------------------------------------
+
+
+@njit(cache=True, inline="always")
+def _l2(point, centre) -> float:
+    d = 0.0
+    for j in range(point.shape[0]):
+        x = point[j] - centre[j]
+        d += x * x
+    return d
+
+
+@njit(cache=True, parallel=True)
+def _l2_assign(points, centres):
+    labels = np.empty(points.shape[0], dtype=np.int64)
+    dist = np.empty(points.shape[0])
+    for i in prange(points.shape[0]):
+        best, best_d = 0, np.inf
+        for c in range(centres.shape[0]):
+            d = _l2(points[i], centres[c])
+            if d < best_d:
+                best, best_d = c, d
+        labels[i] = best
+        dist[i] = np.sqrt(best_d)
+    return labels, dist
+
+
+@njit(cache=True)
+def _l2_step(points, centres, counts):
+    nearest, _ = _l2_assign(points, centres)
     for i in range(points.shape[0]):
         c = nearest[i]
         counts[c] += 1.0
         rate = 1.0 / counts[c]
         for j in range(points.shape[1]):
             centres[c, j] += rate * (points[i, j] - centres[c, j])
+
+
+def _identity(points: np.ndarray) -> np.ndarray:
+    return points

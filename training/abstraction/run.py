@@ -22,12 +22,13 @@ from pathlib import Path
 import numba
 import numpy as np
 
+from bot.abstraction_cost import estimate
+from bot.abstraction_spec import SPECS, policy_path, resolve_size, spec_dir
+from bot.abstraction_tables import AbstractGame, Abstraction
 from bot.errors import PokerbotError
 from bot.progress import progress_bar
-from training.abstraction.build import Abstraction, build_abstraction, policy_path
-from training.abstraction.estimate import estimate
-from training.abstraction.solver import AbstractGame, run_batch
-from training.abstraction.spec import SPECS, resolve_size
+from training.abstraction.build import build_abstraction, cached_feature_rounds
+from training.abstraction.solver import run_batch
 from training.rundir import RunDir, atomic_write, config_to_dict, parse_duration, read_toml
 
 #: Games whose full infoset space fits in memory, so exploitability is measured exactly.
@@ -39,7 +40,7 @@ class AbstractionConfig:
     """One abstraction solve (stored as the run's config.toml)."""
 
     abstraction: str
-    """Name of the abstraction (see ``training.abstraction.spec.SPECS``)."""
+    """Name of the abstraction (see ``bot.abstraction_spec.SPECS``)."""
     iterations: int | None = None
     """Stop after this many iterations (one traversal per seat each); default from the estimate."""
     time_budget: float | None = None
@@ -119,7 +120,7 @@ def train(config: AbstractionConfig, run: RunDir, resume: bool = False) -> np.nd
 
     console = Console(stderr=True)
     spec = SPECS[config.abstraction]
-    cost = estimate(spec, config.iterations)
+    cost = estimate(spec, config.iterations, cached_feature_rounds(spec), (spec_dir(spec) / "meta.json").exists())
     console.print(f"[bold]{spec.name}[/] ({spec.game}, buckets {spec.buckets}): {cost.summary()}")
     if spec.note:
         console.print(f"note: {spec.note}")

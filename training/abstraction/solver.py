@@ -1,7 +1,7 @@
 """External-sampling Linear MCCFR over a card abstraction, jitted with numba, on all cores.
 
 The abstract game keeps the real betting (the compiled :class:`~protocol.betting_tree.BettingTree`)
-and replaces a player's cards in round r by a bucket (:mod:`training.abstraction.build`); an
+and replaces a player's cards in round r by a bucket (:mod:`bot.abstraction_tables`); an
 abstract infoset is (decision node, bucket) and owns one row of two float32 tables ``[rows, 3]``
 (columns f, c, r): cumulative regrets and the cumulative average strategy.
 
@@ -27,16 +27,14 @@ reproducible bit for bit and a multi-thread run differs only through update race
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numba
 import numpy as np
 from numba import njit, prange
 
-from protocol.betting_tree import DECISION, FOLD_END, BettingTree
+from bot.abstraction_tables import AbstractGame
+from protocol.betting_tree import DECISION, FOLD_END
 from protocol.evaluator import hand_strength_batch
-from training.abstraction.build import Abstraction
-from training.abstraction.isomorphism import index_one
+from protocol.isomorphism import index_one
 
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
 _MIX1 = np.uint64(0xBF58476D1CE4E5B9)
@@ -214,47 +212,28 @@ def _run_batch(deals, strengths, seed, first_iteration, weight, num_chunks,
     return touched.sum()
 
 
-@dataclass(eq=False)
-class AbstractGame:
-    """The arrays the kernel needs: betting tree, row layout, indexers and bucket tables."""
+def kernel_args(ag: AbstractGame) -> tuple:
+    """Per-round indexer and bucket tables as homogeneous tuples (numba UniTuples)."""
+    a, game = ag.abstraction, ag.abstraction.game
+    empty = np.zeros(0, dtype=np.uint16)
+    empty.flags.writeable = False  # same numba type as the read-only memory-mapped tables
+    tables = tuple(empty if t is None else np.asarray(t) for t in a.tables)
+    if any(t.dtype != np.uint16 for t in tables):
+        raise ValueError("bucket tables must be uint16 (at most 65,536 buckets per round)")
+    board_through = np.array([game.board_cards_through(r) for r in range(game.num_rounds)], dtype=np.int64)
+    ix = a.indexers
+    return (
+        game.num_hole_cards, board_through,
+        tuple(np.asarray(i._tables[0]) for i in ix), ix[0].binom,
+        tuple(i.suit_size for i in ix), tuple(i.class_keys for i in ix), tuple(i.class_offsets for i in ix),
+        game.num_ranks, game.num_suits, tables, np.array([t is None for t in a.tables]),
+    )  # fmt: skip
 
-    abstraction: Abstraction
-    tree: BettingTree
-    row_offset: np.ndarray  # int64 [nodes]: first table row of a decision node, -1 at terminals
-    num_rows: int
 
-    @classmethod
-    def build(cls, abstraction: Abstraction) -> AbstractGame:
-        tree = BettingTree.build(abstraction.game)
-        row_offset = np.full(tree.num_nodes, -1, dtype=np.int64)
-        sizes = np.array([abstraction.num_buckets[tree.round[n]] for n in tree.decision_ids], dtype=np.int64)
-        row_offset[tree.decision_ids] = np.concatenate(([0], np.cumsum(sizes)[:-1]))
-        return cls(abstraction, tree, row_offset, int(sizes.sum()))
-
-    def rows_of(self, node: int, bucket: int) -> int:
-        return int(self.row_offset[node]) + bucket
-
-    def kernel_args(self) -> tuple:
-        """Per-round indexer and bucket tables as homogeneous tuples (numba UniTuples)."""
-        a, game = self.abstraction, self.abstraction.game
-        empty = np.zeros(0, dtype=np.uint16)
-        empty.flags.writeable = False  # same numba type as the read-only memory-mapped tables
-        tables = tuple(empty if t is None else np.asarray(t) for t in a.tables)
-        if any(t.dtype != np.uint16 for t in tables):
-            raise ValueError("bucket tables must be uint16 (at most 65,536 buckets per round)")
-        board_through = np.array([game.board_cards_through(r) for r in range(game.num_rounds)], dtype=np.int64)
-        ix = a.indexers
-        return (
-            game.num_hole_cards, board_through,
-            tuple(np.asarray(i._tables[0]) for i in ix), ix[0].binom,
-            tuple(i.suit_size for i in ix), tuple(i.class_keys for i in ix), tuple(i.class_offsets for i in ix),
-            game.num_ranks, game.num_suits, tables, np.array([t is None for t in a.tables]),
-        )  # fmt: skip
-
-    def tree_args(self) -> tuple:
-        t = self.tree
-        return (t.kind, t.actor, t.round, t.child, t.legal.astype(np.int8), t.folder,
-                t.spent.astype(np.float64), self.row_offset)  # fmt: skip
+def tree_args(ag: AbstractGame) -> tuple:
+    t = ag.tree
+    return (t.kind, t.actor, t.round, t.child, t.legal.astype(np.int8), t.folder,
+            t.spent.astype(np.float64), ag.row_offset)  # fmt: skip
 
 
 def run_batch(ag: AbstractGame, regrets: np.ndarray, average: np.ndarray, seed: int,
@@ -271,7 +250,7 @@ def run_batch(ag: AbstractGame, regrets: np.ndarray, average: np.ndarray, seed: 
     strengths = _showdown_strengths(deals, game.num_hole_cards)
     numba.set_num_threads(threads)
     return int(_run_batch(deals, strengths, seed, first_iteration, weight, max(1, threads),
-                          *ag.kernel_args(), *ag.tree_args(), regrets, average))  # fmt: skip
+                          *kernel_args(ag), *tree_args(ag), regrets, average))  # fmt: skip
 
 
 def _showdown_strengths(deals: np.ndarray, num_hole: int) -> np.ndarray:

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from bot.abstraction_tables import AbstractGame
 from bot.infosets import space_for
-from training.abstraction.solver import AbstractGame
 from training.cfr import normalise_average
 
 

@@ -38,6 +38,7 @@ import numpy as np
 from numba import njit, prange
 
 from protocol.cards import NUM_RANKS, NUM_SUITS
+from protocol.gamedef import Game
 
 MAX_GROUPS = 4
 _PARALLEL_ROWS = 4096
@@ -262,6 +263,13 @@ def all_combinations(cards: np.ndarray, k: int) -> np.ndarray:
         for i in range(j + 1, k):
             pos[i] = pos[i - 1] + 1
     return out
+
+
+def round_indexer(game: Game, round_index: int) -> HandIndexer:
+    """Imperfect-recall indexer of a round: hole cards, then the whole visible board as one set."""
+    visible = game.board_cards_through(round_index)
+    groups = (game.num_hole_cards, visible) if visible else (game.num_hole_cards,)
+    return HandIndexer(groups, game.num_ranks, game.num_suits)
 
 
 def canonical_representatives(indexer: HandIndexer, deck: tuple[int, ...]) -> tuple[np.ndarray, np.ndarray]:

@@ -1,0 +1,145 @@
+"""Memory, disk and time estimates of building and solving a named abstraction.
+
+Sizes are exact (counted from the betting tree and the suit-isomorphism indexers). Times scale
+rates measured by ``benchmarks/bench_abstraction.py`` on the 2-core development machine: evaluator
+rows per second while building features, numba k-means distance throughput on one core (L2 terms
+for ``ke``/``ochs``, greedy-EMD distances for ``pa``) times the distances the k-means schedule
+computes (:func:`kmeans_distances`), and MCCFR iterations per second; a machine
+with more cores scales roughly linearly (every kernel is a parallel numba loop). This module is
+play-time code only because a missing agent's message quotes the cost of building it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection
+from dataclasses import dataclass
+from math import ceil, comb, isqrt
+
+from bot.abstraction_spec import AbstractionSpec, num_infosets
+from protocol.betting_tree import BettingTree
+from protocol.isomorphism import HandIndexer, round_indexer
+
+#: Feature build throughput (hole x final-board rows per second), measured building
+#: abstraction_3e6 on the 2-core machine while other jobs shared it (3.96e9 rows in ~820 s).
+FEATURE_ROWS_PER_SECOND = 4.8e6
+#: ES-MCCFR iterations (one traversal per seat) per second, measured by the benchmark on the
+#: same (shared) machine: HULH abstraction_3e6, FHP fhp_abstraction_4e4, Leduc lossless.
+ITERATIONS_PER_SECOND = {"holdem": 1.45e4, "fhp": 1.4e5, "leduc": 1.0e5, "kuhn": 2.0e5}
+#: Iterations per abstract infoset that a default solve runs (each infoset then sees ~100s of
+#: regret updates; exploitability of ES-MCCFR falls roughly as 1/sqrt(iterations)).
+DEFAULT_ITERATIONS_PER_INFOSET = 30
+#: k-means assignment throughput, point-centre coordinate terms per second on one core
+#: (``bench_abstraction.py --kmeans``: 0.7-1.5e9 under this machine's load; the lower one, which
+#: predicts fhp_abstraction_3.6e6's k-means at 114 s against 148 s measured).
+L2_TERMS_PER_SECOND = 0.7e9
+#: Point-centre pairs per second of the pruned greedy-EMD assignment on one core: 1.9M measured
+#: on real flop potential-aware histograms (47 turn cards over abstraction_3e6_ke's 518 turn
+#: buckets) against point-like centres; halved for fitted (more spread) centres.
+EMD_DISTANCES_PER_SECOND = 1.0e6
+#: Above this many clusters k-means runs in two levels (sqrt(k) coarse clusters, then each split
+#: further), so a point meets about 2*sqrt(k) centres instead of k (:func:`kmeans_distances`).
+TWO_LEVEL_MIN_K = 4096
+#: k-means schedule (:mod:`training.abstraction.kmeans`): mini-batch steps and batch size, and
+#: passes when a (sub-)problem fits in one batch; the potential-aware rounds use smaller ones.
+KMEANS_STEPS, KMEANS_BATCH, WHOLE_PASSES = 200, 20_000, 25
+PA_STEPS, PA_BATCH = 50, 4_000
+HIST_BINS = 50
+"""Bins of the final-HS histograms that ``ke`` clusters (Johanson et al. 2013 use 50)."""
+OCHS_CLUSTERS = 8
+"""Opponent clusters of ``ochs`` (Johanson et al. 2013 use 8 clusters of the 169 preflop hands)."""
+
+
+def two_level_split(k: int) -> int:
+    """Coarse clusters of a k-means into ``k`` clusters: 1 (one level) below TWO_LEVEL_MIN_K."""
+    return 1 if k < TWO_LEVEL_MIN_K else isqrt(k)
+
+
+def kmeans_distances(n: int, k: int, steps: int = KMEANS_STEPS, batch: int = KMEANS_BATCH) -> float:
+    """Point-centre distances a k-means of ``n`` points into ``k`` clusters computes: k-means++
+    seeding, mini-batch steps and the final assignment; two levels (equal coarse clusters
+    assumed) above TWO_LEVEL_MIN_K."""
+    coarse = two_level_split(k)
+    if coarse > 1:
+        return kmeans_distances(n, coarse, steps, batch) + coarse * kmeans_distances(n // coarse, ceil(k / coarse), steps, batch)
+    if n <= batch:
+        return (1 + WHOLE_PASSES + 1) * n * k
+    return (min(20 * k, 100_000) + batch + steps * batch + n) * k
+
+
+@dataclass(frozen=True)
+class Estimate:
+    infosets: int
+    table_bytes: int  # regrets + average, float32 [rows, 3] each
+    disk_bytes: int  # features + bucket tables + one checkpoint + published policy
+    feature_seconds: float
+    cluster_seconds: float  # k-means of ke/ochs/pa rounds, one core
+    iterations: int  # default solve length
+    solve_seconds: float
+
+    def summary(self) -> str:
+        features = f"features ~{_duration(self.feature_seconds)}" if self.feature_seconds else "features/tables cached"
+        clusters = f"; k-means ~{_duration(self.cluster_seconds)} on one core" if self.cluster_seconds else ""
+        return (f"{self.infosets:,} abstract infosets; tables {_size(self.table_bytes)} RAM; disk {_size(self.disk_bytes)}; "
+                f"{features}{clusters}; {self.iterations:,} iterations ~{_duration(self.solve_seconds)} "
+                "at the 2-core rate measured here")  # fmt: skip
+
+
+def estimate(spec: AbstractionSpec, iterations: int | None = None, cached_rounds: Collection[int] = (),
+             built: bool = False) -> Estimate:  # fmt: skip
+    """Cost of building and solving ``spec``; ``cached_rounds`` have their features on disk, and
+    a ``built`` abstraction costs only its solve."""
+    game = spec.load_game()
+    tree = BettingTree.build(game)
+    infosets = num_infosets(spec, tree)
+    table = infosets * 3 * 4 * 2
+    deck = len(game.deck)
+    last = game.num_rounds - 1
+    feature_bytes, rows, cluster = 0, 0, 0.0
+    for r, (buckets, method) in enumerate(zip(spec.buckets, spec.round_methods, strict=True)):
+        if buckets is None:
+            continue
+        size = round_indexer(game, r).size
+        feature_bytes += size * (4 + 4 + 1) + size * (2 if buckets <= 65536 else 4)
+        if method == "ke":
+            feature_bytes += size * HIST_BINS * 2
+            cluster += kmeans_distances(size, buckets) * HIST_BINS / L2_TERMS_PER_SECOND
+        elif method == "ochs":
+            feature_bytes += size * OCHS_CLUSTERS * 2
+            cluster += kmeans_distances(size, buckets) * OCHS_CLUSTERS / L2_TERMS_PER_SECOND
+        elif method == "pa":
+            next_cards = deck - game.num_hole_cards - game.board_cards_through(r)
+            feature_bytes += size * next_cards * 4
+            cluster += kmeans_distances(size, buckets, PA_STEPS, PA_BATCH) / EMD_DISTANCES_PER_SECOND
+            rows += size * next_cards  # index lookups, counted like evaluator rows
+        if r in cached_rounds:
+            continue
+        visible = game.board_cards_through(r)
+        boards = HandIndexer((visible,), game.num_ranks, game.num_suits).size if visible else 1
+        runouts = comb(deck - visible, game.total_board_cards - visible)
+        rows += boards * runouts * comb(deck, game.num_hole_cards)
+        if method == "ochs" and r == last:  # plus the preflop clusters, from sampled boards
+            rows += min(runouts, 50_000) * comb(deck, game.num_hole_cards)
+    stem = game.name.split(".")[0]
+    iterations = iterations or DEFAULT_ITERATIONS_PER_INFOSET * infosets
+    rate = ITERATIONS_PER_SECOND.get(stem, ITERATIONS_PER_SECOND["holdem"])
+    build = 0.0 if built else 1.0
+    return Estimate(infosets, table, feature_bytes + table + table // 2, build * rows / FEATURE_ROWS_PER_SECOND,
+                    build * cluster, iterations, iterations / rate)  # fmt: skip
+
+
+def _size(n: float) -> str:
+    for unit in ("B", "KB", "MB", "GB", "TB"):
+        if n < 1000:
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1000
+    return f"{n:.1f} PB"
+
+
+def _duration(seconds: float) -> str:
+    if seconds < 90:
+        return f"{seconds:.0f} s"
+    if seconds < 5400:
+        return f"{seconds / 60:.0f} min"
+    if seconds < 2 * 86400:
+        return f"{seconds / 3600:.1f} h"
+    return f"{seconds / 86400:.1f} days"

@@ -53,9 +53,10 @@ def _sample_hand(valid_row, num_hands, other_mask, hand_masks):  # pragma: no co
             return h
 
 
-@njit(cache=True)
-def _strategy(regrets, slot, legal, out):  # pragma: no cover - numba
-    """Regret matching (Zinkevich et al. 2007, eq. 8); uniform over legal when none positive."""
+@njit(cache=True, inline="always")
+def regret_matching_row(regrets, slot, legal, out):  # pragma: no cover - numba
+    """Regret matching (Zinkevich et al. 2007, eq. 8) of row ``slot`` into ``out``; uniform over
+    legal actions when none is positive. Shared by every tabular MCCFR kernel."""
     total = 0.0
     for a in range(3):
         out[a] = max(regrets[slot, a], 0.0) if legal[a] else 0.0
@@ -94,7 +95,7 @@ def _traverse(player, hands, board_ids, final_board, weight, child, legal, actor
         # descend: sample through chance-free opponent nodes, open a frame at the traverser's
         while kind[node] == DECISION:
             slot = node_offset[node] + board_ids[rnd[node]] * num_hands + hands[actor[node]]
-            _strategy(regrets, slot, legal[node], prob)
+            regret_matching_row(regrets, slot, legal[node], prob)
             if actor[node] == player:
                 frame_node[depth] = node
                 frame_slot[depth] = slot

@@ -35,6 +35,7 @@ from bot.abstraction_tables import AbstractGame
 from protocol.betting_tree import DECISION, FOLD_END
 from protocol.evaluator import hand_strength_batch
 from protocol.isomorphism import index_one
+from training.mccfr import regret_matching_row
 
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
 _MIX1 = np.uint64(0xBF58476D1CE4E5B9)
@@ -85,23 +86,6 @@ def sample_deals(deck, num_cards, seed, first_iteration, count):
     return deals
 
 
-@njit(cache=True, inline="always")
-def _regret_matching(regrets, row, legal, out):
-    total = 0.0
-    for a in range(3):
-        out[a] = max(regrets[row, a], 0.0) if legal[a] else 0.0
-        total += out[a]
-    if total > 0.0:
-        for a in range(3):
-            out[a] /= total
-    else:
-        nlegal = 0
-        for a in range(3):
-            nlegal += legal[a]
-        for a in range(3):
-            out[a] = legal[a] / nlegal
-
-
 @njit(cache=True)
 def _traverse(traverser, cards, strength, buckets, seed_state, weight,
               kind, actor, rnd, child, legal, folder, spent, row_offset,
@@ -125,7 +109,7 @@ def _traverse(traverser, cards, strength, buckets, seed_state, weight,
                     nodes[count] = child[n, x]
                     count += 1
         else:
-            _regret_matching(regrets, row, legal[n], sigma)
+            regret_matching_row(regrets, row, legal[n], sigma)
             state, u = _uniform(state)
             pick = 2
             acc = 0.0
@@ -157,7 +141,7 @@ def _traverse(traverser, cards, strength, buckets, seed_state, weight,
                 values[n] = 0.0
         elif actor[n] == traverser:
             row = row_offset[n] + buckets[traverser, rnd[n]]
-            _regret_matching(regrets, row, legal[n], sigma)
+            regret_matching_row(regrets, row, legal[n], sigma)
             v = 0.0
             for x in range(3):
                 if legal[n, x]:

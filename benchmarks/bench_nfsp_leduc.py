@@ -1,11 +1,13 @@
 """NFSP on Leduc: exact average exploitability against training time and hands played, and the
 speed of self-play.
 
-    python benchmarks/bench_nfsp_leduc.py --minutes 10                 # the NFSP paper's settings
-    python benchmarks/bench_nfsp_leduc.py --minutes 10 --set optimizer=adam --set rl_lr=0.001
+    python benchmarks/bench_nfsp_leduc.py --minutes 10                 # the tuned Leduc preset
+    python benchmarks/bench_nfsp_leduc.py --minutes 10 --paper         # the NFSP paper's settings
+    python benchmarks/bench_nfsp_leduc.py --minutes 10 --set eta=0.5   # any config field changed
 
 Prints the machine, the resolved config, one row per evaluation (steps, hands, training
-seconds, exploitability = NashConv/2 in mbb/g), when (if ever) 37 mbb/g (the Deep CFR paper's
+seconds, exploitability = NashConv/2 in mbb/g of the average-policy network and, with
+``sl_full_batch``, of the M_SL action frequencies it fits), when (if ever) 37 mbb/g (the Deep CFR paper's
 NFSP figure for Leduc) was reached, the hands per second of the whole NFSP loop, and the hands
 per second of self-play alone (acting with the networks, no learning). The run directory
 (metrics.jsonl, exploitability.png, policy) is kept in ``--out``.
@@ -25,7 +27,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import torch  # noqa: E402
 
 from benchmarks.bench_cfr_leduc import machine  # noqa: E402  (one machine line for every benchmark)
-from training.nfsp import NFSP, make_config, preset_for, train  # noqa: E402
+from training.nfsp import LEDUC_PAPER, NFSP, make_config, preset_for, train  # noqa: E402
 from training.rundir import RunDir  # noqa: E402
 
 TARGET_MBB = 37.0
@@ -56,11 +58,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--minutes", type=float, default=10.0, help="training time (evaluation excluded)")
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="override a config field")
+    parser.add_argument("--paper", action="store_true", help="the NFSP paper's Leduc settings, not the tuned preset")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out", default=f"runs/bench-nfsp-leduc-{int(time.time())}")
     args = parser.parse_args()
 
-    values = preset_for("leduc") | {"seed": args.seed, "time_budget": args.minutes * 60, "steps": 10**9}
+    values = (preset_for("leduc") if not args.paper else LEDUC_PAPER | {"game": "leduc"}) | {"seed": args.seed, "time_budget": args.minutes * 60, "steps": 10**9}
     for item in args.set:
         key, _, text = item.partition("=")
         values[key] = parse_value(text)
@@ -73,10 +76,11 @@ def main() -> None:
     run = RunDir.create(args.out, config)
     train(config, run, stream=io.StringIO())
     records = [r for r in run.read_metrics() if "exploitability_mbb" in r]
-    print(f"{'steps':>9} {'hands':>11} {'train s':>9} {'exploitability mbb/g':>21}")
+    print(f"{'steps':>9} {'hands':>11} {'train s':>9} {'exploitability mbb/g':>21} {'M_SL table mbb/g':>17}")
     for record in records:
+        table = f"{record['sl_table_mbb']:.1f}" if "sl_table_mbb" in record else "-"
         print(f"{record['step']:>9,} {record['hands']:>11,} {record['train_seconds']:>9.1f} "
-              f"{record['exploitability_mbb']:>21.1f}")
+              f"{record['exploitability_mbb']:>21.1f} {table:>17}")
     reached = next((r for r in records if r["exploitability_mbb"] <= TARGET_MBB), None)
     last = records[-1]
     best = min(records, key=lambda r: r["exploitability_mbb"])

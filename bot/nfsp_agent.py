@@ -68,7 +68,7 @@ class NFSPPolicy:
         self._bets = torch.from_numpy(self.encoder.bets).to(self._device)
         self._legal = torch.from_numpy(self.encoder.legal).to(self._device)
 
-    @torch.no_grad()
+    @torch.inference_mode()
     def probabilities(self, player: int, nodes: np.ndarray, cards: np.ndarray) -> np.ndarray:
         """Pi's action probabilities ``[n, 3]`` for seat ``player`` (zero on illegal actions)."""
         node_index = torch.from_numpy(np.asarray(nodes, dtype=np.int64)).to(self._device)
@@ -79,10 +79,11 @@ class NFSPPolicy:
     def strategy(self) -> np.ndarray:
         """The profile as an ``[num_infosets, 3]`` array over :func:`bot.infosets.space_for`
         (small games; what exact best response evaluates), each seat's rows from its network."""
-        return self._infosets.strategy(tuple(self.networks), kind="average")
+        return self.infosets.strategy(tuple(self.networks), kind="average")
 
     @cached_property
-    def _infosets(self) -> InfosetBatch:
+    def infosets(self) -> InfosetBatch:
+        """Every infoset of a small game as network inputs (built on first use)."""
         return InfosetBatch(self.game)
 
     def bundle(self) -> dict:

@@ -6,9 +6,11 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+from pathlib import Path
 
 import numpy as np
 import pytest
+import tomllib
 import torch
 from click.testing import CliRunner
 
@@ -19,7 +21,7 @@ from bot.registry import AgentNotFound, resolve_agent
 from protocol.betting_tree import FOLD_END
 from protocol.gamedef import load_game
 from protocol.matchstate import parse_matchstate
-from training.nfsp import NFSP, NFSPConfig, dqn_targets, make_config, preset_for, train
+from training.nfsp import LEDUC_PAPER, NFSP, NFSPConfig, dqn_targets, make_config, preset_for, train
 from training.rundir import RunDir
 
 KUHN = make_config(preset_for("kuhn"))
@@ -224,3 +226,13 @@ def test_interrupt_checkpoints_the_step_in_progress(tmp_path) -> None:
     config = dataclasses.replace(make_config(run.config()), steps=last + 10)
     resumed = train(config, run, resume=True)
     assert resumed.step_count == last + 10
+
+
+def test_readme_paper_config_gives_the_paper_settings() -> None:
+    """The README's ``nfsp-leduc-paper.toml`` on top of the tuned Leduc preset is exactly the
+    NFSP paper's Leduc configuration (``LEDUC_PAPER``)."""
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    block = readme.split("# nfsp-leduc-paper.toml")[1].split("```")[0]
+    from_file = tomllib.loads(block.split("\n", 1)[1])
+    assert make_config(preset_for("leduc") | from_file) == make_config(LEDUC_PAPER | {"game": "leduc"})
+    assert make_config(preset_for("leduc")) != make_config(LEDUC_PAPER | {"game": "leduc"})

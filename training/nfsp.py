@@ -22,9 +22,9 @@ Vectorised self-play: ``num_envs`` hands advance together on the compiled bettin
 (:class:`~training.vector_env.VectorEnv`); one step asks each (player, policy) group its action
 with one network call for the whole group. Transitions are closed when the same player acts
 again in that hand (reward 0) or the hand ends (reward = net chips in big blinds, done). The
-learning rhythm keeps the paper's ratio: ``updates_per_learn`` minibatch updates per network
-after every ``learn_every`` new transitions of a player. Rewards are in big blinds so one set of
-learning rates fits Kuhn to HULH.
+learning rhythm keeps the paper's ratio: ``updates_per_learn`` Q updates and
+``sl_updates_per_learn`` Pi updates after every ``learn_every`` new transitions of a player.
+Rewards are in big blinds so one set of learning rates fits Kuhn to HULH.
 """
 
 from __future__ import annotations
@@ -44,6 +44,7 @@ from bot.network import DeepCFRNetwork
 from bot.nfsp_agent import NFSPPolicy
 from protocol.gamedef import load_game
 from training import plots
+from training.nfsp_counts import InputCounts, check_countable
 from training.reservoir import Reservoir
 from training.rundir import RunDir, load_torch, save_torch
 from training.vector_env import VectorEnv
@@ -85,7 +86,9 @@ class NFSPConfig:
     learn_every: int = 128
     """New transitions of a player between its learning rounds."""
     updates_per_learn: int = 2
-    """Minibatch updates per network in each learning round."""
+    """Q-network minibatch updates in each learning round."""
+    sl_updates_per_learn: int = 2
+    """Average-policy updates in each learning round (the paper: 2, as for Q)."""
     target_update_every: int = 300
     """Q updates between refits of the target network."""
     eps_start: float = 0.06
@@ -94,6 +97,10 @@ class NFSPConfig:
     """Self-play steps after which epsilon has fallen to eps_start / sqrt(2)."""
     double_dqn: bool = True
     """Pick the bootstrap action with the online network (double DQN) rather than the target."""
+    sl_full_batch: bool = False
+    """Supervised step on the exact objective: one full batch over M_SL's distinct inputs with
+    their action counts as targets (:mod:`training.nfsp_counts`; small games only) instead of a
+    ``batch_size`` minibatch of rows. Same loss, no sampling noise."""
     grad_clip: float = 10.0
     """Gradient-norm clip of every update (0 = none)."""
     eval_every: int = 1_000
@@ -109,7 +116,7 @@ class NFSPConfig:
 
     def __post_init__(self) -> None:
         positive = ("steps", "num_envs", "width", "rl_capacity", "sl_capacity", "batch_size", "learn_every",
-                    "updates_per_learn", "target_update_every", "eps_decay_steps", "eval_every", "checkpoint_every",
+                    "updates_per_learn", "sl_updates_per_learn", "target_update_every", "eps_decay_steps", "eval_every", "checkpoint_every",
                     "threads")
         for name in positive:
             if getattr(self, name) <= 0:
@@ -135,9 +142,12 @@ def replay_memory(capacity: int, encoder: InfosetEncoder) -> Reservoir:
     return Reservoir(capacity, fields_, mode="window")
 
 
-def supervised_memory(capacity: int, encoder: InfosetEncoder) -> Reservoir:
-    """M_SL: reservoir-sampled (state, best-response action) pairs."""
+def supervised_memory(capacity: int, encoder: InfosetEncoder, counted: bool = False) -> Reservoir:
+    """M_SL: reservoir-sampled (state, best-response action) pairs; ``counted`` adds each row's
+    :meth:`~training.nfsp_counts.InputCounts.row_keys` (for ``sl_full_batch``)."""
     fields_ = {"node": ((), np.int32), "cards": ((encoder.num_card_slots,), np.int8), "action": ((), np.int8)}
+    if counted:
+        fields_["count_key"] = ((), np.int32)
     return Reservoir(capacity, fields_, mode="reservoir")
 
 
@@ -179,7 +189,9 @@ class PlayerLearner:
         self.q_optimizer = optimizer(self.q.parameters(), lr=config.rl_lr)
         self.pi_optimizer = optimizer(self.pi.parameters(), lr=config.sl_lr)
         self.replay = replay_memory(config.rl_capacity, encoder)
-        self.supervised = supervised_memory(config.sl_capacity, encoder)
+        self.supervised = supervised_memory(config.sl_capacity, encoder, counted=config.sl_full_batch)
+        #: Action counts per distinct input of M_SL (``sl_full_batch`` only).
+        self.counts = InputCounts(encoder, config.sl_capacity) if config.sl_full_batch else None
         self.q_updates = 0
         self.pi_updates = 0
 
@@ -221,6 +233,8 @@ class NFSP:
         #: Seconds spent in self-play and learning (evaluation and checkpoints excluded), all sessions.
         self.train_seconds = 0.0
         self.transitions = np.zeros(2, dtype=np.int64)
+        #: Rows in each player's latest SL step (distinct inputs with ``sl_full_batch``).
+        self.sl_rows = [0, 0]
         self.last_losses = {"q_loss_0": float("nan"), "q_loss_1": float("nan"),
                             "pi_loss_0": float("nan"), "pi_loss_1": float("nan")}
         self._start_hands(np.arange(n))
@@ -231,7 +245,7 @@ class NFSP:
         card_tensor = torch.from_numpy(np.asarray(cards)).to(self.device)
         return network(card_tensor, self._bets[node_index])
 
-    @torch.no_grad()
+    @torch.inference_mode()
     def best_response_actions(self, player: int, nodes: np.ndarray, cards: np.ndarray, eps: float) -> np.ndarray:
         """Epsilon-greedy over the legal actions of the Q network's values."""
         q = self.forward(self.players[player].q, nodes, cards).cpu().numpy()
@@ -275,8 +289,7 @@ class NFSP:
             avg = rows[~self.use_best_response[rows, player]]
             if len(br):
                 actions[br] = self.best_response_actions(player, nodes[br], cards[br], eps)
-                self.players[player].supervised.add(
-                    {"node": nodes[br], "cards": cards[br], "action": actions[br].astype(np.int8)}, self.rng)
+                self._remember(player, {"node": nodes[br], "cards": cards[br], "action": actions[br].astype(np.int8)})
             if len(avg):
                 actions[avg] = _sample_rows(self.policy.probabilities(player, nodes[avg], cards[avg]), self.rng)
             self.pending[rows, player] = True
@@ -300,11 +313,21 @@ class NFSP:
             while self.since_learn[player] >= self.config.learn_every:
                 self.since_learn[player] -= self.config.learn_every
                 for _ in range(self.config.updates_per_learn):
-                    self._learn(player)
+                    self._learn_q(player)
+                for _ in range(self.config.sl_updates_per_learn):
+                    self._learn_pi(player)
         self.step_count += 1
 
+    def _remember(self, player: int, rows: dict[str, np.ndarray]) -> None:
+        """Add best-response decisions to M_SL (with their count keys under ``sl_full_batch``)."""
+        learner = self.players[player]
+        if learner.counts is not None:
+            rows["count_key"] = learner.counts.row_keys(rows["node"], rows["cards"], rows["action"])
+        learner.supervised.add(rows, self.rng)
+
     # -- learning --------------------------------------------------------------------------------
-    def _learn(self, player: int) -> None:
+    def _learn_q(self, player: int) -> None:
+        """One DQN minibatch step on M_RL (and the target refit when due)."""
         learner, config = self.players[player], self.config
         if len(learner.replay) >= config.batch_size:
             batch = learner.replay.sample(config.batch_size, self.rng)
@@ -314,15 +337,28 @@ class NFSP:
             if learner.q_updates % config.target_update_every == 0:
                 learner.q_target.load_state_dict(learner.q.state_dict())
             self.last_losses[f"q_loss_{player}"] = float(loss.detach())
+
+    def _learn_pi(self, player: int) -> None:
+        """One supervised step of Pi on M_SL (exact full batch or a minibatch)."""
+        learner, config = self.players[player], self.config
         if len(learner.supervised) >= config.batch_size:
-            batch = learner.supervised.sample(config.batch_size, self.rng)
-            logits = self.forward(learner.pi, batch["node"], batch["cards"])
-            legal = self._legal[torch.from_numpy(batch["node"].astype(np.int64)).to(self.device)]
-            target = torch.from_numpy(batch["action"].astype(np.int64)).to(self.device)
-            loss = F.cross_entropy(logits.masked_fill(~legal, -1e9), target)
+            nodes, cards, counts = self._supervised_batch(learner)
+            loss = supervised_loss(self.forward(learner.pi, nodes, cards), self._legal[torch.from_numpy(nodes).to(self.device)],
+                                   torch.from_numpy(counts).to(self.device))
             _update(learner.pi_optimizer, learner.pi, loss, config.grad_clip)
             learner.pi_updates += 1
             self.last_losses[f"pi_loss_{player}"] = float(loss.detach())
+            self.sl_rows[player] = len(nodes)
+
+    def _supervised_batch(self, learner: PlayerLearner) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``(nodes, cards, action counts)`` of one SL step: M_SL's distinct inputs with all their
+        counts (``sl_full_batch``), else a uniform minibatch of rows with one-hot counts."""
+        if learner.counts is not None:
+            nodes, cards, counts = learner.counts.batch(learner.supervised)
+            return nodes, cards, counts.astype(np.float32)
+        batch = learner.supervised.sample(self.config.batch_size, self.rng)
+        counts = np.eye(3, dtype=np.float32)[batch["action"].astype(np.int64)]
+        return batch["node"].astype(np.int64), batch["cards"], counts
 
     def _q_loss(self, learner: PlayerLearner, batch: dict[str, np.ndarray]) -> torch.Tensor:
         to = self.device
@@ -347,6 +383,7 @@ class NFSP:
             line[f"rl_fill_{player}"] = len(learner.replay) / learner.replay.capacity
             line[f"sl_fill_{player}"] = len(learner.supervised) / learner.supervised.capacity
             line[f"q_updates_{player}"] = learner.q_updates
+            line[f"sl_rows_{player}"] = self.sl_rows[player]
         line.update(self.last_losses)
         return line
 
@@ -367,7 +404,7 @@ class NFSP:
                         | {"q_updates": p.q_updates, "pi_updates": p.pi_updates} for p in self.players],
             "arrays": {name: torch.from_numpy(np.ascontiguousarray(a)) for name, a in arrays.items()},
             "step": self.step_count, "hands": self.hands, "train_seconds": self.train_seconds,
-            "losses": dict(self.last_losses),
+            "losses": dict(self.last_losses), "sl_rows": list(self.sl_rows),
             "rng": self.rng.bit_generator.state,
             "torch_rng": torch.get_rng_state(),
         }
@@ -388,6 +425,7 @@ class NFSP:
         self.transitions[:], self.since_learn[:] = arrays["transitions"], arrays["since_learn"]
         self.step_count, self.hands, self.train_seconds = state["step"], state["hands"], state["train_seconds"]
         self.last_losses = dict(state["losses"])
+        self.sl_rows = list(state.get("sl_rows", [0, 0]))  # checkpoints written before sl_rows existed
         self.rng.bit_generator.state = state["rng"]
         torch.set_rng_state(state["torch_rng"])
 
@@ -404,6 +442,8 @@ class NFSP:
         for player, learner in enumerate(self.players):
             learner.replay.load(folder / f"replay_{player}.npz")
             learner.supervised.load(folder / f"supervised_{player}.npz")
+            if learner.counts is not None:
+                learner.counts.recount(learner.supervised)
 
 
 def _sample_rows(probabilities: np.ndarray, rng: np.random.Generator) -> np.ndarray:
@@ -412,6 +452,15 @@ def _sample_rows(probabilities: np.ndarray, rng: np.random.Generator) -> np.ndar
     cumulative = np.cumsum(probabilities, axis=1)
     draws = rng.random(len(probabilities)) * cumulative[:, -1]
     return np.argmax(cumulative > draws[:, None], axis=1)
+
+
+def supervised_loss(logits: torch.Tensor, legal: torch.Tensor, counts: torch.Tensor) -> torch.Tensor:
+    """Mean cross-entropy of Pi over the rows that ``counts[i, a]`` stands for: with one-hot
+    rows it is the minibatch loss of algorithm 1; with the action counts of M_SL's distinct
+    inputs it is the same loss over the whole memory (:mod:`training.nfsp_counts`). Illegal
+    actions are masked out of the softmax (their counts are zero)."""
+    log_pi = F.log_softmax(logits.masked_fill(~legal, -1e9), dim=1)
+    return -(counts * log_pi).sum() / counts.sum()
 
 
 def _update(optimizer: torch.optim.Optimizer, network: torch.nn.Module, loss: torch.Tensor, clip: float) -> None:
@@ -427,7 +476,16 @@ def _update(optimizer: torch.optim.Optimizer, network: torch.nn.Module, loss: to
 #: NFSP paper, sec. 5.1 (Leduc): M_RL 200k circular, M_SL 2M reservoir, plain SGD at 0.1 (RL)
 #: and 0.005 (SL), 2 updates of 128 per network every 128 steps, target refit every 300
 #: updates, epsilon from 0.06 decaying to 0, eta 0.1 (all equal to the NFSPConfig defaults).
-_LEDUC = {"steps": 200_000, "eval_every": 1_000, "checkpoint_every": 1_000}
+LEDUC_PAPER = {"steps": 200_000, "eval_every": 1_000, "checkpoint_every": 1_000}
+#: Leduc tuned for wall clock on one CPU core (README "NFSP on Leduc" has the sweep): the exact
+#: full-batch SL step (one per learning round, so SGD can take 10x the paper's rate), eta 0.5
+#: (more best-response rows per hand for M_SL; the largest single gain), exploration from 0.03
+#: (fewer random actions averaged into Pi), width 32, and 4x larger batches and learning rounds
+#: with the paper's 2 Q updates per round (4x fewer calls for the same 2 uses of a transition).
+LEDUC_TUNED = LEDUC_PAPER | {
+    "sl_full_batch": True, "sl_updates_per_learn": 1, "sl_lr": 0.05, "eta": 0.5, "eps_start": 0.03, "width": 32,
+    "num_envs": 512, "batch_size": 512, "learn_every": 512,
+}
 #: NFSP paper, sec. 5.3 (limit Texas hold'em; FHP uses it too): M_RL 600k, M_SL 30M, SGD 0.1 / 0.01, 2 updates
 #: of 256 every 256 steps, target refit every 1,000 updates, epsilon from 0.08, eta 0.1. The
 #: network is the Deep CFR paper's (width 96 ~ its 98,948 parameters) instead of the NFSP
@@ -442,8 +500,8 @@ PRESETS: dict[str, dict] = {
     "kuhn": {"width": 32, "num_envs": 64, "optimizer": "adam", "rl_lr": 1e-3, "sl_lr": 1e-3,
              "rl_capacity": 20_000, "sl_capacity": 200_000, "batch_size": 128, "learn_every": 64,
              "target_update_every": 100, "eps_decay_steps": 200, "steps": 3_000, "eval_every": 250,
-             "checkpoint_every": 1_000},
-    "leduc": _LEDUC,
+             "checkpoint_every": 1_000, "sl_full_batch": True},
+    "leduc": LEDUC_TUNED,
     "fhp": _HOLDEM,
     "holdem": _HOLDEM,
 }
@@ -484,7 +542,25 @@ def evaluate(learner: NFSP) -> dict[str, float]:
     from bot.best_response import exploitability
 
     report = exploitability(learner.game, learner.policy.strategy())
-    return {"exploitability_mbb": report.mbb(report.exploitability), "nash_conv_mbb": report.mbb(report.nash_conv)}
+    result = {"exploitability_mbb": report.mbb(report.exploitability), "nash_conv_mbb": report.mbb(report.nash_conv)}
+    if learner.config.sl_full_batch:
+        table = exploitability(learner.game, memory_frequencies(learner))
+        result["sl_table_mbb"] = table.mbb(table.exploitability)
+    return result
+
+
+def memory_frequencies(learner: NFSP) -> np.ndarray:
+    """The strategy table ``[num_infosets, 3]`` of M_SL's empirical action frequencies (the
+    policy Pi would play if it fitted its objective exactly): its exploitability, logged as
+    ``sl_table_mbb``, separates the error of fictitious play with DQN best responses from the
+    error of fitting Pi."""
+    infosets = learner.policy.infosets
+    space, out = infosets.space, np.zeros((infosets.space.num_infosets, 3))
+    for player, p in enumerate(learner.players):
+        rows = np.flatnonzero(infosets.player == player)
+        out[rows] = p.counts.frequencies(p.supervised, space.node[rows], infosets.cards[rows].numpy(),
+                                         space.legal[rows])
+    return out
 
 
 class _StopRequest:
@@ -579,10 +655,13 @@ def _summary(record: dict) -> str:
 
 
 def plot_exploitability(run: RunDir) -> Path:
-    """``exploitability.png``: average exploitability against hands played and training time."""
+    """``exploitability.png``: average exploitability against hands played and training time, of
+    Pi and (with ``sl_full_batch``) of the M_SL frequencies it is trained to match."""
     records = [r for r in run.read_metrics() if "exploitability_mbb" in r]
-    values = [r["exploitability_mbb"] for r in records]
-    panels = [(label, {"NFSP average policy": ([r[key] for r in records], values)})
+    curves = {"NFSP average policy (network Pi)": "exploitability_mbb",
+              "M_SL action frequencies (what Pi fits)": "sl_table_mbb"}
+    panels = [(label, {name: ([r[key] for r in records if metric in r], [r[metric] for r in records if metric in r])
+                       for name, metric in curves.items() if any(metric in r for r in records)})
               for key, label in (("hands", "hands of self-play"), ("train_seconds", "training seconds"))]
     return plots.plot_exploitability(run.path / "exploitability.png", panels,
                                      title=f"NFSP average policy, {run.config().get('game', '')}")
@@ -625,6 +704,8 @@ def run_from_cli(options: dict) -> None:
         if options.get("seed") is not None:
             flags["seed"] = options["seed"]
         config = make_config(values | flags)
+        if config.sl_full_batch:  # fail before the run directory is created
+            check_countable(InfosetEncoder(load_game(config.game)))
         run = RunDir.create(options["out"], config)
         train(config, run)
     print(f"policy saved in {run.policy_path}")

@@ -34,7 +34,12 @@ DEFAULT_ITERATIONS_PER_INFOSET = 30
 L2_TERMS_PER_SECOND = 0.7e9
 #: Point-centre pairs per second of the pruned greedy-EMD assignment on one core: 1.9M measured
 #: on real flop potential-aware histograms (47 turn cards over abstraction_3e6_ke's 518 turn
-#: buckets) against point-like centres; halved for fitted (more spread) centres.
+#: buckets) against point-like centres; halved for fitted (more spread) centres. The turn of
+#: abstraction_3e6_pa2 (46 river cards over abstraction_3e6's 518 river buckets) measured 1.55M
+#: (``benchmarks/bench_potential_aware.py``) and 0.9-2.3M with fitted centres in its build, so
+#: the same rate serves both ``pa`` rounds; the lifted ground distances of a ``pa`` round over a
+#: ``pa`` round (518^2 greedy EMDs between dense histograms, 36 s on one core by the same
+#: benchmark's ``--lift``) are not counted.
 EMD_DISTANCES_PER_SECOND = 1.0e6
 #: Above this many clusters k-means runs in two levels (sqrt(k) coarse clusters, then each split
 #: further), so a point meets about 2*sqrt(k) centres instead of k (:func:`kmeans_distances`).

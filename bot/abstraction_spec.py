@@ -11,7 +11,8 @@ the whole visible board, :func:`protocol.isomorphism.round_indexer`). Each round
   clusters of preflop hands (Johanson et al. 2013, "KO");
 * ``pa``: potential-aware, not on the last round: k-means with (greedy) EMD over histograms of the
   *next round's buckets*, whose ground distance is the distance between those buckets' centroids
-  (Ganzfried & Sandholm 2014).
+  (Ganzfried & Sandholm 2014); the next round may itself be ``pa`` (bottom-up, Johanson et al.
+  2013), its buckets then compared by the EMD between their mean histograms.
 
 A scalar feature caps the non-empty buckets at its number of distinct values (HULH river E[HS]:
 1,981; FHP flop HS: 1,390), so every named size whose count exceeds that uses ``ochs`` there,
@@ -59,8 +60,8 @@ class AbstractionSpec:
                 raise ValueError(f"{self.name}: round {r} method {m!r} with {b} buckets")
             if (m == "ochs" and r != last) or (m == "pa" and r == last):
                 raise ValueError(f"{self.name}: {m} cannot bucket round {r}")
-            if m == "pa" and self.round_methods[r + 1] not in ("ehs2", "ke", "ochs"):
-                raise ValueError(f"{self.name}: pa needs centroids of round {r + 1} (ehs2, ke or ochs)")
+            if m == "pa" and self.round_methods[r + 1] not in ("ehs2", "ke", "ochs", "pa"):
+                raise ValueError(f"{self.name}: pa needs centroids of round {r + 1} (ehs2, ke, ochs or pa)")
 
     @property
     def round_methods(self) -> tuple[str, ...]:
@@ -78,6 +79,9 @@ SPECS: dict[str, AbstractionSpec] = {
                         "flop and turn: k-means on 50-bin final-HS histograms (KE); river: E[HS] percentiles"),
         AbstractionSpec("abstraction_3e6_pa", "holdem", (None, 518, 518, 518), ("lossless", "pa", "ke", "ehs2"),
                         "flop: potential-aware (EMD over turn-bucket histograms); turn KE; river E[HS] percentiles"),
+        AbstractionSpec("abstraction_3e6_pa2", "holdem", (None, 518, 518, 518), ("lossless", "pa", "pa", "ehs2"),
+                        "potential-aware flop and turn (bottom-up): turn by EMD over river-bucket histograms, flop "
+                        "over those turn buckets; river E[HS] percentiles (abstraction_3e6's)"),
         AbstractionSpec("abstraction_3e7", "holdem", (None, 5180, 5180, 5180), ("lossless", "ehs2", "ehs2", "ochs"),
                         "river: k-means on OCHS-8 (E[HS] has only 1,981 river values)"),
         AbstractionSpec("abstraction_3e8", "holdem", (None, 51800, 51800, 51800), ("lossless", "ehs2", "ehs2", "ochs"),
@@ -96,6 +100,7 @@ SIZE_NAMES: dict[tuple[str, str], str] = {
     ("holdem", "3e6"): "abstraction_3e6",
     ("holdem", "3e6-ke"): "abstraction_3e6_ke",
     ("holdem", "3e6-pa"): "abstraction_3e6_pa",
+    ("holdem", "3e6-pa2"): "abstraction_3e6_pa2",
     ("holdem", "3e7"): "abstraction_3e7",
     ("holdem", "3e8"): "abstraction_3e8",
     ("fhp", "4e4"): "fhp_abstraction_4e4",

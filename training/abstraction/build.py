@@ -6,8 +6,10 @@ by its method (:mod:`bot.abstraction_spec`), last round first so that a potentia
 finds the next round's buckets, and writes ``buckets_r<round>.npy`` and ``meta.json`` under the
 abstraction's directory. A round whose recipe (method, bucket count, and for ``pa`` the next
 round's recipe) equals a built round of another abstraction of the same game is hard-linked, not
-rebuilt. Every file is written to a temporary name and renamed, so an interrupted build leaves no
-half file behind and is simply re-run. The build fails unless every round has exactly its named
+rebuilt. A ``pa`` round over a ``pa`` round (``abstraction_3e6_pa2``'s flop over its turn) takes
+as ground distance the lifted distances between the next round's mean histograms. Every file is
+written to a temporary name and renamed, so an interrupted build leaves no half file behind and
+is simply re-run. The build fails unless every round has exactly its named
 number of non-empty buckets.
 """
 
@@ -33,7 +35,7 @@ from training.abstraction.features import (
     hole_combinations,
 )
 from training.abstraction.kmeans import cdf_vectors, kmeans_buckets, l2_metric
-from training.abstraction.potential import emd_metric, next_round_histograms
+from training.abstraction.potential import emd_metric, lift, mean_histograms, next_round_histograms
 
 FORMAT_VERSION = 1
 FEATURE_NAMES = ("ehs", "ehs2", "weight")
@@ -206,18 +208,37 @@ def _bucket_round(spec: AbstractionSpec, game: Game, r: int, progress: Progress 
         features = round_features(game, r, progress, ochs=True)
         metric = l2_metric(features.ochs.shape[1], ochs_vectors)
         return kmeans_buckets(features.ochs, features.weight, count, metric, seed=r, progress=report)
-    # pa: histograms over the next round's buckets, EMD with its centroids as ground distance
+    # pa: histograms over the next round's buckets, EMD with their distances as ground distance
     weight = round_features(game, r, progress).weight
-    next_table = np.load(bucket_path(spec, r + 1), mmap_mode="r")
-    centroids, norm = _centroids(spec, game, r + 1, next_table)
+    if progress is not None:
+        progress(f"next-round ground distances round {r}", 0, 1)
+    centroids, norm, ground = _next_round_ground(spec, game, r + 1)
+    return kmeans_buckets(_pa_histograms(spec, game, r, progress), weight, count, emd_metric(centroids, norm, ground),
+                          seed=r, batch=PA_BATCH, steps=PA_STEPS, chunk=200_000, progress=report)  # fmt: skip
+
+
+def _pa_histograms(spec: AbstractionSpec, game: Game, r: int, progress: Progress | None) -> np.ndarray:
+    """Round ``r``'s packed histograms over round ``r + 1``'s buckets, computed once (memory-mapped)."""
     hist_path = spec_dir(spec) / f"pa_hist_r{r}.npy"
     if not hist_path.exists():
         if progress is not None:
             progress(f"next-round histograms round {r}", 0, 1)
-        _atomic_npy(hist_path, next_round_histograms(game, r, next_table))
-    hist = np.load(hist_path, mmap_mode="r")
-    return kmeans_buckets(hist, weight, count, emd_metric(centroids, norm), seed=r, batch=PA_BATCH, steps=PA_STEPS,
-                          chunk=200_000, progress=report)  # fmt: skip
+        _atomic_npy(hist_path, next_round_histograms(game, r, np.load(bucket_path(spec, r + 1), mmap_mode="r")))
+    return np.load(hist_path, mmap_mode="r")
+
+
+def _next_round_ground(spec: AbstractionSpec, game: Game, r: int) -> tuple[np.ndarray, int, np.ndarray | None]:
+    """Centroids of round ``r``'s buckets, the norm between them and, when round ``r`` is itself
+    potential-aware, the ground distances :func:`training.abstraction.potential.lift` gives its
+    buckets (None: the norm is the ground distance)."""
+    table = np.load(bucket_path(spec, r), mmap_mode="r")
+    if spec.round_methods[r] != "pa":
+        return *_centroids(spec, game, r, table), None
+    below, norm, ground = _next_round_ground(spec, game, r + 1)
+    centres = mean_histograms(_pa_histograms(spec, game, r, None), table, round_features(game, r).weight,
+                              spec.buckets[r], len(below))  # fmt: skip
+    embed, lifted = lift(centres, below, norm, ground)
+    return embed, norm, lifted
 
 
 def _centroids(spec: AbstractionSpec, game: Game, r: int, table: np.ndarray, chunk: int = 2_000_000) -> tuple[np.ndarray, int]:

@@ -22,6 +22,13 @@ triangle inequality) ``EMD(p, q) >= |sum_i p_i c_i - sum_j q_j c_j|``. Centres a
 increasing bound and the search stops when the bound passes the best distance found; a greedy
 EMD that passes it is abandoned early. Both are exact shortcuts: the nearest centre is the same.
 
+The same step applies again one round up (the bottom-up order of Johanson et al. 2013): once
+the turn is bucketed potential-aware over the river, the flop is clustered over those turn
+buckets. A turn bucket is then a mean histogram over river buckets; :func:`lift` gives it an
+embedding (its mean river centroid) and a ground distance to every other turn bucket (the
+greedy EMD between their mean histograms, the smaller of the two directions), which is at
+least the embedding distance, so the lower bound above stays exact at every level.
+
 Histograms are stored packed, one uint32 per (class, next card): ``bucket << 8 | count``,
 bucket-sorted, zero-padded (``count`` is at most 48), so they memory-map like any other feature.
 """
@@ -115,14 +122,20 @@ def ground_distances(centroids: np.ndarray, ord: int) -> tuple[np.ndarray, np.nd
     """Ground distance between next-round buckets (``ord``-norm between their centroids) and,
     per bucket, all buckets sorted by that distance (nearest first)."""
     c = np.asarray(centroids, dtype=np.float64)
-    ground = np.linalg.norm(c[:, None, :] - c[None, :, :], ord=ord, axis=2).astype(np.float32)
+    return _sorted(np.linalg.norm(c[:, None, :] - c[None, :, :], ord=ord, axis=2))
+
+
+def _sorted(ground: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Ground distances as float32 and, per bucket, all buckets nearest first."""
+    ground = np.asarray(ground, dtype=np.float32)
     return ground, np.argsort(ground, axis=1, kind="stable").astype(np.int32)
 
 
-def emd_metric(centroids: np.ndarray, ord: int) -> Metric:
-    """k-means metric over packed next-round histograms: greedy EMD whose ground distance is the
-    ``ord``-norm between the next round's ``centroids``."""
-    ground, nearest = ground_distances(centroids, ord)
+def emd_metric(centroids: np.ndarray, ord: int, ground: np.ndarray | None = None) -> Metric:
+    """k-means metric over packed next-round histograms: greedy EMD whose ground distance is
+    ``ground`` (default: the ``ord``-norm between the next round's ``centroids``). A given
+    ``ground`` must be at least that norm (as :func:`lift`'s is) for the pruning to stay exact."""
+    ground, nearest = ground_distances(centroids, ord) if ground is None else _sorted(ground)
     embed = np.asarray(centroids, dtype=np.float64)
     return Metric(
         unpack,
@@ -134,6 +147,54 @@ def emd_metric(centroids: np.ndarray, ord: int) -> Metric:
     )
 
 
+def mean_histograms(packed: np.ndarray, labels: np.ndarray, weight: np.ndarray, count: int, next_count: int,
+                    chunk: int = 1_000_000) -> np.ndarray:  # fmt: skip
+    """Dense mean next-round histogram ``[count, next_count]`` of each of ``count`` buckets
+    (classes weighted by their raw deals): the centres a potential-aware round ends with."""
+    sums, mass = np.zeros((count, next_count)), np.zeros(count)
+    for start in range(0, len(labels), chunk):
+        s = slice(start, start + chunk)
+        points, w = unpack(packed[s]), np.asarray(weight[s], dtype=np.float64)
+        label = np.asarray(labels[s], dtype=np.int64)
+        rows = np.repeat(label, points.shape[1])
+        cols = points[..., 0].astype(np.int64).ravel()
+        np.add.at(sums, (rows, cols), (points[..., 1] * w[:, None]).ravel())
+        mass += np.bincount(label, weights=w, minlength=count)
+    return sums / np.maximum(mass, 1e-12)[:, None]
+
+
+def lift(centres: np.ndarray, centroids: np.ndarray, ord: int, ground: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Embedding and ground distances of a potential-aware round's buckets, whose ``centres``
+    are mean histograms over next-round buckets with ``centroids``/``ord``/``ground`` (as in
+    :func:`emd_metric`), for clustering the round before over them.
+
+    The embedding is each centre's mean next-round centroid; the ground distance between two
+    buckets is the greedy EMD between their centres (the smaller of both directions: each is an
+    upper bound of the exact, symmetric EMD), at least the embedding distance (module docstring).
+    """
+    ground, nearest = ground_distances(centroids, ord) if ground is None else _sorted(ground)
+    dense = np.asarray(centres, dtype=np.float32)
+    k = dense.shape[1]
+    points = np.zeros((dense.shape[0], k, 2), dtype=np.float32)
+    points[..., 0] = np.arange(k, dtype=np.float32)
+    points[..., 1] = dense
+    lifted = _pairwise_emd(points, dense, nearest, ground)
+    return dense.astype(np.float64) @ np.asarray(centroids, dtype=np.float64), np.minimum(lifted, lifted.T)
+
+
+@njit(cache=True, parallel=True)
+def _pairwise_emd(points, centres, nearest, ground):
+    out = np.zeros((points.shape[0], centres.shape[0]), dtype=np.float32)
+    k = centres.shape[1]
+    for i in prange(points.shape[0]):
+        used = np.zeros(k)
+        touched = np.empty(k, dtype=np.int64)
+        for j in range(centres.shape[0]):
+            if i != j:
+                out[i, j] = _greedy_emd(points[i], centres[j], nearest, ground, used, touched, np.inf)
+    return out
+
+
 def greedy_emd(point: np.ndarray, centre: np.ndarray, ground: np.ndarray) -> float:
     """Greedy EMD between an unpacked point ``[slots, 2]`` and a dense centre histogram.
 
@@ -143,7 +204,7 @@ def greedy_emd(point: np.ndarray, centre: np.ndarray, ground: np.ndarray) -> flo
     >>> greedy_emd(np.array([[0, 1.0]], np.float32), np.array([0, 0.5, 0.5], np.float32), ground)
     1.5
     """
-    nearest = np.argsort(ground, axis=1, kind="stable").astype(np.int32)
+    ground, nearest = _sorted(ground)
     k = ground.shape[0]
     return float(_greedy_emd(point, centre, nearest, ground, np.zeros(k), np.empty(k, dtype=np.int64), np.inf))
 

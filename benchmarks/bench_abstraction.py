@@ -128,30 +128,36 @@ def bench_kmeans() -> None:
 
 
 def bench_emd_real() -> None:
-    """Pruned greedy EMD on the real flop histograms of ``abstraction_3e6_pa`` (needs it built):
-    2,000 flop classes against 518 centres that are other flop classes' histograms."""
+    """Pruned greedy EMD on the real flop histograms of ``abstraction_3e6_pa`` (if built)."""
+    try:
+        emd_rate("abstraction_3e6_pa", 1)
+    except FileNotFoundError as missing:
+        print(f"real-data EMD rate skipped: {missing}")
+
+
+def emd_rate(name: str, round_index: int, points: int = 2_000, centres: int = 518) -> None:
+    """Greedy EMD assignment rate of a ``pa`` round: ``points`` real histograms against
+    ``centres`` others (raises FileNotFoundError until the build has written them)."""
     from bot.abstraction_spec import bucket_path
-    from training.abstraction.build import _centroids
+    from training.abstraction.build import _next_round_ground
     from training.abstraction.potential import emd_metric
 
-    spec = SPECS["abstraction_3e6_pa"]
-    hist_path = spec_dir(spec) / "pa_hist_r1.npy"
-    if not hist_path.exists() or not bucket_path(spec, 2).exists():
-        print("abstraction_3e6_pa not built: real-data EMD rate skipped")
-        return
-    game = load_game("holdem")
-    centroids, norm = _centroids(spec, game, 2, np.load(bucket_path(spec, 2), mmap_mode="r"))
-    metric = emd_metric(centroids, norm)
+    spec = SPECS[name]
+    hist_path = spec_dir(spec) / f"pa_hist_r{round_index}.npy"
+    if not hist_path.exists() or not bucket_path(spec, round_index + 1).exists():
+        raise FileNotFoundError(f"{hist_path} or the round {round_index + 1} table is missing: start the build of {name} first")
+    metric = emd_metric(*_next_round_ground(spec, spec.load_game(), round_index + 1))
     hist = np.load(hist_path, mmap_mode="r")
-    rows = np.sort(np.random.default_rng(0).choice(hist.shape[0], 2_518, replace=False))
-    points = metric.prepare(hist[rows])
-    centres = np.stack([metric.as_centre(p, metric.centre_dim) for p in points[:518]])
-    metric.assign(points[:5], centres)  # compile
+    rows = np.sort(np.random.default_rng(0).choice(hist.shape[0], points + centres, replace=False))
+    sample = metric.prepare(hist[rows])
+    fixed = np.stack([metric.as_centre(p, metric.centre_dim) for p in sample[:centres]])
+    metric.assign(sample[:5], fixed)  # compile
     t = time.perf_counter()
-    metric.assign(points[518:], centres)
+    metric.assign(sample[centres:], fixed)
     seconds = time.perf_counter() - t
-    print(f"greedy EMD assignment, real flop histograms: {2_000 * 518 / seconds / 1e6:.2f} M point-centre pairs/s "
-          f"({2_000 / seconds:,.0f} classes/s)")  # fmt: skip
+    print(f"{name} round {round_index}: greedy EMD assignment on real histograms ({hist.shape[1]} next cards, "
+          f"{metric.centre_dim} next-round buckets): {points * centres / seconds / 1e6:.2f} M point-centre pairs/s "
+          f"({points / seconds:,.0f} classes/s)")  # fmt: skip
 
 
 def table_sizes() -> None:

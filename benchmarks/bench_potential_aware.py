@@ -22,31 +22,9 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks.bench_abstraction import machine  # noqa: E402
-from bot.abstraction_spec import SPECS, bucket_path, spec_dir  # noqa: E402
-from training.abstraction.build import _next_round_ground  # noqa: E402
-from training.abstraction.potential import emd_metric, lift  # noqa: E402
-
-
-def emd_rate(name: str, round_index: int, points: int = 2_000, centres: int = 518) -> None:
-    spec = SPECS[name]
-    hist_path = spec_dir(spec) / f"pa_hist_r{round_index}.npy"
-    if not hist_path.exists() or not bucket_path(spec, round_index + 1).exists():
-        raise SystemExit(f"{hist_path} or the round {round_index + 1} table is missing: start the build of {name} first")
-    game = spec.load_game()
-    metric = emd_metric(*_next_round_ground(spec, game, round_index + 1))
-    hist = np.load(hist_path, mmap_mode="r")
-    rows = np.sort(np.random.default_rng(0).choice(hist.shape[0], points + centres, replace=False))
-    sample = metric.prepare(hist[rows])
-    fixed = np.stack([metric.as_centre(p, metric.centre_dim) for p in sample[:centres]])
-    metric.assign(sample[:5], fixed)  # compile
-    t = time.perf_counter()
-    metric.assign(sample[centres:], fixed)
-    seconds = time.perf_counter() - t
-    print(machine())
-    print(f"{name} round {round_index}: greedy EMD assignment on real histograms ({hist.shape[1]} next cards, "
-          f"{metric.centre_dim} next-round buckets): {points * centres / seconds / 1e6:.2f} M point-centre pairs/s "
-          f"({points / seconds:,.0f} classes/s)")  # fmt: skip
+from benchmarks.bench_abstraction import emd_rate, machine  # noqa: E402
+from bot.abstraction_spec import SPECS  # noqa: E402
+from training.abstraction.potential import lift  # noqa: E402
 
 
 def lift_seconds(k: int = 518) -> None:
@@ -72,7 +50,11 @@ def main() -> None:
     elif args.name is None or args.round is None:
         parser.error("give an abstraction name and a potential-aware round, or --lift")
     else:
-        emd_rate(args.name, args.round)
+        print(machine())
+        try:
+            emd_rate(args.name, args.round)
+        except FileNotFoundError as missing:
+            raise SystemExit(str(missing)) from None
 
 
 if __name__ == "__main__":

@@ -47,6 +47,11 @@ def main() -> None:
         if before:
             r = before[-1]
             print(f"{mark:6d} | {r['iteration']:9d} | {r['sdcfr_exploitability_mbb']:.1f}")
+    steps = 2 * config.sgd_steps * len(records)
+    training = sum(r["training_s"] for r in records)
+    print(f"per iteration: traversals {sum(r['traversal_s'] for r in records) / len(records):.2f} s, "
+          f"training {training / len(records):.2f} s ({steps / training:.0f} Adam steps/s, "
+          f"batch form {records[-1]['batch_form_p0']})")
     best = min(records, key=lambda r: r["sdcfr_exploitability_mbb"])
     last = records[-1]
     print(f"final: {last['sdcfr_exploitability_mbb']:.1f} mbb/g after {last['elapsed_s']:.0f} s "

@@ -53,7 +53,8 @@ def test_input_keys_refuse_overflow() -> None:
 
 
 def _trainer(tmp_path, **overrides) -> DeepCFRTrainer:
-    config = DeepCFRConfig(**{**PRESETS["leduc"], "game": "leduc", "iterations": 3, "traversals": 300, **overrides})
+    settings = {**PRESETS["leduc"], "game": "leduc", "iterations": 3, "traversals": 300, "sgd_steps": 20}
+    config = DeepCFRConfig(**{**settings, **overrides})
     trainer = DeepCFRTrainer.new(config, tmp_path / "run", progress=False)
     trainer.train()
     return trainer

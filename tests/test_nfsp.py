@@ -21,7 +21,16 @@ from bot.registry import AgentNotFound, resolve_agent
 from protocol.betting_tree import FOLD_END
 from protocol.gamedef import load_game
 from protocol.matchstate import parse_matchstate
-from training.nfsp import LEDUC_PAPER, NFSP, NFSPConfig, dqn_targets, make_config, preset_for, train
+from training.nfsp import (
+    LEDUC_PAPER,
+    NFSP,
+    NFSPConfig,
+    dqn_targets,
+    make_config,
+    preset_for,
+    q_learning_rate,
+    train,
+)
 from training.rundir import RunDir
 
 KUHN = make_config(preset_for("kuhn"))
@@ -114,10 +123,12 @@ def _weights(learner: NFSP) -> list[torch.Tensor]:
     return [t.clone() for p in learner.players for m in (p.q, p.q_target, p.pi) for t in m.state_dict().values()]
 
 
-def test_resume_continues_exactly(tmp_path) -> None:
+@pytest.mark.parametrize("changes", [{}, {"rl_full_batch": True, "rl_lr_decay_steps": 50}])
+def test_resume_continues_exactly(tmp_path, changes: dict) -> None:
     """Stopping after 120 steps (checkpoint) and resuming to 240 gives the same networks,
-    memories and metrics as one uninterrupted 240-step run."""
-    config = dataclasses.replace(KUHN, steps=240, eval_every=40, checkpoint_every=60, num_envs=32, seed=5)
+    memories and metrics as one uninterrupted 240-step run (also with the exact Q step and a
+    decaying Q learning rate)."""
+    config = dataclasses.replace(KUHN, steps=240, eval_every=40, checkpoint_every=60, num_envs=32, seed=5, **changes)
     straight = train(config, RunDir.create(tmp_path / "a", config))
     half = dataclasses.replace(config, steps=120)
     run = RunDir.create(tmp_path / "b", half)
@@ -196,6 +207,26 @@ def test_config_rejects_nonsense() -> None:
         NFSPConfig(eta=1.5)
     with pytest.raises(ValueError, match="num_envs must be positive"):
         NFSPConfig(num_envs=0)
+    with pytest.raises(ValueError, match="q_loss must be mse or huber"):
+        NFSPConfig(q_loss="l1")
+    with pytest.raises(ValueError, match="q_loss = huber needs minibatch Q steps"):
+        NFSPConfig(q_loss="huber", rl_full_batch=True)
+    with pytest.raises(ValueError, match="rl_lr_decay_steps must be >= 0"):
+        NFSPConfig(rl_lr_decay_steps=-1)
+
+
+def test_q_learning_rate_decays_as_configured() -> None:
+    """rl_lr / sqrt(1 + steps / rl_lr_decay_steps), applied to the Q optimizers at each learning
+    round (every step here, so the last one ran at step 30); constant when the decay is 0."""
+    config = dataclasses.replace(KUHN, rl_lr=0.2, rl_lr_decay_steps=10, num_envs=16, learn_every=1)
+    assert q_learning_rate(config, 30) == pytest.approx(0.1)
+    assert q_learning_rate(dataclasses.replace(config, rl_lr_decay_steps=0), 10**6) == 0.2
+    learner = NFSP(config)
+    for _ in range(31):
+        learner.step()
+    for p in learner.players:
+        assert p.q_optimizer.param_groups[0]["lr"] == pytest.approx(0.1)
+        assert p.pi_optimizer.param_groups[0]["lr"] == config.sl_lr
 
 
 def test_interrupt_checkpoints_the_step_in_progress(tmp_path) -> None:

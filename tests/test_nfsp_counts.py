@@ -13,7 +13,7 @@ import torch.nn.functional as F
 
 from bot.encoding import InfosetEncoder
 from protocol.gamedef import load_game
-from training.nfsp import NFSP, make_config, preset_for, supervised_loss
+from training.nfsp import NFSP, dqn_targets, make_config, preset_for, supervised_loss
 from training.nfsp_counts import InputCounts
 
 
@@ -141,3 +141,84 @@ def test_update_counts_follow_the_learning_rhythm() -> None:
         rounds = int(learner.transitions[player]) // 16
         assert rounds > 10
         assert (p.q_updates, p.pi_updates) == (3 * rounds, rounds)
+
+
+def _exact_q_learner() -> NFSP:
+    """Leduc with the exact Q step and a 300-row M_RL that the run overwrites several times."""
+    learner = _leduc(rl_full_batch=True, rl_capacity=300, batch_size=64, learn_every=64)
+    for _ in range(60):
+        learner.step()
+    assert all(p.replay.seen > 2 * p.replay.capacity for p in learner.players)
+    return learner
+
+
+def test_replay_keys_follow_the_window() -> None:
+    """After the circular M_RL wrapped around, every row's stored (s, a) and s' keys decode to
+    that row's own node, cards and action."""
+    learner = _exact_q_learner()
+    for p in learner.players:
+        rows = p.replay.stored()
+        state, action = np.divmod(rows["count_key"].astype(np.int64), 3)
+        nodes, cards = p.keys.inputs(state)
+        assert np.array_equal(nodes, rows["node"]) and np.array_equal(cards, rows["cards"])
+        assert np.array_equal(action, rows["action"])
+        next_nodes, next_cards = p.keys.inputs(rows["next_key"].astype(np.int64))
+        assert np.array_equal(next_nodes, rows["next_node"]) and np.array_equal(next_cards, rows["next_cards"])
+
+
+def test_exact_q_loss_and_gradient_equal_the_row_by_row_dqn_ones() -> None:
+    """Over the whole replay memory, the merged (s, a) loss plus the within-group spread of the
+    targets equals the row-by-row double-DQN mean squared error, and the gradients are equal
+    (float64; the target network differs from the online one so the double-DQN choice matters)."""
+    learner = _exact_q_learner()
+    learner._bets = learner._bets.double()
+    p = learner.players[1]
+    q = p.q.double()
+    p.q_target.double()
+    with torch.no_grad():
+        for t in p.q_target.parameters():
+            t.add_(0.05 * torch.randn_like(t))
+    rows = p.replay.stored()
+    groups = learner._replay_groups(1)
+    assert groups.rows == len(rows["node"]) > 2 * len(groups.pair_count)  # many repeated (s, a)
+    assert len(groups.next_keys) < len(np.unique(rows["next_key"]))  # terminal s' are left out
+
+    def gradient(loss: torch.Tensor) -> list[torch.Tensor]:
+        q.zero_grad()
+        loss.backward()
+        return [t.grad.clone() for t in q.parameters()]
+
+    merged = learner._exact_q_loss(p, groups)
+    merged_grad = gradient(merged)
+    action = torch.from_numpy(rows["action"].astype(np.int64))
+    q_rows = learner.forward(q, rows["node"], rows["cards"]).gather(1, action[:, None]).squeeze(1)
+    with torch.no_grad():
+        online = learner.forward(q, rows["next_node"], rows["next_cards"])
+        target_q = learner.forward(p.q_target, rows["next_node"], rows["next_cards"])
+        y = dqn_targets(torch.from_numpy(rows["reward"]).double(), torch.from_numpy(rows["done"]), online, target_q,
+                        learner._legal[torch.from_numpy(rows["next_node"].astype(np.int64))])
+    by_row = F.mse_loss(q_rows, y)
+    by_row_grad = gradient(by_row)
+    groups_of: dict[int, list[float]] = {}
+    for key, target in zip(rows["count_key"].tolist(), y.tolist(), strict=True):
+        groups_of.setdefault(key, []).append(target)
+    spread = sum(float(np.sum((np.array(v) - np.mean(v)) ** 2)) for v in groups_of.values()) / len(y)
+    assert merged.item() + spread == pytest.approx(by_row.item(), rel=1e-12)
+    for a, b in zip(merged_grad, by_row_grad, strict=True):
+        assert torch.allclose(a, b, rtol=1e-9, atol=1e-12)
+
+
+def test_exact_q_step_needs_a_small_game(tmp_path) -> None:
+    """FHP with rl_full_batch: a one-line error naming the option, from the CLI before any run
+    directory exists."""
+    from click.testing import CliRunner
+
+    from bot.cli import main
+
+    with pytest.raises(ValueError, match="set rl_full_batch = false"):
+        NFSP(dataclasses.replace(make_config(preset_for("fhp")), rl_full_batch=True, num_envs=4))
+    (tmp_path / "exact.toml").write_text("rl_full_batch = true\n")
+    result = CliRunner().invoke(main, ["train", "--algo", "nfsp", "--game", "fhp", "--config", str(tmp_path / "exact.toml"),
+                                       "--out", str(tmp_path / "run")])
+    assert result.exit_code == 2 and "error: nfsp config: rl_full_batch needs at most" in result.output
+    assert not (tmp_path / "run").exists()

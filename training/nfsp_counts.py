@@ -21,9 +21,29 @@ subtracted (old key) and added (new key): one vectorised comparison of the fille
 step, several times cheaper than recounting millions of rows every learning round once the
 reservoir is full. (A hook in ``Reservoir.add`` returning the slots it wrote would make this
 O(rows added).)
+
+The same keys give NFSP's DQN step an exact objective (``NFSPConfig.rl_full_batch``). With the
+target network Q' fixed, the DQN loss over the whole replay memory M_RL is
+
+    L = (1/N) sum_i (Q(s_i, a_i) - y_i)^2,   y_i = r_i + (1 - done_i) Q'(s'_i, argmax_a Q(s'_i, a))
+
+(double DQN, van Hasselt et al. 2016, eq. 4). y_i depends on row i only through r_i, done_i and
+s'_i, so Q and Q' are needed once per *distinct* next state (:func:`group_replay`'s
+``next_keys``). Grouping the rows by (s, a) with n(s, a) rows and mean target ybar(s, a),
+``sum_i (Q - y_i)^2 = sum_(s,a) [n (Q(s,a) - ybar)^2 + sum_(i in (s,a)) (y_i - ybar)^2]``, and the
+second term does not depend on Q's weights (the targets are held fixed, as DQN does: no gradient
+flows through y). So
+
+    L = (1/N) sum_(s,a) n(s, a) (Q(s, a) - ybar(s, a))^2 + const
+
+has exactly the full-memory gradient, from one network call over M_RL's distinct states (Leduc:
+about 470 per seat however many of the 200k rows repeat them) and one per network over its
+distinct next states (:func:`training.nfsp.exact_q_loss`).
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -39,22 +59,25 @@ def key_space(encoder: InfosetEncoder) -> int:
     return encoder.tree.num_nodes * (len(encoder.game.deck) + 1) ** encoder.num_card_slots
 
 
-def check_countable(encoder: InfosetEncoder) -> int:
-    """The key space of ``encoder``'s game, or a one-line error if it is too large to count."""
+def check_countable(encoder: InfosetEncoder, option: str = "sl_full_batch") -> int:
+    """The key space of ``encoder``'s game, or a one-line error naming the config ``option``
+    that needs keys if it is too large to count."""
     size = key_space(encoder)
     if size > MAX_KEYS:
+        step = "SL" if option == "sl_full_batch" else "Q"
         raise ValueError(
-            f"nfsp config: sl_full_batch needs at most {MAX_KEYS:,} distinct (node, cards) inputs; "
-            f"{encoder.game.name} has {size:,} — set sl_full_batch = false (minibatch SL steps)"
+            f"nfsp config: {option} needs at most {MAX_KEYS:,} distinct (node, cards) inputs; "
+            f"{encoder.game.name} has {size:,} — set {option} = false (minibatch {step} steps)"
         )
     return size
 
 
-class InputCounts:
-    """``count[key, action]`` over the rows of one supervised memory (see the module docstring)."""
+class InputKeys:
+    """A dense int key per network input (node, card slots), and back; ``option`` names the
+    config field that needs them (for the error on games too large to key densely)."""
 
-    def __init__(self, encoder: InfosetEncoder, capacity: int) -> None:
-        size = check_countable(encoder)
+    def __init__(self, encoder: InfosetEncoder, option: str = "sl_full_batch") -> None:
+        self.size = check_countable(encoder, option)
         deck = np.array(encoder.game.deck, dtype=np.int64)
         self.encoder = encoder
         self.base = len(deck) + 1
@@ -65,9 +88,6 @@ class InputCounts:
         self.card_of = np.concatenate([[-1], deck]).astype(np.int8)
         self.powers = self.base ** np.arange(encoder.num_card_slots, dtype=np.int64)
         self.combos = int(self.base**encoder.num_card_slots)
-        self.counts = np.zeros((size, 3), dtype=np.int64)
-        #: The ``count_key`` of each memory slot as last counted (-1: slot not counted yet).
-        self.counted = np.full(capacity, -1, dtype=np.int32)
 
     def keys(self, nodes: np.ndarray, cards: np.ndarray) -> np.ndarray:
         """One int64 key per (node, card slots) row."""
@@ -84,6 +104,16 @@ class InputCounts:
         """``key * 3 + action`` per row: the flat index of its cell in the count table (int32;
         stored in M_SL as ``count_key``)."""
         return (self.keys(nodes, cards) * 3 + np.asarray(actions, dtype=np.int64)).astype(np.int32)
+
+
+class InputCounts(InputKeys):
+    """``count[key, action]`` over the rows of one supervised memory (see the module docstring)."""
+
+    def __init__(self, encoder: InfosetEncoder, capacity: int) -> None:
+        super().__init__(encoder)
+        self.counts = np.zeros((self.size, 3), dtype=np.int64)
+        #: The ``count_key`` of each memory slot as last counted (-1: slot not counted yet).
+        self.counted = np.full(capacity, -1, dtype=np.int32)
 
     def recount(self, memory: Reservoir) -> None:
         """Count ``memory`` from scratch (after its rows were loaded from a checkpoint)."""
@@ -118,3 +148,53 @@ class InputCounts:
         counts = self.counts[self.keys(nodes, cards)].astype(np.float64)
         counts = np.where(counts.sum(axis=1, keepdims=True) > 0, counts, legal.astype(np.float64))
         return counts / counts.sum(axis=1, keepdims=True)
+
+
+def _dense_unique(values: np.ndarray, space: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(distinct values, index of each value among them, count of each)`` for ints in
+    ``[0, space)``: one ``bincount`` instead of a sort (keys are dense and small here)."""
+    present = np.bincount(values, minlength=space)
+    distinct = np.flatnonzero(present)
+    position = np.zeros(space, dtype=np.int64)
+    position[distinct] = np.arange(len(distinct))
+    return distinct, position[values], present[distinct]
+
+
+@dataclass(frozen=True)
+class ReplayGroups:
+    """The rows of a replay memory grouped for the exact DQN step (module docstring)."""
+
+    state_keys: np.ndarray
+    """Distinct states s of the memory (input keys)."""
+    pair_state: np.ndarray
+    """Per distinct (s, a): its state's index in ``state_keys``."""
+    pair_action: np.ndarray
+    """Per distinct (s, a): a."""
+    pair_count: np.ndarray
+    """Per distinct (s, a): n(s, a), its rows in the memory."""
+    pair_of_row: np.ndarray
+    """Per row: its (s, a) index."""
+    next_keys: np.ndarray
+    """Distinct next states s' of the rows that are not done (input keys)."""
+    next_of_row: np.ndarray
+    """Per row: its s' index in ``next_keys``, -1 where the hand ended (done: no bootstrap)."""
+    reward: np.ndarray
+    """Per row: r."""
+
+    @property
+    def rows(self) -> int:
+        return len(self.pair_of_row)
+
+
+def group_replay(keys: InputKeys, memory: Reservoir) -> ReplayGroups:
+    """Group the rows of ``memory`` (an M_RL with ``count_key`` = (s, a) row keys and ``next_key``
+    = s' input keys, :meth:`InputKeys.row_keys` / :meth:`InputKeys.keys`) by (s, a) and by s'."""
+    rows = memory.stored()
+    pairs, pair_of_row, pair_count = _dense_unique(rows["count_key"].astype(np.int64), keys.size * 3)
+    state_keys, pair_state = np.unique(pairs // 3, return_inverse=True)
+    live = ~rows["done"]
+    next_keys, live_next, _ = _dense_unique(rows["next_key"][live].astype(np.int64), keys.size)
+    next_of_row = np.full(len(live), -1, dtype=np.int64)
+    next_of_row[live] = live_next
+    return ReplayGroups(state_keys, pair_state.reshape(-1), pairs % 3, pair_count, pair_of_row,
+                        next_keys, next_of_row, rows["reward"])

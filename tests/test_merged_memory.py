@@ -9,9 +9,15 @@ import pytest
 import torch
 
 from training.deep_cfr import PRESETS, DeepCFRConfig, DeepCFRTrainer
-from training.merged_memory import input_keys, merge_rows
+from training.input_keys import InputKeys
+from training.merged_memory import merge_rows
 
 NUM_NODES = 40
+
+
+def keys_for(slots: int) -> InputKeys:
+    """Keys over a full 52-card deck (random rows use cards -1 .. 3)."""
+    return InputKeys(NUM_NODES, range(52), slots)
 
 
 def random_rows(n: int, seed: int, slots: int = 2) -> dict[str, np.ndarray]:
@@ -25,7 +31,7 @@ def random_rows(n: int, seed: int, slots: int = 2) -> dict[str, np.ndarray]:
 @pytest.mark.parametrize("linear_weighting", [True, False])
 def test_merge_matches_grouping_row_by_row(linear_weighting: bool) -> None:
     rows = random_rows(3000, seed=1)
-    merged = merge_rows(rows, NUM_NODES, linear_weighting)
+    merged = merge_rows(rows, keys_for(2), linear_weighting)
     groups: dict[tuple, list[int]] = defaultdict(list)
     for i in range(len(rows["node"])):
         groups[(int(rows["node"][i]), *rows["cards"][i].tolist())].append(i)
@@ -39,17 +45,17 @@ def test_merge_matches_grouping_row_by_row(linear_weighting: bool) -> None:
 
 def test_dense_and_sorted_key_paths_agree() -> None:
     rows = random_rows(2000, seed=2, slots=5)  # 40 * 53**5: too many keys for the bincount path
-    merged = merge_rows(rows, NUM_NODES, True)
-    small = merge_rows({**rows, "cards": rows["cards"][:, :2]}, NUM_NODES, True)
-    keys, space = input_keys(rows["node"], rows["cards"], NUM_NODES)
+    merged = merge_rows(rows, keys_for(5), True)
+    small = merge_rows({**rows, "cards": rows["cards"][:, :2]}, keys_for(2), True)
+    keys, space = keys_for(5).keys(rows["node"], rows["cards"]), keys_for(5).size
     assert space > 1 << 24 and len(merged) == len(np.unique(keys))
-    keys2, space2 = input_keys(rows["node"], rows["cards"][:, :2], NUM_NODES)
+    keys2, space2 = keys_for(2).keys(rows["node"], rows["cards"][:, :2]), keys_for(2).size
     assert space2 <= 1 << 24 and len(small) == len(np.unique(keys2))
 
 
 def test_input_keys_refuse_overflow() -> None:
     with pytest.raises(ValueError, match="64-bit"):
-        input_keys(np.zeros(1, np.int32), np.zeros((1, 12), np.int8), 10)
+        InputKeys(10, range(52), 12)
 
 
 def _trainer(tmp_path, **overrides) -> DeepCFRTrainer:

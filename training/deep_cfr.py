@@ -40,6 +40,7 @@ from bot.errors import PokerbotError
 from bot.network import DeepCFRNetwork, masked_softmax, regret_matching
 from protocol.gamedef import Game, load_game
 from training import plots
+from training.input_keys import InputKeys
 from training.memory_log import MEMORY_DIR, MemoryLog
 from training.merged_memory import merge_rows
 from training.reservoir import Reservoir
@@ -216,6 +217,7 @@ class DeepCFRTrainer:
         self.keeps_strategy_memory = config.algo == "deep-cfr"
         names = ("advantage_p0", "advantage_p1", "strategy")[: 3 if self.keeps_strategy_memory else 2]
         self.memory_logs = [MemoryLog(run.path / MEMORY_DIR, name) for name in names]
+        self.input_keys = InputKeys.for_encoder(self.encoder)
         self.bets = torch.from_numpy(self.encoder.bets).to(self.device)
         self.legal = torch.from_numpy(self.encoder.legal).to(self.device)
         self.nets: list[DeepCFRNetwork | None] = [None, None]
@@ -327,7 +329,7 @@ class DeepCFRTrainer:
         cfg, device = self.config, self.device
         scale = 2.0 / max(self.iteration, 1) if cfg.linear_weighting else 1.0
         if cfg.merge_duplicates:
-            merged = merge_rows(memory.stored(), self.encoder.tree.num_nodes, cfg.linear_weighting)
+            merged = merge_rows(memory.stored(), self.input_keys, cfg.linear_weighting)
             node = torch.from_numpy(merged.node.astype(np.int64)).to(device)
             cards = torch.from_numpy(merged.cards).to(device)
             bets, legal = self.bets[node], self.legal[node]

@@ -21,7 +21,7 @@ two forms a batch takes and logs it.
 >>> rows = {"node": np.array([3, 3, 5], np.int32), "cards": np.array([[1, -1], [1, -1], [1, -1]], np.int8),
 ...         "target": np.array([[1., 0, 0], [3., 0, 0], [2., 2, 2]], np.float32),
 ...         "iteration": np.array([1, 3, 2], np.int32)}
->>> merged = merge_rows(rows, num_nodes=6, linear_weighting=True)
+>>> merged = merge_rows(rows, InputKeys(num_nodes=6, deck=range(52), num_card_slots=2), linear_weighting=True)
 >>> merged.node.tolist(), merged.weight.tolist(), merged.target[:, 0].tolist()
 ([3, 5], [4.0, 2.0], [2.5, 2.0])
 """
@@ -32,8 +32,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-#: Card slot values are -1 (hidden) .. 51, so ``card + 1`` is a digit in base 53.
-_CARD_BASE = 53
+from training.input_keys import InputKeys, dense_unique
+
 #: Key spaces up to this size are merged with one ``bincount`` pass instead of a sort.
 _DENSE_KEYS = 1 << 24
 
@@ -53,26 +53,11 @@ class MergedRows:
         return len(self.node)
 
 
-def input_keys(node: np.ndarray, cards: np.ndarray, num_nodes: int) -> tuple[np.ndarray, int]:
-    """One int64 per row, equal exactly when (node, cards) are equal; and the key space size."""
-    slots = cards.shape[1]
-    space = num_nodes * _CARD_BASE**slots
-    if space >= 2**63:
-        raise ValueError(f"{slots} card slots x {num_nodes} nodes do not fit a 64-bit input key")
-    keys = node.astype(np.int64)
-    for slot in range(slots):
-        keys = keys * _CARD_BASE + (cards[:, slot].astype(np.int64) + 1)
-    return keys, space
-
-
-def merge_rows(rows: dict[str, np.ndarray], num_nodes: int, linear_weighting: bool) -> MergedRows:
+def merge_rows(rows: dict[str, np.ndarray], input_keys: InputKeys, linear_weighting: bool) -> MergedRows:
     """Merge rows with equal inputs (see the module docstring); weights are iterations or 1."""
-    keys, space = input_keys(rows["node"], rows["cards"], num_nodes)
-    if space <= _DENSE_KEYS:
-        distinct = np.flatnonzero(np.bincount(keys, minlength=space))
-        position = np.zeros(space, dtype=np.int64)
-        position[distinct] = np.arange(len(distinct))
-        inverse = position[keys]
+    keys = input_keys.keys(rows["node"], rows["cards"])
+    if input_keys.size <= _DENSE_KEYS:
+        distinct, inverse, _ = dense_unique(keys, input_keys.size)
     else:
         distinct, inverse = np.unique(keys, return_inverse=True)
     first = np.zeros(len(distinct), dtype=np.int64)

@@ -44,7 +44,7 @@ from bot.network import DeepCFRNetwork
 from bot.nfsp_agent import NFSPPolicy
 from protocol.gamedef import load_game
 from training import plots
-from training.nfsp_counts import InputCounts, InputKeys, ReplayGroups, check_countable, group_replay
+from training.nfsp_counts import InputCounts, ReplayGroups, check_countable, group_replay
 from training.reservoir import Reservoir
 from training.rundir import RunDir, load_torch, save_torch
 from training.vector_env import VectorEnv
@@ -238,7 +238,7 @@ class PlayerLearner:
         self.pi_optimizer = optimizer(self.pi.parameters(), lr=config.sl_lr)
         self.replay = replay_memory(config.rl_capacity, encoder, keyed=config.rl_full_batch)
         #: Input keys of M_RL's rows (``rl_full_batch`` only).
-        self.keys = InputKeys(encoder, "rl_full_batch") if config.rl_full_batch else None
+        self.keys = check_countable(encoder, "rl_full_batch") if config.rl_full_batch else None
         self.supervised = supervised_memory(config.sl_capacity, encoder, counted=config.sl_full_batch)
         #: Action counts per distinct input of M_SL (``sl_full_batch`` only).
         self.counts = InputCounts(encoder, config.sl_capacity) if config.sl_full_batch else None

@@ -19,8 +19,8 @@ every M_SL row stores its ``count_key`` (input key x 3 + action), the table keep
 of the keys it has counted per slot, and before each use the slots where the two differ are
 subtracted (old key) and added (new key): one vectorised comparison of the filled slots per SL
 step, several times cheaper than recounting millions of rows every learning round once the
-reservoir is full. (A hook in ``Reservoir.add`` returning the slots it wrote would make this
-O(rows added).)
+reservoir is full. (``Reservoir.changed`` also marks written slots, but its one consumer is
+:mod:`training.memory_log`'s incremental checkpoints; sharing it would need a second mark.)
 
 The same keys give NFSP's DQN step an exact objective (``NFSPConfig.rl_full_batch``). With the
 target network Q' fixed, the DQN loss over the whole replay memory M_RL is
@@ -48,69 +48,32 @@ from dataclasses import dataclass
 import numpy as np
 
 from bot.encoding import InfosetEncoder
+from training.input_keys import InputKeys, dense_unique
 from training.reservoir import Reservoir
 
 #: Largest dense key table (inputs x 3 int64 counts: 24 MiB; keys x 3 fit the int32 count_key).
 MAX_KEYS = 1 << 20
 
 
-def key_space(encoder: InfosetEncoder) -> int:
-    """Number of possible (node, card slots) keys: nodes x (deck size + 1 for "no card") ^ slots."""
-    return encoder.tree.num_nodes * (len(encoder.game.deck) + 1) ** encoder.num_card_slots
-
-
-def check_countable(encoder: InfosetEncoder, option: str = "sl_full_batch") -> int:
-    """The key space of ``encoder``'s game, or a one-line error naming the config ``option``
-    that needs keys if it is too large to count."""
-    size = key_space(encoder)
-    if size > MAX_KEYS:
+def check_countable(encoder: InfosetEncoder, option: str = "sl_full_batch") -> InputKeys:
+    """The input keys of ``encoder``'s game, or a one-line error naming the config ``option``
+    that needs them if the game has too many possible inputs to count densely."""
+    keys = InputKeys.for_encoder(encoder)
+    if keys.size > MAX_KEYS:
         step = "SL" if option == "sl_full_batch" else "Q"
         raise ValueError(
             f"nfsp config: {option} needs at most {MAX_KEYS:,} distinct (node, cards) inputs; "
-            f"{encoder.game.name} has {size:,} — set {option} = false (minibatch {step} steps)"
+            f"{encoder.game.name} has {keys.size:,} — set {option} = false (minibatch {step} steps)"
         )
-    return size
-
-
-class InputKeys:
-    """A dense int key per network input (node, card slots), and back; ``option`` names the
-    config field that needs them (for the error on games too large to key densely)."""
-
-    def __init__(self, encoder: InfosetEncoder, option: str = "sl_full_batch") -> None:
-        self.size = check_countable(encoder, option)
-        deck = np.array(encoder.game.deck, dtype=np.int64)
-        self.encoder = encoder
-        self.base = len(deck) + 1
-        #: digit[card + 1]: 0 for "no card" (-1), else 1 + the card's position in the deck.
-        self.digit = np.zeros(53, dtype=np.int64)
-        self.digit[deck + 1] = np.arange(1, len(deck) + 1)
-        #: card_of[digit]: the inverse (-1 for digit 0).
-        self.card_of = np.concatenate([[-1], deck]).astype(np.int8)
-        self.powers = self.base ** np.arange(encoder.num_card_slots, dtype=np.int64)
-        self.combos = int(self.base**encoder.num_card_slots)
-
-    def keys(self, nodes: np.ndarray, cards: np.ndarray) -> np.ndarray:
-        """One int64 key per (node, card slots) row."""
-        digits = self.digit[np.asarray(cards, dtype=np.int64) + 1]
-        return np.asarray(nodes, dtype=np.int64) * self.combos + digits @ self.powers
-
-    def inputs(self, keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """The (nodes, card slots) rows of ``keys`` (the inverse of :meth:`keys`)."""
-        nodes, rest = np.divmod(keys, self.combos)
-        digits = (rest[:, None] // self.powers) % self.base
-        return nodes, self.card_of[digits]
-
-    def row_keys(self, nodes: np.ndarray, cards: np.ndarray, actions: np.ndarray) -> np.ndarray:
-        """``key * 3 + action`` per row: the flat index of its cell in the count table (int32;
-        stored in M_SL as ``count_key``)."""
-        return (self.keys(nodes, cards) * 3 + np.asarray(actions, dtype=np.int64)).astype(np.int32)
+    return keys
 
 
 class InputCounts(InputKeys):
     """``count[key, action]`` over the rows of one supervised memory (see the module docstring)."""
 
     def __init__(self, encoder: InfosetEncoder, capacity: int) -> None:
-        super().__init__(encoder)
+        check_countable(encoder, "sl_full_batch")
+        super().__init__(encoder.tree.num_nodes, encoder.game.deck, encoder.num_card_slots)
         self.counts = np.zeros((self.size, 3), dtype=np.int64)
         #: The ``count_key`` of each memory slot as last counted (-1: slot not counted yet).
         self.counted = np.full(capacity, -1, dtype=np.int32)
@@ -150,16 +113,6 @@ class InputCounts(InputKeys):
         return counts / counts.sum(axis=1, keepdims=True)
 
 
-def _dense_unique(values: np.ndarray, space: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """``(distinct values, index of each value among them, count of each)`` for ints in
-    ``[0, space)``: one ``bincount`` instead of a sort (keys are dense and small here)."""
-    present = np.bincount(values, minlength=space)
-    distinct = np.flatnonzero(present)
-    position = np.zeros(space, dtype=np.int64)
-    position[distinct] = np.arange(len(distinct))
-    return distinct, position[values], present[distinct]
-
-
 @dataclass(frozen=True)
 class ReplayGroups:
     """The rows of a replay memory grouped for the exact DQN step (module docstring)."""
@@ -190,10 +143,10 @@ def group_replay(keys: InputKeys, memory: Reservoir) -> ReplayGroups:
     """Group the rows of ``memory`` (an M_RL with ``count_key`` = (s, a) row keys and ``next_key``
     = s' input keys, :meth:`InputKeys.row_keys` / :meth:`InputKeys.keys`) by (s, a) and by s'."""
     rows = memory.stored()
-    pairs, pair_of_row, pair_count = _dense_unique(rows["count_key"].astype(np.int64), keys.size * 3)
+    pairs, pair_of_row, pair_count = dense_unique(rows["count_key"].astype(np.int64), keys.size * 3)
     state_keys, pair_state = np.unique(pairs // 3, return_inverse=True)
     live = ~rows["done"]
-    next_keys, live_next, _ = _dense_unique(rows["next_key"][live].astype(np.int64), keys.size)
+    next_keys, live_next, _ = dense_unique(rows["next_key"][live].astype(np.int64), keys.size)
     next_of_row = np.full(len(live), -1, dtype=np.int64)
     next_of_row[live] = live_next
     return ReplayGroups(state_keys, pair_state.reshape(-1), pairs % 3, pair_count, pair_of_row,

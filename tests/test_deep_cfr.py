@@ -117,10 +117,14 @@ def test_deep_cfr_average_network_converges_on_kuhn(tmp_path) -> None:
     assert (tmp_path / "r" / "exploitability.png").stat().st_size > 0
 
 
-def test_leduc_small_budget_is_far_below_uniform(tmp_path) -> None:
+@pytest.mark.parametrize("fit_backend", ["auto", "torch"])
+def test_leduc_small_budget_is_far_below_uniform(tmp_path, fit_backend: str) -> None:
+    """Both training backends of merged batches converge (``auto`` is the fused kernels on the CPU)."""
     config = DeepCFRConfig(**{**PRESETS["leduc"], "game": "leduc", "algo": "sd-cfr", "iterations": 8,
-                              "traversals": 1000, "sgd_steps": 150, "batch_size": 512, "seed": 0})
+                              "traversals": 1000, "sgd_steps": 150, "batch_size": 512, "seed": 0,
+                              "fit_backend": fit_backend})
     records = DeepCFRTrainer.new(config, tmp_path / "r", progress=False).train()
+    assert {r["fit_backend"] for r in records} == {"fused" if fit_backend == "auto" else "torch"}
     final = records[-1]["sdcfr_exploitability_mbb"]
     assert final < LEDUC_UNIFORM_MBB / 2, [r["sdcfr_exploitability_mbb"] for r in records]
 

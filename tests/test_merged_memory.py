@@ -126,3 +126,28 @@ def test_normalized_targets_have_unit_weighted_rms_and_the_same_regret_matching(
     ratio = plain[3][plain[3] != 0] / target[plain[3] != 0]
     assert torch.allclose(ratio, ratio[0].expand_as(ratio), rtol=1e-4)  # one positive factor
     assert ratio[0] > 0 and torch.allclose(regret_matching(plain[3], legal), regret_matching(target, legal), atol=1e-5)
+
+
+@pytest.mark.parametrize("mode", ["reservoir", "window"])
+def test_merged_table_follows_the_memory_through_replacement(mode: str) -> None:
+    """A table attached to a full memory (replacement, slots hit twice in one batch) equals a
+    fresh merge of the stored rows, and its saved state restores it exactly."""
+    from training.merged_memory import MergedTable
+    from training.reservoir import Reservoir
+
+    fields = {"node": ((), np.int32), "cards": ((2,), np.int8), "target": ((3,), np.float32), "iteration": ((), np.int32)}
+    memory = Reservoir(500, fields, mode)
+    memory.listener = MergedTable(keys_for(2), linear_weighting=True)
+    rng = np.random.default_rng(7)
+    for seed in range(12):
+        memory.add(random_rows(400, seed), rng)  # batches near capacity: duplicate slots happen
+    assert memory.seen > 5 * memory.capacity
+    fresh, table = merge_rows(memory.stored(), keys_for(2), True), memory.listener.merged()
+    assert table.rows == fresh.rows == 500
+    np.testing.assert_array_equal(table.node, fresh.node)
+    np.testing.assert_array_equal(table.cards, fresh.cards)
+    np.testing.assert_array_equal(table.weight, fresh.weight)
+    np.testing.assert_allclose(table.target, fresh.target, rtol=1e-5, atol=1e-5)
+    restored = MergedTable(keys_for(2), linear_weighting=True)
+    restored.load_state(memory.listener.state())
+    np.testing.assert_array_equal(restored.merged().target, table.target)

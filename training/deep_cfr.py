@@ -28,6 +28,7 @@ import dataclasses
 import json
 import os
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -40,9 +41,10 @@ from bot.errors import PokerbotError
 from bot.network import DeepCFRNetwork, masked_softmax, regret_matching
 from protocol.gamedef import Game, load_game
 from training import plots
+from training.fused_network import Features, fit_weighted_mse
 from training.input_keys import InputKeys
 from training.memory_log import MEMORY_DIR, MemoryLog
-from training.merged_memory import merge_rows
+from training.merged_memory import MergedRows, MergedTable, merge_rows
 from training.reservoir import Reservoir
 from training.rundir import (
     Progress,
@@ -120,6 +122,12 @@ class DeepCFRConfig:
     """Train on the memory's distinct inputs with their weighted mean targets: the same loss as
     the paper's, with exact (full-batch) gradients when the distinct inputs fit in a batch
     (:mod:`training.merged_memory`). Pays off where inputs repeat (Kuhn, Leduc)."""
+    fit_backend: str = "auto"
+    """How value networks train on merged batches: ``torch`` (autograd + torch Adam), ``fused``
+    (the same maths and update rule in compiled numba kernels, :mod:`training.fused_network`;
+    CPU only, needs ``merge_duplicates``; ~4x faster steps on Leduc), or ``auto`` (``fused``
+    exactly when the device is the CPU and ``merge_duplicates`` is on). Average networks and
+    row batches always use torch."""
     evaluate_every: int = 1
     """Exact exploitability every this many iterations on small games (0: never)."""
     average_every: int = 0
@@ -132,6 +140,12 @@ class DeepCFRConfig:
             raise ValueError(f"algo must be one of {', '.join(ALGOS)}, got {self.algo!r}")
         if self.memory_mode not in ("reservoir", "window"):
             raise ValueError(f"memory_mode must be reservoir or window, got {self.memory_mode!r}")
+        if self.fit_backend not in ("auto", "torch", "fused"):
+            raise ValueError(f"fit_backend must be auto, torch or fused, got {self.fit_backend!r}")
+        if self.fit_backend == "fused" and not self.merge_duplicates:
+            raise ValueError("fit_backend = fused trains on merged batches: it needs merge_duplicates = true")
+        if self.fit_backend == "fused" and self.device == "cuda":
+            raise ValueError("fit_backend = fused runs on the CPU: use --device cpu, or fit_backend = torch for cuda")
         if self.device not in ("auto", "cpu", "cuda"):
             raise ValueError(f"device must be auto, cpu or cuda, got {self.device!r}")
         if self.device == "cuda" and not torch.cuda.is_available():
@@ -194,6 +208,33 @@ def resolve_config(options: dict) -> DeepCFRConfig:
     return DeepCFRConfig(**values).validate()
 
 
+@dataclass(frozen=True)
+class MergedProblem:
+    """One fit's loss over a memory's distinct inputs, in numpy, for either training backend."""
+
+    merged: MergedRows
+    target: np.ndarray
+    """Weighted mean targets (normalised if asked), float32 ``[distinct, 3]``."""
+    weight: np.ndarray
+    """Per distinct input: its loss weight (linear weighting and ``2 / T`` included)."""
+    denominator: float
+    picks: np.ndarray | None
+    """``weighted`` form: the rows of every step ``[steps, batch]``; ``None``: ``full``."""
+    form: str
+
+    def torch_batches(self, device: torch.device, bets: torch.Tensor, legal: torch.Tensor, steps: int):
+        """``steps`` batches ``(cards, bets, legal, target, weight, denominator)`` on ``device``."""
+        node = torch.from_numpy(self.merged.node.astype(np.int64)).to(device)
+        cards = torch.from_numpy(self.merged.cards).to(device)
+        target = torch.from_numpy(self.target).to(device)
+        weight = torch.from_numpy(self.weight).to(device)
+        if self.picks is None:
+            full = (cards, bets[node], legal[node], target, weight, self.denominator)
+            return (full for _ in range(steps))
+        picks = torch.from_numpy(self.picks).to(device)
+        return ((cards[p], bets[node[p]], legal[node[p]], target[p], weight[p], self.denominator) for p in picks)
+
+
 class DeepCFRTrainer:
     """The training loop over a run directory (create with :meth:`new` or :meth:`resume`)."""
 
@@ -204,6 +245,10 @@ class DeepCFRTrainer:
         self.game: Game = load_game(config.game)
         self.encoder = InfosetEncoder(self.game)
         self.device = torch.device("cuda" if config.device == "cuda" or (config.device == "auto" and torch.cuda.is_available()) else "cpu")
+        if config.fit_backend == "fused" and self.device.type != "cpu":
+            raise ValueError("fit_backend = fused runs on the CPU, but --device auto chose cuda: pass --device cpu")
+        #: Value networks train in training.fused_network's kernels (see ``fit_backend``).
+        self.fused_fit = config.merge_duplicates and self.device.type == "cpu" and config.fit_backend != "torch"
         threads = config.threads or os.cpu_count() or 1
         torch.set_num_threads(threads)
         import numba
@@ -218,6 +263,9 @@ class DeepCFRTrainer:
         names = ("advantage_p0", "advantage_p1", "strategy")[: 3 if self.keeps_strategy_memory else 2]
         self.memory_logs = [MemoryLog(run.path / MEMORY_DIR, name) for name in names]
         self.input_keys = InputKeys.for_encoder(self.encoder)
+        if config.merge_duplicates and self.input_keys.size <= MergedTable.MAX_KEYS:
+            for memory in self.memories:  # merged batches without re-merging the memory per fit
+                memory.listener = MergedTable(self.input_keys, config.linear_weighting)
         self.bets = torch.from_numpy(self.encoder.bets).to(self.device)
         self.legal = torch.from_numpy(self.encoder.legal).to(self.device)
         self.nets: list[DeepCFRNetwork | None] = [None, None]
@@ -287,14 +335,18 @@ class DeepCFRTrainer:
              batch_size: int, rng: np.random.Generator, average: bool) -> tuple[float, str]:
         """Weighted MSE over legal actions (Brown et al. 2019, algorithm 1 losses).
 
-        Returns the mean loss of the last 10% of steps (read back only then, so a step costs no
-        synchronisation) and the batch form used: ``rows`` (uniform minibatches of memory rows,
-        the paper), or with ``merge_duplicates`` ``full`` (every distinct input each step: the
-        exact full-memory gradient) or ``weighted`` (distinct inputs drawn by total weight); see
-        :mod:`training.merged_memory`."""
+        Returns the mean loss of the last 10% of steps and the batch form used: ``rows`` (uniform
+        minibatches of memory rows, the paper), or with ``merge_duplicates`` ``full`` (every
+        distinct input each step: the exact full-memory gradient) or ``weighted`` (distinct
+        inputs drawn by total weight); see :mod:`training.merged_memory`. Value networks on
+        merged batches train in the compiled kernels of :mod:`training.fused_network` when
+        ``fit_backend`` resolves to ``fused`` (a fresh Adam state, like ``optimizer`` here)."""
         cfg = self.config
+        normalize = cfg.normalize_targets and not average
+        if self.fused_fit and not average:
+            return self._fit_fused(net, self._merged_problem(memory, steps, batch_size, rng, normalize), steps)
+        batches, form = self._batches(memory, steps, batch_size, rng, normalize)
         net.train()
-        batches, form = self._batches(memory, steps, batch_size, rng, normalize=cfg.normalize_targets and not average)
         tail_from = steps - max(1, steps // 10)
         losses = []
         parameters = list(net.parameters())  # once: ``net.parameters()`` walks the modules each call
@@ -313,36 +365,59 @@ class DeepCFRTrainer:
             loss.backward()
             torch.nn.utils.clip_grad_norm_(parameters, cfg.grad_clip, foreach=True)
             optimizer.step()
-            if step >= tail_from:
+            if step >= tail_from:  # read back only then, so a step costs no synchronisation
                 losses.append(loss.item())
         net.eval()
         return float(np.mean(losses)), form
 
-    def _batches(self, memory: Reservoir, steps: int, batch_size: int, rng: np.random.Generator, normalize: bool = False):
-        """``steps`` batches ``(cards, bets, legal, target, weight, denominator)`` on the device.
+    def _fit_fused(self, net: DeepCFRNetwork, problem: MergedProblem, steps: int) -> tuple[float, str]:
+        """:meth:`_fit` of a value network in :func:`training.fused_network.fit_weighted_mse`."""
+        cfg = self.config
+        features = Features.build(problem.merged.cards, self.encoder.bets[problem.merged.node], self.encoder.group_sizes)
+        losses = fit_weighted_mse(net, features, problem.target, self.encoder.legal[problem.merged.node],
+                                  problem.weight, problem.denominator, steps, cfg.learning_rate, cfg.grad_clip,
+                                  picks=problem.picks, threads=cfg.threads or os.cpu_count() or 1)
+        net.eval()
+        return float(np.mean(losses[steps - max(1, steps // 10):])), problem.form
 
-        Linear CFR weights a row by its iteration times ``2 / T`` (sec. 5.2); the loss of a batch
-        is ``sum(weight * error) / denominator``. Indices for all steps are drawn at once and
-        gathered from zero-copy torch views of the memory, so a step costs no numpy round trip.
-        ``normalize`` divides the targets by their weighted RMS over legal actions (see
-        ``normalize_targets``)."""
+    def _batches(self, memory: Reservoir, steps: int, batch_size: int, rng: np.random.Generator,
+                 normalize: bool = False) -> tuple[Iterable[tuple], str]:
+        """``steps`` torch batches ``(cards, bets, legal, target, weight, denominator)`` and their form."""
+        if self.config.merge_duplicates:
+            problem = self._merged_problem(memory, steps, batch_size, rng, normalize)
+            return problem.torch_batches(self.device, self.bets, self.legal, steps), problem.form
+        return self._row_batches(memory, steps, batch_size, rng, normalize), "rows"
+
+    def _merged_problem(self, memory: Reservoir, steps: int, batch_size: int, rng: np.random.Generator,
+                        normalize: bool) -> MergedProblem:
+        """The memory's loss over its distinct inputs (:mod:`training.merged_memory`).
+
+        Linear CFR weights a row by its iteration times ``2 / T`` (sec. 5.2). ``full`` when the
+        distinct inputs fit in a batch; otherwise ``weighted``: every step's rows are drawn at
+        once with probability proportional to their total weight. ``normalize`` divides the
+        targets by their weighted RMS over legal actions (see ``normalize_targets``)."""
+        cfg = self.config
+        scale = 2.0 / max(self.iteration, 1) if cfg.linear_weighting else 1.0
+        if memory.listener is not None:
+            merged = memory.listener.merged()
+        else:
+            merged = merge_rows(memory.stored(), self.input_keys, cfg.linear_weighting)
+        divisor = _rms(merged.target, self.encoder.legal[merged.node], merged.weight) if normalize else 1.0
+        target = (merged.target / divisor).astype(np.float32)
+        if len(merged) <= batch_size:
+            return MergedProblem(merged, target, (merged.weight * scale).astype(np.float32), merged.rows, None, "full")
+        probabilities = merged.weight.astype(np.float64) / merged.weight.sum()
+        picks = rng.choice(len(merged), size=(steps, batch_size), p=probabilities)
+        weight = np.full(len(merged), scale * float(merged.weight.sum()) / merged.rows, np.float32)
+        return MergedProblem(merged, target, weight, batch_size, picks, "weighted")
+
+    def _row_batches(self, memory: Reservoir, steps: int, batch_size: int, rng: np.random.Generator, normalize: bool):
+        """``steps`` uniform minibatches of memory rows ``(cards, bets, legal, target, weight,
+        denominator)`` on the device, the paper's form. Indices for all steps are drawn at once
+        and gathered from zero-copy torch views of the memory, so a step costs no numpy round
+        trip."""
         cfg, device = self.config, self.device
         scale = 2.0 / max(self.iteration, 1) if cfg.linear_weighting else 1.0
-        if cfg.merge_duplicates:
-            merged = merge_rows(memory.stored(), self.input_keys, cfg.linear_weighting)
-            node = torch.from_numpy(merged.node.astype(np.int64)).to(device)
-            cards = torch.from_numpy(merged.cards).to(device)
-            bets, legal = self.bets[node], self.legal[node]
-            divisor = _rms(merged.target, self.encoder.legal[merged.node], merged.weight) if normalize else 1.0
-            target = torch.from_numpy(merged.target / divisor).to(device)
-            if len(merged) <= batch_size:
-                weight = torch.from_numpy(merged.weight).to(device) * scale
-                full = (cards, bets, legal, target, weight, merged.rows)
-                return (full for _ in range(steps)), "full"
-            probabilities = merged.weight.astype(np.float64) / merged.weight.sum()
-            picks = torch.from_numpy(rng.choice(len(merged), size=(steps, batch_size), p=probabilities)).to(device)
-            weight = torch.full((batch_size,), scale * float(merged.weight.sum()) / merged.rows, device=device)
-            return ((cards[p], bets[p], legal[p], target[p], weight, batch_size) for p in picks), "weighted"
         stored = {name: torch.from_numpy(array) for name, array in memory.stored().items()}
         picks = torch.from_numpy(rng.integers(0, len(memory), size=(steps, batch_size)))
         divisor = 1.0
@@ -350,16 +425,12 @@ class DeepCFRTrainer:
             raw = memory.stored()
             weights = raw["iteration"].astype(np.float64) if cfg.linear_weighting else np.ones(len(memory))
             divisor = _rms(raw["target"], self.encoder.legal[raw["node"]], weights)
-
-        def rows():
-            for p in picks:
-                node = stored["node"][p].long().to(device)
-                iteration = stored["iteration"][p].to(device, torch.float32)
-                weight = iteration * scale if cfg.linear_weighting else torch.ones_like(iteration)
-                yield (stored["cards"][p].to(device), self.bets[node], self.legal[node],
-                       stored["target"][p].to(device) / divisor, weight, batch_size)
-
-        return rows(), "rows"
+        for p in picks:
+            node = stored["node"][p].long().to(device)
+            iteration = stored["iteration"][p].to(device, torch.float32)
+            weight = iteration * scale if cfg.linear_weighting else torch.ones_like(iteration)
+            yield (stored["cards"][p].to(device), self.bets[node], self.legal[node],
+                   stored["target"][p].to(device) / divisor, weight, batch_size)
 
     def train_value_net(self, player: int) -> tuple[float, str]:
         """Fit ``player``'s value network on its advantage memory; (tail loss, batch form)."""
@@ -430,6 +501,7 @@ class DeepCFRTrainer:
             record.update(self.finish_average())
         record["traversal_s"] = traversal_s
         record["training_s"] = training_s
+        record["fit_backend"] = "fused" if self.fused_fit else "torch"
         record["evaluation_s"] = time.perf_counter() - started
         return record
 
@@ -503,6 +575,9 @@ class DeepCFRTrainer:
             }
             if self.average is not None:
                 state["average"] = {k: torch.from_numpy(v) for k, v in self.average.state().items()}
+            tables = [m.listener.state() for m in self.memories if m.listener is not None]
+            if tables:  # saved, not rebuilt on resume: a rebuild could round differently
+                state["merged_tables"] = [{k: torch.from_numpy(v) for k, v in t.items()} for t in tables]
             save_torch(folder / "state.pt", state)
         MemoryLog.prune(self.run.path / MEMORY_DIR, self.memory_logs)
 
@@ -516,6 +591,14 @@ class DeepCFRTrainer:
         for log, memory, chain in zip(self.memory_logs, self.memories, json.loads(state["memory_chains"]), strict=True):
             log.restore(memory, chain)
         MemoryLog.prune(self.run.path / MEMORY_DIR, self.memory_logs)  # a killed iteration's rows
+        saved_tables = iter(state.get("merged_tables", []))
+        for memory in self.memories:
+            if memory.listener is not None:
+                saved = next(saved_tables, None)
+                if saved is None:  # a checkpoint from before merged tables: sum the rows once
+                    memory.listener.insert(memory.stored())
+                else:
+                    memory.listener.load_state({k: v.numpy() for k, v in saved.items()})
         self.iteration = int(state["iteration"])
         self.elapsed = float(state["elapsed"])
         self.stack = json.loads(state["stack"])

@@ -53,6 +53,63 @@ class MergedRows:
         return len(self.node)
 
 
+class MergedTable:
+    """:func:`merge_rows` of a memory kept up to date as rows enter and leave it.
+
+    Re-merging a 10M-row memory costs ~0.75 s; a Leduc fit costs less than that. Attached as a
+    :class:`~training.reservoir.Reservoir` listener, the table adds and subtracts each row's
+    weight and weighted target per input key (float64; weights are integers, so totals are
+    exact and a key whose rows have all left has weight exactly 0), and :meth:`merged` reads the
+    same :class:`MergedRows` in O(distinct inputs). For dense key spaces only (small games).
+    """
+
+    #: Key spaces up to this size get a table (three float64 numbers and a count per key).
+    MAX_KEYS = 1 << 22
+
+    def __init__(self, input_keys: InputKeys, linear_weighting: bool, actions: int = 3) -> None:
+        if input_keys.size > self.MAX_KEYS:
+            raise ValueError(f"MergedTable: {input_keys.size:,} input keys are too many for a dense table")
+        self.input_keys = input_keys
+        self.linear_weighting = linear_weighting
+        self.count = np.zeros(input_keys.size, dtype=np.int64)
+        self.weight = np.zeros(input_keys.size, dtype=np.float64)
+        self.weighted_target = np.zeros((input_keys.size, actions), dtype=np.float64)
+
+    def insert(self, rows: dict[str, np.ndarray]) -> None:
+        self._add(rows, 1)
+
+    def remove(self, rows: dict[str, np.ndarray]) -> None:
+        self._add(rows, -1)
+
+    def state(self) -> dict[str, np.ndarray]:
+        """The sums, for a checkpoint (restored as saved, so a resumed run rounds identically)."""
+        return {"count": self.count, "weight": self.weight, "weighted_target": self.weighted_target}
+
+    def load_state(self, state: dict[str, np.ndarray]) -> None:
+        for name, current in self.state().items():
+            if state[name].shape != current.shape:
+                raise ValueError(f"merged table: {name} has shape {state[name].shape}, expected {current.shape}")
+            current[...] = state[name]
+
+    def merged(self) -> MergedRows:
+        """The same table as :func:`merge_rows` of the memory's rows (up to float rounding)."""
+        distinct = np.flatnonzero(self.count)
+        node, cards = self.input_keys.inputs(distinct)
+        total = self.weight[distinct]
+        target = self.weighted_target[distinct] / total[:, None]
+        return MergedRows(node.astype(np.int32), cards, target.astype(np.float32), total.astype(np.float32),
+                          int(self.count.sum()))
+
+    def _add(self, rows: dict[str, np.ndarray], sign: int) -> None:
+        keys = self.input_keys.keys(rows["node"], rows["cards"])
+        weight = rows["iteration"].astype(np.float64) if self.linear_weighting else np.ones(len(keys))
+        size = self.input_keys.size
+        self.count += sign * np.bincount(keys, minlength=size)
+        self.weight += sign * np.bincount(keys, weights=weight, minlength=size)
+        for a in range(self.weighted_target.shape[1]):
+            self.weighted_target[:, a] += sign * np.bincount(keys, weights=weight * rows["target"][:, a], minlength=size)
+
+
 def merge_rows(rows: dict[str, np.ndarray], input_keys: InputKeys, linear_weighting: bool) -> MergedRows:
     """Merge rows with equal inputs (see the module docstring); weights are iterations or 1."""
     keys = input_keys.keys(rows["node"], rows["cards"])

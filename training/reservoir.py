@@ -22,10 +22,19 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Protocol
 
 import numpy as np
 
 FieldSpec = dict[str, tuple[tuple[int, ...], type | np.dtype]]
+
+
+class MemoryListener(Protocol):
+    """What :attr:`Reservoir.listener` is told about rows entering and leaving the memory."""
+
+    def insert(self, rows: dict[str, np.ndarray]) -> None: ...
+
+    def remove(self, rows: dict[str, np.ndarray]) -> None: ...
 MODES = ("reservoir", "window")
 
 
@@ -44,6 +53,9 @@ class Reservoir:
         self.seen = 0
         #: Slots written since the last :meth:`take_changes` (incremental checkpoints).
         self.changed = np.zeros(capacity, dtype=bool)
+        #: Optional summary kept in step with the stored rows (e.g. a merged table): told which
+        #: rows leave (``remove``) and enter (``insert``) the memory on every :meth:`add`.
+        self.listener: MemoryListener | None = None
 
     def __len__(self) -> int:
         return min(self.seen, self.capacity)
@@ -69,10 +81,21 @@ class Reservoir:
             slots = np.where(index < self.capacity, index, draws)
             keep = np.flatnonzero(slots < self.capacity)
             slots = slots[keep]
+        if self.listener is not None:
+            self._notify_removal(slots)
         for name, array in self.data.items():
             array[slots] = rows[name][keep]  # numpy assigns duplicates in order: the last wins
+        if self.listener is not None:  # a slot written twice in this batch keeps its last row only
+            _, last = np.unique(slots[::-1], return_index=True)
+            self.listener.insert({name: rows[name][keep[::-1][last]] for name in self.data})
         self.changed[slots] = True
         self.seen += n
+
+    def _notify_removal(self, slots: np.ndarray) -> None:
+        """Tell the listener which stored rows the coming write replaces (each once)."""
+        replaced = np.unique(slots[slots < len(self)])
+        if len(replaced):
+            self.listener.remove({name: array[replaced] for name, array in self.data.items()})
 
     def take_changes(self) -> np.ndarray:
         """Slots written since the previous call (sorted), and forget them."""

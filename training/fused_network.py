@@ -1,0 +1,388 @@
+"""The appendix C network (:class:`bot.network.DeepCFRNetwork`) trained in compiled CPU kernels.
+
+Why: on Kuhn and Leduc every fit is a *full-batch* problem (a few hundred distinct inputs, see
+:mod:`training.merged_memory`) for a ~14k-parameter network, repeated hundreds of times per
+iteration. In torch such a step costs ~1.6 ms of which ~80% is per-operator dispatch, autograd
+and optimizer bookkeeping (about 60 small operators per step; ``benchmarks/bench_fused_network.py``).
+Here the forward pass, the backward pass, gradient-norm clipping and the Adam/SGD update are each
+one numba-compiled call over a single flat parameter buffer, and the matrix products go to BLAS
+through numba's ``np.dot`` (scipy's BLAS), so a step costs what its arithmetic costs.
+
+The maths is exactly the torch module's (same layer order, skips, ReLU gradient at 0, biased
+layer-norm variance with eps 1e-5), and the update rules are torch's ``clip_grad_norm_`` and
+``Adam``/``SGD``; ``tests/test_fused_network.py`` checks outputs, gradients and parameters after
+several steps against torch autograd. Weights come from and go back to a torch module
+(:meth:`FusedNetwork.from_module`, :meth:`FusedNetwork.copy_to`), so initialisation, bundles and
+checkpoints are unchanged.
+
+Backward of the layer norm (``z -> (z - mean) / std``): with ``n = (z - mu) * r``, ``r = 1/std``,
+``dz = r * (dn - mean(dn) - n * mean(dn * n))`` (row-wise means over the width).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numba as nb
+import numpy as np
+import torch
+from threadpoolctl import threadpool_limits
+
+from bot.network import NUM_ACTIONS, DeepCFRNetwork
+
+#: Columns of one card group's count features, in the order of that group's embedding
+#: parameters in ``named_parameters()`` (rank 13, suit 4, card 52): the group's three embedding
+#: tables are then one contiguous ``[69, width]`` block of the flat parameter buffer.
+GROUP_FEATURES = 13 + 4 + 52
+LAYER_NORM_EPS = 1e-5
+_LINEARS = ("card1", "card2", "card3", "bet1", "bet2", "comb1", "comb2", "comb3", "action_head")
+
+
+@dataclass
+class Features:
+    """A batch in the weight-free form the kernels read: per-group card counts and bet inputs."""
+
+    counts: np.ndarray
+    """``[groups, N, 69]`` float32: per group, how often each rank, suit and card occurs."""
+    bets: np.ndarray
+    """``[N, 2 * bet_slots]`` float32: the bet branch's input (clamped sizes, occurred flags)."""
+
+    def __len__(self) -> int:
+        return self.counts.shape[1]
+
+    @classmethod
+    def build(cls, cards: np.ndarray, bets: np.ndarray, group_sizes: tuple[int, ...]) -> Features:
+        """From the encoder's ``cards [N, slots]`` (-1 = no card) and ``bets [N, bet_slots]``."""
+        return cls(_card_counts(np.ascontiguousarray(cards, dtype=np.int64), np.asarray(group_sizes, np.int64)),
+                   _bet_features(np.asarray(bets, dtype=np.float32)))
+
+
+def _bet_features(bets: np.ndarray) -> np.ndarray:
+    """``DeepCFRNetwork._trunk``'s bet input: ``[clamp(bets, 0, 1e6), bets >= 0]``."""
+    return np.ascontiguousarray(np.concatenate([np.clip(bets, 0, 1e6), (bets >= 0)], axis=1), dtype=np.float32)
+
+
+@nb.njit(cache=True, fastmath=True)
+def _card_counts(cards: np.ndarray, group_sizes: np.ndarray) -> np.ndarray:
+    counts = np.zeros((len(group_sizes), len(cards), GROUP_FEATURES), np.float32)
+    for i in range(len(cards)):
+        slot = 0
+        for g in range(len(group_sizes)):
+            for _ in range(group_sizes[g]):
+                card = cards[i, slot]
+                slot += 1
+                if card >= 0:
+                    counts[g, i, card // 4] += 1.0
+                    counts[g, i, 13 + card % 4] += 1.0
+                    counts[g, i, 17 + card] += 1.0
+    return counts
+
+
+class FusedNetwork:
+    """A :class:`DeepCFRNetwork`'s weights in one flat float32 buffer, with compiled steps.
+
+    Use: ``fused = FusedNetwork.from_module(net)``; per step ``out = fused.forward(features)``,
+    compute ``d_out`` (the loss gradient w.r.t. the outputs), ``fused.backward(d_out)``,
+    ``fused.adam_step(lr, clip)``; finally ``fused.copy_to(net)``. ``forward`` keeps the
+    activations of its batch for the following ``backward``.
+    """
+
+    def __init__(self, group_sizes: tuple[int, ...], bet_slots: int, width: int, theta: np.ndarray) -> None:
+        self.group_sizes, self.bet_slots, self.width = tuple(group_sizes), bet_slots, width
+        self.theta = theta
+        self.grad = np.zeros_like(theta)
+        self.exp_avg = np.zeros_like(theta)
+        self.exp_avg_sq = np.zeros_like(theta)
+        self.steps = 0
+        self._offsets = _layout(len(group_sizes), bet_slots, width)
+        self._cache: tuple | None = None
+
+    @classmethod
+    def from_module(cls, net: DeepCFRNetwork) -> FusedNetwork:
+        """Copy ``net``'s weights (optimizer state starts empty, as for a fresh torch Adam)."""
+        names = [name for name, _ in net.named_parameters()]
+        if names != _parameter_names(len(net.group_sizes)):
+            raise ValueError(f"FusedNetwork: unexpected parameter layout {names}")
+        theta = torch.cat([p.detach().reshape(-1).float().cpu() for p in net.parameters()]).numpy().copy()
+        return cls(net.group_sizes, net.bet_slots, net.width, theta)
+
+    def copy_to(self, net: DeepCFRNetwork) -> None:
+        """Write the weights back into ``net`` (same architecture)."""
+        with torch.no_grad():
+            start = 0
+            for p in net.parameters():
+                p.copy_(torch.from_numpy(self.theta[start:start + p.numel()]).view_as(p))
+                start += p.numel()
+
+    def forward(self, features: Features) -> np.ndarray:
+        """Outputs ``[N, 3]`` (float32), keeping the activations for :meth:`backward`."""
+        n, w = len(features), self.width
+        cache = _new_cache(n, len(self.group_sizes), w)
+        _forward(self.theta, self._offsets, len(self.group_sizes), w, features.counts, features.bets, cache)
+        self._cache = (features, cache)
+        return cache[11]
+
+    def backward(self, d_out: np.ndarray) -> None:
+        """Gradient of the loss into :attr:`grad`, given ``d loss / d outputs`` of the last forward."""
+        if self._cache is None:
+            raise RuntimeError("FusedNetwork.backward needs a forward pass first")
+        features, cache = self._cache
+        _backward(self.theta, self.grad, self._offsets, len(self.group_sizes), self.width,
+                  features.counts, features.bets, cache, np.ascontiguousarray(d_out, dtype=np.float32))
+
+    def adam_step(self, lr: float, max_norm: float, betas: tuple[float, float] = (0.9, 0.999), eps: float = 1e-8) -> float:
+        """``clip_grad_norm_(max_norm)`` then one torch-Adam update; returns the pre-clip norm."""
+        self.steps += 1
+        return _clip_and_adam(self.theta, self.grad, self.exp_avg, self.exp_avg_sq, self.steps,
+                              lr, betas[0], betas[1], eps, max_norm)
+
+    def sgd_step(self, lr: float, max_norm: float) -> float:
+        """``clip_grad_norm_(max_norm)`` then plain SGD; returns the pre-clip norm."""
+        self.steps += 1
+        return _clip_and_sgd(self.theta, self.grad, lr, max_norm)
+
+
+def fit_weighted_mse(net: DeepCFRNetwork, features: Features, target: np.ndarray, legal: np.ndarray,
+                     weight: np.ndarray, denominator: float, steps: int, lr: float, max_norm: float,
+                     picks: np.ndarray | None = None, threads: int = 1) -> np.ndarray:
+    """Adam on Deep CFR's value loss ``sum_i w_i sum_a legal_ia (V(x_i)_a - y_ia)^2 / denominator``.
+
+    Every step uses the whole batch, or with ``picks [steps, batch]`` the rows it names (then
+    ``weight`` is indexed by them too). All ``steps`` run in one compiled call; ``net`` is trained
+    in place (weights copied in and back; a fresh Adam state, as the trainer's torch path uses)
+    and every step's loss is returned. ``threads`` bounds BLAS threads: these small products run
+    fastest on one.
+    """
+    fused = FusedNetwork.from_module(net)
+    scale = np.asarray(weight, np.float32)[:, None] * np.asarray(legal, np.float32) * np.float32(2.0 / denominator)
+    picks = np.zeros((0, 0), np.int64) if picks is None else np.ascontiguousarray(picks, dtype=np.int64)
+    losses = np.empty(steps, np.float64)
+    with threadpool_limits(limits=threads, user_api="blas"):
+        _fit_weighted_mse(fused.theta, fused.grad, fused.exp_avg, fused.exp_avg_sq, fused._offsets,
+                          len(fused.group_sizes), fused.width, features.counts, features.bets,
+                          np.ascontiguousarray(target, dtype=np.float32), np.ascontiguousarray(scale), picks,
+                          lr, 0.9, 0.999, 1e-8, max_norm, losses)
+    fused.copy_to(net)
+    return losses
+
+
+def _parameter_names(groups: int) -> list[str]:
+    names = [f"card_embeddings.{g}.{table}.weight" for g in range(groups) for table in ("rank", "suit", "card")]
+    return names + [f"{layer}.{kind}" for layer in _LINEARS for kind in ("weight", "bias")]
+
+
+def _layout(groups: int, bet_slots: int, width: int) -> np.ndarray:
+    """Start of each block in the flat buffer: per group its ``[69, w]`` embedding block, then
+    weight and bias of each linear layer in :data:`_LINEARS` order (``named_parameters`` order)."""
+    sizes = [GROUP_FEATURES * width] * groups
+    fan_in = {"card1": groups * width, "bet1": 2 * bet_slots, "comb1": 2 * width}
+    for layer in _LINEARS:
+        out = NUM_ACTIONS if layer == "action_head" else width
+        sizes += [out * fan_in.get(layer, width), out]
+    return np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+
+
+# -- kernels ---------------------------------------------------------------------------------------
+# Block indices in the layout: groups embedding blocks, then (weight, bias) per linear layer.
+
+@nb.njit(cache=True, fastmath=True)
+def _block(theta, offsets, index, rows, cols):
+    return theta[offsets[index]:offsets[index + 1]].reshape((rows, cols))
+
+
+@nb.njit(cache=True, fastmath=True)
+def _bias(theta, offsets, index):
+    return theta[offsets[index]:offsets[index + 1]]
+
+
+@nb.njit(cache=True, fastmath=True)
+def _linear_relu(x, weight, bias, out, skip):
+    """``out = relu(x @ weight.T + bias [+ skip])`` (``skip`` empty = none)."""
+    np.dot(x, weight.T, out)
+    if skip.shape[0] > 0:
+        for i in range(out.shape[0]):
+            for j in range(out.shape[1]):
+                out[i, j] = max(out[i, j] + bias[j] + skip[i, j], np.float32(0.0))
+    else:
+        for i in range(out.shape[0]):
+            for j in range(out.shape[1]):
+                out[i, j] = max(out[i, j] + bias[j], np.float32(0.0))
+
+
+@nb.njit(cache=True)
+def _new_cache(n, groups, w):
+    """Activations of one batch: x, h1..h3 (card branch), y1, y2 (bets), z0..z3 (trunk), the
+    normalised zn, the outputs and the layer norm's 1/std per row."""
+    def f(cols):
+        return np.empty((n, cols), np.float32)
+    return (f(groups * w), f(w), f(w), f(w), f(w), f(w), f(2 * w), f(w), f(w), f(w), f(w), f(NUM_ACTIONS),
+            np.empty(n, np.float32))
+
+
+@nb.njit(cache=True, fastmath=True)
+def _forward(theta, offsets, groups, w, counts, bets, cache):
+    x, h1, h2, h3, y1, y2, z0, z1, z2, z3, zn, out, rstd = cache
+    none = np.empty((0, 0), np.float32)
+    for g in range(groups):
+        np.dot(counts[g], _block(theta, offsets, g, GROUP_FEATURES, w), h1)
+        x[:, g * w:(g + 1) * w] = h1
+    b = groups  # first linear block
+    _linear_relu(x, _block(theta, offsets, b, w, groups * w), _bias(theta, offsets, b + 1), h1, none)
+    _linear_relu(h1, _block(theta, offsets, b + 2, w, w), _bias(theta, offsets, b + 3), h2, none)
+    _linear_relu(h2, _block(theta, offsets, b + 4, w, w), _bias(theta, offsets, b + 5), h3, none)
+    _linear_relu(bets, _block(theta, offsets, b + 6, w, bets.shape[1]), _bias(theta, offsets, b + 7), y1, none)
+    _linear_relu(y1, _block(theta, offsets, b + 8, w, w), _bias(theta, offsets, b + 9), y2, y1)
+    z0[:, :w] = h3
+    z0[:, w:] = y2
+    _linear_relu(z0, _block(theta, offsets, b + 10, w, 2 * w), _bias(theta, offsets, b + 11), z1, none)
+    _linear_relu(z1, _block(theta, offsets, b + 12, w, w), _bias(theta, offsets, b + 13), z2, z1)
+    _linear_relu(z2, _block(theta, offsets, b + 14, w, w), _bias(theta, offsets, b + 15), z3, z2)
+    for i in range(z3.shape[0]):
+        mean = 0.0
+        for j in range(w):
+            mean += z3[i, j]
+        mean /= w
+        var = 0.0
+        for j in range(w):
+            var += (z3[i, j] - mean) ** 2
+        r = 1.0 / np.sqrt(var / w + LAYER_NORM_EPS)
+        rstd[i] = r
+        for j in range(w):
+            zn[i, j] = (z3[i, j] - mean) * r
+    head = _block(theta, offsets, b + 16, NUM_ACTIONS, w)
+    np.dot(zn, head.T, out)
+    head_bias = _bias(theta, offsets, b + 17)
+    for i in range(out.shape[0]):
+        for a in range(NUM_ACTIONS):
+            out[i, a] += head_bias[a]
+
+
+@nb.njit(cache=True, fastmath=True)
+def _linear_backward(d_act, act, x, weight, grad, offsets, index, d_x, skip):
+    """Backward of ``act = relu(x @ W.T + b [+ x])``: turns ``d_act`` into the pre-activation
+    gradient in place, writes dW and db into ``grad`` and, if ``d_x`` is non-empty, ``d_x``
+    (plus ``d_act`` itself through the skip when ``skip``)."""
+    for i in range(d_act.shape[0]):
+        for j in range(d_act.shape[1]):
+            d_act[i, j] = d_act[i, j] if act[i, j] > 0.0 else np.float32(0.0)
+    np.dot(d_act.T, x, _block(grad, offsets, index, d_act.shape[1], x.shape[1]))
+    d_bias = _bias(grad, offsets, index + 1)
+    d_bias[:] = 0.0
+    for i in range(d_act.shape[0]):
+        for j in range(d_act.shape[1]):
+            d_bias[j] += d_act[i, j]
+    if d_x.shape[0] > 0:
+        np.dot(d_act, weight, d_x)
+        if skip:
+            d_x += d_act
+
+
+@nb.njit(cache=True, fastmath=True)
+def _backward(theta, grad, offsets, groups, w, counts, bets, cache, d_out):
+    x, h1, h2, h3, y1, y2, z0, z1, z2, z3, zn, out, rstd = cache
+    n = d_out.shape[0]
+    b = groups
+    none = np.empty((0, 0), np.float32)
+    # head and layer norm
+    head = _block(theta, offsets, b + 16, NUM_ACTIONS, w)
+    np.dot(d_out.T, zn, _block(grad, offsets, b + 16, NUM_ACTIONS, w))
+    d_head_bias = _bias(grad, offsets, b + 17)
+    d_head_bias[:] = 0.0
+    for i in range(n):
+        for a in range(NUM_ACTIONS):
+            d_head_bias[a] += d_out[i, a]
+    d_zn = np.dot(d_out, head)
+    d_z3 = np.empty((n, w), np.float32)
+    for i in range(n):
+        mean_d = 0.0
+        mean_dn = 0.0
+        for j in range(w):
+            mean_d += d_zn[i, j]
+            mean_dn += d_zn[i, j] * zn[i, j]
+        mean_d /= w
+        mean_dn /= w
+        for j in range(w):
+            d_z3[i, j] = rstd[i] * (d_zn[i, j] - mean_d - zn[i, j] * mean_dn)
+    # trunk
+    d_z2 = np.empty((n, w), np.float32)
+    _linear_backward(d_z3, z3, z2, _block(theta, offsets, b + 14, w, w), grad, offsets, b + 14, d_z2, True)
+    d_z1 = np.empty((n, w), np.float32)
+    _linear_backward(d_z2, z2, z1, _block(theta, offsets, b + 12, w, w), grad, offsets, b + 12, d_z1, True)
+    d_z0 = np.empty((n, 2 * w), np.float32)
+    _linear_backward(d_z1, z1, z0, _block(theta, offsets, b + 10, w, 2 * w), grad, offsets, b + 10, d_z0, False)
+    # bet branch
+    d_y2 = np.ascontiguousarray(d_z0[:, w:])
+    d_y1 = np.empty((n, w), np.float32)
+    _linear_backward(d_y2, y2, y1, _block(theta, offsets, b + 8, w, w), grad, offsets, b + 8, d_y1, True)
+    _linear_backward(d_y1, y1, bets, _block(theta, offsets, b + 6, w, bets.shape[1]), grad, offsets, b + 6, none, False)
+    # card branch
+    d_h3 = np.ascontiguousarray(d_z0[:, :w])
+    d_h2 = np.empty((n, w), np.float32)
+    _linear_backward(d_h3, h3, h2, _block(theta, offsets, b + 4, w, w), grad, offsets, b + 4, d_h2, False)
+    d_h1 = np.empty((n, w), np.float32)
+    _linear_backward(d_h2, h2, h1, _block(theta, offsets, b + 2, w, w), grad, offsets, b + 2, d_h1, False)
+    d_x = np.empty((n, groups * w), np.float32)
+    _linear_backward(d_h1, h1, x, _block(theta, offsets, b, w, groups * w), grad, offsets, b, d_x, False)
+    for g in range(groups):
+        np.dot(counts[g].T, np.ascontiguousarray(d_x[:, g * w:(g + 1) * w]), _block(grad, offsets, g, GROUP_FEATURES, w))
+
+
+@nb.njit(cache=True, fastmath=True)
+def _fit_weighted_mse(theta, grad, exp_avg, exp_avg_sq, offsets, groups, w, counts, bets, target, scale, picks,
+                      lr, beta1, beta2, eps, max_norm, losses):
+    """The steps of :func:`fit_weighted_mse`; loss gradient ``d_out = scale * (V - y)``, with
+    ``scale = 2 w legal / denominator``."""
+    full = picks.shape[0] == 0
+    n = target.shape[0] if full else picks.shape[1]
+    cache = _new_cache(n, groups, w)
+    for step in range(losses.shape[0]):
+        if full:
+            step_counts, step_bets, step_target, step_scale = counts, bets, target, scale
+        else:
+            rows = picks[step]
+            step_counts = np.empty((groups, n, GROUP_FEATURES), np.float32)
+            for g in range(groups):
+                step_counts[g] = counts[g][rows]
+            step_bets, step_target, step_scale = bets[rows], target[rows], scale[rows]
+        _forward(theta, offsets, groups, w, step_counts, step_bets, cache)
+        error = cache[11] - step_target
+        d_out = step_scale * error
+        losses[step] = 0.5 * np.sum(d_out * error)
+        _backward(theta, grad, offsets, groups, w, step_counts, step_bets, cache, d_out)
+        _clip_and_adam(theta, grad, exp_avg, exp_avg_sq, step + 1, lr, beta1, beta2, eps, max_norm)
+
+
+@nb.njit(cache=True, fastmath=True)
+def _clip(grad, max_norm):
+    """torch ``clip_grad_norm_``: scale by ``min(1, max_norm / (norm + 1e-6))``; returns the norm."""
+    total = 0.0
+    for k in range(grad.shape[0]):
+        total += np.float64(grad[k]) * grad[k]
+    norm = np.sqrt(total)
+    coefficient = max_norm / (norm + 1e-6)
+    if coefficient < 1.0:
+        for k in range(grad.shape[0]):
+            grad[k] *= coefficient
+    return norm
+
+
+@nb.njit(cache=True, fastmath=True)
+def _clip_and_adam(theta, grad, exp_avg, exp_avg_sq, step, lr, beta1, beta2, eps, max_norm):
+    norm = _clip(grad, max_norm)
+    step_size = np.float32(lr / (1.0 - beta1 ** step))
+    correction2_sqrt = np.float32(np.sqrt(1.0 - beta2 ** step))
+    b1, b2, e = np.float32(beta1), np.float32(beta2), np.float32(eps)
+    for k in range(theta.shape[0]):
+        g = grad[k]
+        exp_avg[k] += (np.float32(1.0) - b1) * (g - exp_avg[k])
+        exp_avg_sq[k] = b2 * exp_avg_sq[k] + (np.float32(1.0) - b2) * g * g
+        theta[k] -= step_size * exp_avg[k] / (np.sqrt(exp_avg_sq[k]) / correction2_sqrt + e)
+    return norm
+
+
+@nb.njit(cache=True, fastmath=True)
+def _clip_and_sgd(theta, grad, lr, max_norm):
+    norm = _clip(grad, max_norm)
+    for k in range(theta.shape[0]):
+        theta[k] -= lr * grad[k]
+    return norm

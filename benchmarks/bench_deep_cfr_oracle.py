@@ -4,7 +4,7 @@ function approximator). Its exploitability after T iterations of K traversals is
 SD-CFR could reach with perfectly trained networks, so it separates sampling noise from network
 error in ``bench_deep_cfr_leduc.py``'s curve.
 
-    python benchmarks/bench_deep_cfr_oracle.py [--traversals 1000 10000] [--iterations 80]
+    python benchmarks/bench_deep_cfr_oracle.py [--traversals 1000 10000] [--iterations 80] [--simultaneous]
 """
 
 from __future__ import annotations
@@ -48,7 +48,10 @@ class RegretTable:
         return np.where(total > 0, positive / np.where(total > 0, total, 1.0), best)
 
 
-def run(traversals: int, iterations: int, marks: tuple[int, ...]) -> list[tuple[int, float, float]]:
+def run(traversals: int, iterations: int, marks: tuple[int, ...], simultaneous: bool = False) -> list[tuple[int, float, float]]:
+    """Alternating updates as the paper (player 1 traverses against player 0's iteration-t
+    regrets), or ``simultaneous``: both traverse against iteration t-1 (vanilla CFR's order,
+    which lets the two players' networks train in parallel)."""
     game = load_game("leduc")
     encoder, batch = InfosetEncoder(game), InfosetBatch(game)
     table, average = RegretTable(encoder), StackAverage(game)
@@ -57,9 +60,14 @@ def run(traversals: int, iterations: int, marks: tuple[int, ...]) -> list[tuple[
     nodes, cards = batch.space.node, batch.cards.numpy()
     out, start = [], time.perf_counter()
     for t in range(1, iterations + 1):
+        pending = []
         for player in (0, 1):
             result = traverse(encoder, deal_batch(encoder, traversals, rng), player, table.strategy, rng)
-            table.add(player, result.advantage, float(t))
+            pending.append((player, result.advantage))
+            if not simultaneous:
+                table.add(*pending.pop(), float(t))
+        for player, rows in pending:
+            table.add(player, rows, float(t))
         strategy = np.zeros((len(nodes), 3))
         for player in (0, 1):
             rows = batch.player == player
@@ -75,12 +83,13 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--traversals", type=int, nargs="+", default=[1000, 10000])
     parser.add_argument("--iterations", type=int, default=80)
+    parser.add_argument("--simultaneous", action="store_true", help="both players traverse against iteration t-1")
     args = parser.parse_args()
     print(f"machine: {machine()}")
-    marks = (10, 20, 40, 80, 160, 320)
+    marks = (10, 20, 40, 80, 160, 320, 480, 640, 800)
     print("K traversals/iteration | iteration | SD-CFR-style average exploitability (mbb/g) | seconds")
     for k in args.traversals:
-        for t, mbb, seconds in run(k, args.iterations, marks):
+        for t, mbb, seconds in run(k, args.iterations, marks, args.simultaneous):
             print(f"{k:22,d} | {t:9d} | {mbb:10.1f} | {seconds:7.1f}")
 
 

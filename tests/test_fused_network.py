@@ -17,8 +17,11 @@ LAYOUTS = [((1, 1), 8), ((2, 3, 1, 1), 16)]
 def _batch(group_sizes: tuple[int, ...], bet_slots: int, n: int = 300, seed: int = 0):
     """Random inputs with hidden cards (-1) and unset bet slots (-1), targets, masks, weights."""
     g = torch.Generator().manual_seed(seed)
-    cards = torch.randint(-1, 52, (n, sum(group_sizes)), generator=g)
-    bets = torch.where(torch.rand(n, bet_slots, generator=g) < 0.3, -1.0, torch.rand(n, bet_slots, generator=g) * 4)
+    card_pool = torch.randint(-1, 52, (40, sum(group_sizes)), generator=g)
+    bet_pool = torch.where(torch.rand(25, bet_slots, generator=g) < 0.3, -1.0, torch.rand(25, bet_slots, generator=g) * 4)
+    # rows repeat card and bet inputs, as real batches do (the branches run on distinct ones)
+    cards = card_pool[torch.randint(0, 40, (n,), generator=g)]
+    bets = bet_pool[torch.randint(0, 25, (n,), generator=g)]
     legal = (torch.rand(n, 3, generator=g) > 0.25).float()
     return cards, bets, legal, torch.randn(n, 3, generator=g), torch.rand(n, generator=g)
 

@@ -272,9 +272,19 @@ class DeepCFRTrainer:
         self.optimizers: list[torch.optim.Optimizer | None] = [None, None]
         self.iteration = 0
         self.elapsed = 0.0
-        self.small = self.game.name.split(".")[0] in SMALL_GAMES and config.evaluate_every > 0
+        enumerable = self.game.name.split(".")[0] in SMALL_GAMES
+        self.small = enumerable and config.evaluate_every > 0
         self.average = StackAverage(self.game) if self.small else None
-        self.batch = InfosetBatch(self.game) if self.small else None
+        self.batch = InfosetBatch(self.game) if enumerable else None
+        #: Small games: sigma^t at every infoset, refreshed after each fit, so traversals look
+        #: strategies up instead of running the network on every visited node (~80% of a Leduc
+        #: traversal), and the SD-CFR average reuses it. ``infoset_of_key``: input key -> row.
+        self.current_strategy: np.ndarray | None = None
+        if self.batch is not None:
+            self.current_strategy = self.batch.space.uniform_strategy()
+            self.infoset_of_key = np.full(self.input_keys.size, -1, dtype=np.int64)
+            self.infoset_of_key[self.input_keys.keys(self.batch.space.node, self.batch.cards.numpy())] = (
+                np.arange(self.batch.space.num_infosets))
         if self.average is not None:
             self.average.add(self.batch.strategy(None), 1.0)  # sigma^1 = uniform, weight 1
         self.stack: list[dict] = [{"weight": 1, "uniform": True}]
@@ -320,6 +330,11 @@ class DeepCFRTrainer:
     @torch.no_grad()
     def strategy_fn(self, player: int, nodes: np.ndarray, cards: np.ndarray) -> np.ndarray:
         """sigma^t of ``player`` at a batch of infosets (uniform before its first network)."""
+        if self.current_strategy is not None:
+            rows = self.infoset_of_key[self.input_keys.keys(nodes, cards)]
+            if len(rows) and rows.min() < 0:
+                raise RuntimeError("traversal reached an input that is not an infoset of the enumerated game")
+            return self.current_strategy[rows]
         net = self.nets[player]
         legal = self.encoder.legal[nodes]
         if net is None:
@@ -484,6 +499,7 @@ class DeepCFRTrainer:
             started = time.perf_counter()
             progress.advance_iteration(1, 1, f"iteration {t}: training p{player}")
             record[f"loss_p{player}"], record[f"batch_form_p{player}"] = self.train_value_net(player)
+            self.refresh_strategy(player)
             training_s += time.perf_counter() - started
             record[f"advantage_samples_p{player}"] = self.advantage[player].seen
             record[f"advantage_fill_p{player}"] = len(self.advantage[player]) / self.advantage[player].capacity
@@ -509,7 +525,15 @@ class DeepCFRTrainer:
         """Add this iteration's networks to the exact SD-CFR average (small games)."""
         assert self.average is not None and self.batch is not None
         weight = float(self.stack[-1]["weight"])
-        self.average.add(self.batch.strategy(tuple(self.nets), argmax_fallback=self.config.argmax_fallback), weight)
+        self.average.add(self.current_strategy.copy(), weight)
+
+    def refresh_strategy(self, player: int) -> None:
+        """Recompute ``player``'s rows of :attr:`current_strategy` from its network (small games)."""
+        if self.current_strategy is None or self.nets[player] is None:
+            return
+        net = self.nets[player]
+        rows = self.batch.player == player
+        self.current_strategy[rows] = self.batch.strategy((net, net), argmax_fallback=self.config.argmax_fallback)[rows]
 
     def evaluate_stack(self) -> dict:
         """Exact exploitability of the SD-CFR average so far."""
@@ -607,6 +631,7 @@ class DeepCFRTrainer:
                 net = self.make_net().to(self.device)
                 net.load_state_dict(state["nets"][p])
                 self.nets[p] = net.eval()
+                self.refresh_strategy(p)
                 if state["optimizers"][p] is not None:
                     optimizer = self.make_optimizer(net)
                     optimizer.load_state_dict(state["optimizers"][p])

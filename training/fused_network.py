@@ -40,21 +40,35 @@ _LINEARS = ("card1", "card2", "card3", "bet1", "bet2", "comb1", "comb2", "comb3"
 
 @dataclass
 class Features:
-    """A batch in the weight-free form the kernels read: per-group card counts and bet inputs."""
+    """A batch in the weight-free form the kernels read.
 
-    counts: np.ndarray
-    """``[groups, N, 69]`` float32: per group, how often each rank, suit and card occurs."""
-    bets: np.ndarray
-    """``[N, 2 * bet_slots]`` float32: the bet branch's input (clamped sizes, occurred flags)."""
+    The card branch sees only the cards and the bet branch only the betting, and a batch repeats
+    both heavily (a Leduc batch of ~470 inputs has ~40 distinct card slots and ~30 distinct bet
+    sequences), so each branch runs on its distinct inputs and the trunk gathers them per row:
+    the same function and gradients at roughly half the arithmetic of a step."""
+
+    card_counts: np.ndarray
+    """``[groups, C, 69]`` float32 over the C distinct card rows: per group, how often each
+    rank, suit and card occurs."""
+    card_index: np.ndarray
+    """``[N]`` int64: each row's distinct card row."""
+    bet_inputs: np.ndarray
+    """``[B, 2 * bet_slots]`` float32 over the B distinct bet rows: the bet branch's input
+    (clamped sizes, occurred flags)."""
+    bet_index: np.ndarray
+    """``[N]`` int64: each row's distinct bet row."""
 
     def __len__(self) -> int:
-        return self.counts.shape[1]
+        return len(self.card_index)
 
     @classmethod
     def build(cls, cards: np.ndarray, bets: np.ndarray, group_sizes: tuple[int, ...]) -> Features:
         """From the encoder's ``cards [N, slots]`` (-1 = no card) and ``bets [N, bet_slots]``."""
-        return cls(_card_counts(np.ascontiguousarray(cards, dtype=np.int64), np.asarray(group_sizes, np.int64)),
-                   _bet_features(np.asarray(bets, dtype=np.float32)))
+        distinct_cards, card_index = np.unique(np.asarray(cards, dtype=np.int64), axis=0, return_inverse=True)
+        distinct_bets, bet_index = np.unique(np.asarray(bets, dtype=np.float32), axis=0, return_inverse=True)
+        return cls(_card_counts(np.ascontiguousarray(distinct_cards), np.asarray(group_sizes, np.int64)),
+                   card_index.reshape(-1).astype(np.int64), _bet_features(distinct_bets),
+                   bet_index.reshape(-1).astype(np.int64))
 
 
 def _bet_features(bets: np.ndarray) -> np.ndarray:
@@ -62,7 +76,7 @@ def _bet_features(bets: np.ndarray) -> np.ndarray:
     return np.ascontiguousarray(np.concatenate([np.clip(bets, 0, 1e6), (bets >= 0)], axis=1), dtype=np.float32)
 
 
-@nb.njit(cache=True, fastmath=True)
+@nb.njit(cache=True, fastmath=True, nogil=True)
 def _card_counts(cards: np.ndarray, group_sizes: np.ndarray) -> np.ndarray:
     counts = np.zeros((len(group_sizes), len(cards), GROUP_FEATURES), np.float32)
     for i in range(len(cards)):
@@ -116,9 +130,10 @@ class FusedNetwork:
 
     def forward(self, features: Features) -> np.ndarray:
         """Outputs ``[N, 3]`` (float32), keeping the activations for :meth:`backward`."""
-        n, w = len(features), self.width
-        cache = _new_cache(n, len(self.group_sizes), w)
-        _forward(self.theta, self._offsets, len(self.group_sizes), w, features.counts, features.bets, cache)
+        groups, w = len(self.group_sizes), self.width
+        cache = _new_cache(len(features), features.card_counts.shape[1], len(features.bet_inputs), groups, w)
+        _forward(self.theta, self._offsets, groups, w, features.card_counts, features.card_index,
+                 features.bet_inputs, features.bet_index, cache)
         self._cache = (features, cache)
         return cache[11]
 
@@ -127,8 +142,9 @@ class FusedNetwork:
         if self._cache is None:
             raise RuntimeError("FusedNetwork.backward needs a forward pass first")
         features, cache = self._cache
-        _backward(self.theta, self.grad, self._offsets, len(self.group_sizes), self.width,
-                  features.counts, features.bets, cache, np.ascontiguousarray(d_out, dtype=np.float32))
+        _backward(self.theta, self.grad, self._offsets, len(self.group_sizes), self.width, features.card_counts,
+                  features.card_index, features.bet_inputs, features.bet_index, cache,
+                  np.ascontiguousarray(d_out, dtype=np.float32))
 
     def adam_step(self, lr: float, max_norm: float, betas: tuple[float, float] = (0.9, 0.999), eps: float = 1e-8) -> float:
         """``clip_grad_norm_(max_norm)`` then one torch-Adam update; returns the pre-clip norm."""
@@ -143,7 +159,7 @@ class FusedNetwork:
 
 
 def fit_weighted_mse(net: DeepCFRNetwork, features: Features, target: np.ndarray, legal: np.ndarray,
-                     weight: np.ndarray, denominator: float, steps: int, lr: float, max_norm: float,
+                     weight: np.ndarray, denominator: float, steps: int, lr: float | np.ndarray, max_norm: float,
                      picks: np.ndarray | None = None, threads: int = 1) -> np.ndarray:
     """Adam on Deep CFR's value loss ``sum_i w_i sum_a legal_ia (V(x_i)_a - y_ia)^2 / denominator``.
 
@@ -159,9 +175,10 @@ def fit_weighted_mse(net: DeepCFRNetwork, features: Features, target: np.ndarray
     losses = np.empty(steps, np.float64)
     with threadpool_limits(limits=threads, user_api="blas"):
         _fit_weighted_mse(fused.theta, fused.grad, fused.exp_avg, fused.exp_avg_sq, fused._offsets,
-                          len(fused.group_sizes), fused.width, features.counts, features.bets,
+                          len(fused.group_sizes), fused.width, features.card_counts, features.card_index,
+                          features.bet_inputs, features.bet_index,
                           np.ascontiguousarray(target, dtype=np.float32), np.ascontiguousarray(scale), picks,
-                          lr, 0.9, 0.999, 1e-8, max_norm, losses)
+                          np.broadcast_to(np.asarray(lr, np.float64), (steps,)).copy(), 0.9, 0.999, 1e-8, max_norm, losses)
     fused.copy_to(net)
     return losses
 
@@ -185,17 +202,17 @@ def _layout(groups: int, bet_slots: int, width: int) -> np.ndarray:
 # -- kernels ---------------------------------------------------------------------------------------
 # Block indices in the layout: groups embedding blocks, then (weight, bias) per linear layer.
 
-@nb.njit(cache=True, fastmath=True)
+@nb.njit(cache=True, fastmath=True, nogil=True)
 def _block(theta, offsets, index, rows, cols):
     return theta[offsets[index]:offsets[index + 1]].reshape((rows, cols))
 
 
-@nb.njit(cache=True, fastmath=True)
+@nb.njit(cache=True, fastmath=True, nogil=True)
 def _bias(theta, offsets, index):
     return theta[offsets[index]:offsets[index + 1]]
 
 
-@nb.njit(cache=True, fastmath=True)
+@nb.njit(cache=True, fastmath=True, nogil=True)
 def _linear_relu(x, weight, bias, out, skip):
     """``out = relu(x @ weight.T + bias [+ skip])`` (``skip`` empty = none)."""
     np.dot(x, weight.T, out)
@@ -210,17 +227,19 @@ def _linear_relu(x, weight, bias, out, skip):
 
 
 @nb.njit(cache=True)
-def _new_cache(n, groups, w):
-    """Activations of one batch: x, h1..h3 (card branch), y1, y2 (bets), z0..z3 (trunk), the
-    normalised zn, the outputs and the layer norm's 1/std per row."""
-    def f(cols):
-        return np.empty((n, cols), np.float32)
-    return (f(groups * w), f(w), f(w), f(w), f(w), f(w), f(2 * w), f(w), f(w), f(w), f(w), f(NUM_ACTIONS),
-            np.empty(n, np.float32))
+def _new_cache(n, distinct_cards, distinct_bets, groups, w):
+    """Activations of one batch: x, h1..h3 (card branch, per distinct card row), y1, y2 (bet
+    branch, per distinct bet row), z0..z3 (trunk), the normalised zn, the outputs and the layer
+    norm's 1/std per row."""
+    def f(rows, cols):
+        return np.empty((rows, cols), np.float32)
+    c, b = distinct_cards, distinct_bets
+    return (f(c, groups * w), f(c, w), f(c, w), f(c, w), f(b, w), f(b, w), f(n, 2 * w), f(n, w), f(n, w), f(n, w),
+            f(n, w), f(n, NUM_ACTIONS), np.empty(n, np.float32))
 
 
-@nb.njit(cache=True, fastmath=True)
-def _forward(theta, offsets, groups, w, counts, bets, cache):
+@nb.njit(cache=True, fastmath=True, nogil=True)
+def _forward(theta, offsets, groups, w, counts, card_index, bets, bet_index, cache):
     x, h1, h2, h3, y1, y2, z0, z1, z2, z3, zn, out, rstd = cache
     none = np.empty((0, 0), np.float32)
     for g in range(groups):
@@ -232,8 +251,9 @@ def _forward(theta, offsets, groups, w, counts, bets, cache):
     _linear_relu(h2, _block(theta, offsets, b + 4, w, w), _bias(theta, offsets, b + 5), h3, none)
     _linear_relu(bets, _block(theta, offsets, b + 6, w, bets.shape[1]), _bias(theta, offsets, b + 7), y1, none)
     _linear_relu(y1, _block(theta, offsets, b + 8, w, w), _bias(theta, offsets, b + 9), y2, y1)
-    z0[:, :w] = h3
-    z0[:, w:] = y2
+    for i in range(z0.shape[0]):
+        z0[i, :w] = h3[card_index[i]]
+        z0[i, w:] = y2[bet_index[i]]
     _linear_relu(z0, _block(theta, offsets, b + 10, w, 2 * w), _bias(theta, offsets, b + 11), z1, none)
     _linear_relu(z1, _block(theta, offsets, b + 12, w, w), _bias(theta, offsets, b + 13), z2, z1)
     _linear_relu(z2, _block(theta, offsets, b + 14, w, w), _bias(theta, offsets, b + 15), z3, z2)
@@ -257,7 +277,7 @@ def _forward(theta, offsets, groups, w, counts, bets, cache):
             out[i, a] += head_bias[a]
 
 
-@nb.njit(cache=True, fastmath=True)
+@nb.njit(cache=True, fastmath=True, nogil=True)
 def _linear_backward(d_act, act, x, weight, grad, offsets, index, d_x, skip):
     """Backward of ``act = relu(x @ W.T + b [+ x])``: turns ``d_act`` into the pre-activation
     gradient in place, writes dW and db into ``grad`` and, if ``d_x`` is non-empty, ``d_x``
@@ -277,8 +297,8 @@ def _linear_backward(d_act, act, x, weight, grad, offsets, index, d_x, skip):
             d_x += d_act
 
 
-@nb.njit(cache=True, fastmath=True)
-def _backward(theta, grad, offsets, groups, w, counts, bets, cache, d_out):
+@nb.njit(cache=True, fastmath=True, nogil=True)
+def _backward(theta, grad, offsets, groups, w, counts, card_index, bets, bet_index, cache, d_out):
     x, h1, h2, h3, y1, y2, z0, z1, z2, z3, zn, out, rstd = cache
     n = d_out.shape[0]
     b = groups
@@ -310,49 +330,48 @@ def _backward(theta, grad, offsets, groups, w, counts, bets, cache, d_out):
     _linear_backward(d_z2, z2, z1, _block(theta, offsets, b + 12, w, w), grad, offsets, b + 12, d_z1, True)
     d_z0 = np.empty((n, 2 * w), np.float32)
     _linear_backward(d_z1, z1, z0, _block(theta, offsets, b + 10, w, 2 * w), grad, offsets, b + 10, d_z0, False)
-    # bet branch
-    d_y2 = np.ascontiguousarray(d_z0[:, w:])
-    d_y1 = np.empty((n, w), np.float32)
+    # branches: scatter the trunk's input gradient back onto the distinct rows
+    d_h3 = np.zeros((h3.shape[0], w), np.float32)
+    d_y2 = np.zeros((y2.shape[0], w), np.float32)
+    for i in range(n):
+        d_h3[card_index[i]] += d_z0[i, :w]
+        d_y2[bet_index[i]] += d_z0[i, w:]
+    d_y1 = np.empty((y1.shape[0], w), np.float32)
     _linear_backward(d_y2, y2, y1, _block(theta, offsets, b + 8, w, w), grad, offsets, b + 8, d_y1, True)
     _linear_backward(d_y1, y1, bets, _block(theta, offsets, b + 6, w, bets.shape[1]), grad, offsets, b + 6, none, False)
-    # card branch
-    d_h3 = np.ascontiguousarray(d_z0[:, :w])
-    d_h2 = np.empty((n, w), np.float32)
+    d_h2 = np.empty((h2.shape[0], w), np.float32)
     _linear_backward(d_h3, h3, h2, _block(theta, offsets, b + 4, w, w), grad, offsets, b + 4, d_h2, False)
-    d_h1 = np.empty((n, w), np.float32)
+    d_h1 = np.empty((h1.shape[0], w), np.float32)
     _linear_backward(d_h2, h2, h1, _block(theta, offsets, b + 2, w, w), grad, offsets, b + 2, d_h1, False)
-    d_x = np.empty((n, groups * w), np.float32)
+    d_x = np.empty((x.shape[0], groups * w), np.float32)
     _linear_backward(d_h1, h1, x, _block(theta, offsets, b, w, groups * w), grad, offsets, b, d_x, False)
     for g in range(groups):
         np.dot(counts[g].T, np.ascontiguousarray(d_x[:, g * w:(g + 1) * w]), _block(grad, offsets, g, GROUP_FEATURES, w))
 
 
-@nb.njit(cache=True, fastmath=True)
-def _fit_weighted_mse(theta, grad, exp_avg, exp_avg_sq, offsets, groups, w, counts, bets, target, scale, picks,
-                      lr, beta1, beta2, eps, max_norm, losses):
+@nb.njit(cache=True, fastmath=True, nogil=True)
+def _fit_weighted_mse(theta, grad, exp_avg, exp_avg_sq, offsets, groups, w, counts, card_index, bets, bet_index,
+                      target, scale, picks, lrs, beta1, beta2, eps, max_norm, losses):
     """The steps of :func:`fit_weighted_mse`; loss gradient ``d_out = scale * (V - y)``, with
     ``scale = 2 w legal / denominator``."""
     full = picks.shape[0] == 0
     n = target.shape[0] if full else picks.shape[1]
-    cache = _new_cache(n, groups, w)
+    cache = _new_cache(n, counts.shape[1], bets.shape[0], groups, w)
     for step in range(losses.shape[0]):
         if full:
-            step_counts, step_bets, step_target, step_scale = counts, bets, target, scale
+            step_cards, step_bets, step_target, step_scale = card_index, bet_index, target, scale
         else:
             rows = picks[step]
-            step_counts = np.empty((groups, n, GROUP_FEATURES), np.float32)
-            for g in range(groups):
-                step_counts[g] = counts[g][rows]
-            step_bets, step_target, step_scale = bets[rows], target[rows], scale[rows]
-        _forward(theta, offsets, groups, w, step_counts, step_bets, cache)
+            step_cards, step_bets, step_target, step_scale = card_index[rows], bet_index[rows], target[rows], scale[rows]
+        _forward(theta, offsets, groups, w, counts, step_cards, bets, step_bets, cache)
         error = cache[11] - step_target
         d_out = step_scale * error
         losses[step] = 0.5 * np.sum(d_out * error)
-        _backward(theta, grad, offsets, groups, w, step_counts, step_bets, cache, d_out)
-        _clip_and_adam(theta, grad, exp_avg, exp_avg_sq, step + 1, lr, beta1, beta2, eps, max_norm)
+        _backward(theta, grad, offsets, groups, w, counts, step_cards, bets, step_bets, cache, d_out)
+        _clip_and_adam(theta, grad, exp_avg, exp_avg_sq, step + 1, lrs[step], beta1, beta2, eps, max_norm)
 
 
-@nb.njit(cache=True, fastmath=True)
+@nb.njit(cache=True, fastmath=True, nogil=True)
 def _clip(grad, max_norm):
     """torch ``clip_grad_norm_``: scale by ``min(1, max_norm / (norm + 1e-6))``; returns the norm."""
     total = 0.0
@@ -366,7 +385,7 @@ def _clip(grad, max_norm):
     return norm
 
 
-@nb.njit(cache=True, fastmath=True)
+@nb.njit(cache=True, fastmath=True, nogil=True)
 def _clip_and_adam(theta, grad, exp_avg, exp_avg_sq, step, lr, beta1, beta2, eps, max_norm):
     norm = _clip(grad, max_norm)
     step_size = np.float32(lr / (1.0 - beta1 ** step))
@@ -380,7 +399,7 @@ def _clip_and_adam(theta, grad, exp_avg, exp_avg_sq, step, lr, beta1, beta2, eps
     return norm
 
 
-@nb.njit(cache=True, fastmath=True)
+@nb.njit(cache=True, fastmath=True, nogil=True)
 def _clip_and_sgd(theta, grad, lr, max_norm):
     norm = _clip(grad, max_norm)
     for k in range(theta.shape[0]):

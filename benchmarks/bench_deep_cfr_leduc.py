@@ -6,7 +6,7 @@ wall-clock marks and writes the curve to ``docs/leduc_sdcfr_exploitability.png``
 Reference points (shared/reference.md): uniform play 1186.8 mbb/g; OpenSpiel's PyTorch Deep
 CFR 108 mbb/g after 10 minutes on a 2-core machine.
 
-    python benchmarks/bench_deep_cfr_leduc.py [--minutes 10] [--out runs/bench-leduc-sdcfr]
+    python benchmarks/bench_deep_cfr_leduc.py [--minutes 10] [--out runs/bench-leduc-sdcfr] [--set KEY=VALUE ...]
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks.bench_cfr_leduc import machine  # noqa: E402  (one machine line for every benchmark)
+from benchmarks.bench_nfsp_leduc import parse_value  # noqa: E402
 from training.deep_cfr import PRESETS, DeepCFRConfig, DeepCFRTrainer, plot_exploitability  # noqa: E402
 
 #: The Leduc preset as `pokerbot train` runs it (a checkpoint after every iteration, counted in
@@ -33,12 +34,17 @@ def main() -> None:
     parser.add_argument("--algo", default="sd-cfr", choices=["sd-cfr", "deep-cfr"])
     parser.add_argument("--out", default="runs/bench-leduc-sdcfr")
     parser.add_argument("--png", default="docs/leduc_sdcfr_exploitability.png")
+    parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="override a preset field")
     args = parser.parse_args()
     print(f"machine: {machine()}")
     shutil.rmtree(args.out, ignore_errors=True)
-    config = DeepCFRConfig(**{**SETTINGS, "game": "leduc", "algo": args.algo, "iterations": 100_000,
-                              "time_budget": f"{args.minutes * 60:.0f}s", "seed": 0})
-    print(f"settings: {SETTINGS}")
+    settings = dict(SETTINGS)
+    for item in args.set:
+        key, _, text = item.partition("=")
+        settings[key] = parse_value(text)
+    config = DeepCFRConfig(**{**settings, "game": "leduc", "algo": args.algo, "iterations": 100_000,
+                              "time_budget": f"{args.minutes * 60:.0f}s", "seed": 0}).validate()
+    print(f"settings: {settings}")
     trainer = DeepCFRTrainer.new(config, args.out, progress=False)
     records = [r for r in trainer.train() if "sdcfr_exploitability_mbb" in r]
     print("wall s | iteration | SD-CFR average exploitability (mbb/g, NashConv/2)")

@@ -6,7 +6,8 @@ the paper's batch sizes, and bytes per stored memory sample.
   included), next to the bare forward pass of the same network on batches of the same size
   (the traversal's mean rows per network call). Target: traversal >= 50% of bare inference.
 * SGD: Adam steps per second of the value-network loss at the paper's batch sizes
-  (FHP 10,000, HULH 20,000; Leduc preset 1,024).
+  (FHP 10,000, HULH 20,000) and at a Leduc full batch (a memory's ~468 distinct inputs per
+  player), in torch and in the compiled kernels of ``training/fused_network.py`` (CPU only).
 * memory: bytes per stored sample (node id, card slots, 3 targets, iteration) and what the
   paper's 40M-sample memories take.
 
@@ -30,6 +31,7 @@ from bot.encoding import InfosetEncoder  # noqa: E402
 from bot.network import DeepCFRNetwork, regret_matching  # noqa: E402
 from protocol.gamedef import load_game  # noqa: E402
 from training.deep_cfr import PRESETS  # noqa: E402
+from training.fused_network import Features, fit_weighted_mse  # noqa: E402
 from training.reservoir import Reservoir  # noqa: E402
 from training.traversal import deal_batch, traverse  # noqa: E402
 
@@ -77,15 +79,35 @@ def traversal_rate(game_name: str, device: torch.device, seconds: float) -> tupl
     return rate, batch, bare
 
 
-def sgd_rate(game_name: str, batch: int, device: torch.device, steps: int) -> float:
+def sgd_batch(game_name: str, batch: int) -> tuple[InfosetEncoder, tuple[torch.Tensor, ...]]:
+    """A random value-loss batch of real betting nodes and cards of ``game_name``'s deck."""
     enc = InfosetEncoder(load_game(game_name))
+    rng = np.random.default_rng(0)
+    node = torch.from_numpy(rng.choice(enc.tree.decision_ids, size=batch))
+    deck = np.asarray(enc.game.deck)
+    cards = torch.from_numpy(np.where(rng.random((batch, enc.num_card_slots)) < 0.2, -1,
+                                      rng.choice(deck, size=(batch, enc.num_card_slots))))
+    bets, legal = torch.from_numpy(enc.bets)[node], torch.from_numpy(enc.legal)[node]
+    return enc, (cards, bets, legal, torch.randn(batch, 3), torch.rand(batch))
+
+
+def fused_rate(game_name: str, batch: int, steps: int) -> float:
+    """Adam steps/s of :func:`training.fused_network.fit_weighted_mse` on the same kind of batch."""
+    enc, (cards, bets, legal, target, weight) = sgd_batch(game_name, batch)
+    net = DeepCFRNetwork(enc.group_sizes, enc.num_bet_slots, PRESETS[game_name]["width"])
+    features = Features.build(cards.numpy(), bets.numpy(), enc.group_sizes)
+    arrays = (target.numpy(), legal.float().numpy(), weight.numpy(), float(batch))
+    fit_weighted_mse(net, features, *arrays, 1, 1e-3, 1.0)  # compile outside the clock
+    start = time.perf_counter()
+    fit_weighted_mse(net, features, *arrays, steps, 1e-3, 1.0)
+    return steps / (time.perf_counter() - start)
+
+
+def sgd_rate(game_name: str, batch: int, device: torch.device, steps: int) -> float:
+    enc, batch_tensors = sgd_batch(game_name, batch)
+    cards, bets, legal, target, weight = (t.to(device) for t in batch_tensors)
     net = DeepCFRNetwork(enc.group_sizes, enc.num_bet_slots, PRESETS[game_name]["width"]).to(device)
     opt = torch.optim.Adam(net.parameters(), lr=1e-3, fused=True)  # as DeepCFRTrainer.make_optimizer
-    rng = np.random.default_rng(0)
-    node = torch.from_numpy(rng.choice(enc.tree.decision_ids, size=batch)).to(device)
-    cards = torch.from_numpy(rng.integers(-1, 52, size=(batch, enc.num_card_slots))).to(device)
-    bets, legal = torch.from_numpy(enc.bets).to(device)[node], torch.from_numpy(enc.legal).to(device)[node]
-    target, weight = torch.randn(batch, 3, device=device), torch.rand(batch, device=device)
 
     def step() -> None:
         loss = ((((net(cards, bets) - target) ** 2) * legal).sum(1) * weight).mean()
@@ -120,10 +142,12 @@ def main() -> None:
     for game in ("leduc", "fhp", "holdem"):
         rate, batch, bare = traversal_rate(game, device, args.seconds)
         print(f"{game:6s} | {rate:20,.0f} | {batch:14,.0f} | {bare:23,.0f} | {rate / bare:5.0%}")
-    print("SGD (value-network loss, Adam, grad clip 1)")
-    for game, batch in (("leduc", PRESETS["leduc"]["batch_size"]), ("fhp", 10_000), ("holdem", 20_000)):
-        steps = 20 if batch < 5000 or args.device == "cuda" else 4
-        print(f"{game:6s} batch {batch:6,d}, width {PRESETS[game]['width']}: {sgd_rate(game, batch, device, steps):8.2f} steps/s")
+    print("SGD (value-network loss, Adam, grad clip 1): steps/s in torch | in the fused CPU kernels")
+    for game, batch in (("leduc", 468), ("fhp", 10_000), ("holdem", 20_000)):
+        steps = 200 if batch < 5000 else 20 if args.device == "cuda" else 4
+        fused = f"{fused_rate(game, batch, steps):8.2f}" if args.device == "cpu" else "n/a (CPU only)"
+        print(f"{game:6s} batch {batch:6,d}, width {PRESETS[game]['width']}: "
+              f"{sgd_rate(game, batch, device, steps):8.2f} | {fused}")
     print("memory per stored sample")
     for game in ("leduc", "fhp", "holdem"):
         enc = InfosetEncoder(load_game(game))

@@ -49,9 +49,10 @@ def test_forward_and_backward_equal_autograd(group_sizes, bet_slots) -> None:
 
 
 def _torch_fit(net, cards, bets, legal, target, weight, steps, lr, clip, picks=None):
-    optimizer = torch.optim.Adam(net.parameters(), lr=lr)
+    optimizer = torch.optim.Adam(net.parameters(), lr=0.0)
     losses = []
     for step in range(steps):
+        optimizer.param_groups[0]["lr"] = float(np.broadcast_to(lr, (steps,))[step])
         rows = slice(None) if picks is None else torch.from_numpy(picks[step])
         outputs = net(cards[rows], bets[rows])
         loss = (((outputs - target[rows]) ** 2 * legal[rows]).sum(1) * weight[rows]).sum() / 50.0
@@ -65,14 +66,16 @@ def _torch_fit(net, cards, bets, legal, target, weight, steps, lr, clip, picks=N
 
 @pytest.mark.parametrize("clip", [1.0, 0.05])  # 0.05: every step is clipped
 @pytest.mark.parametrize("minibatches", [False, True])
-def test_fit_equals_torch_adam_with_clipping(clip: float, minibatches: bool) -> None:
+@pytest.mark.parametrize("lr", [3e-3, np.array([3e-3, 2e-3, 1e-3, 5e-4, 1e-4])])  # constant, per-step schedule
+@pytest.mark.parametrize("threads", [1, 2])  # 2: each step's rows split over two threads
+def test_fit_equals_torch_adam_with_clipping(clip: float, minibatches: bool, lr, threads: int) -> None:
     group_sizes, bet_slots = LAYOUTS[0]
     cards, bets, legal, target, weight = _batch(group_sizes, bet_slots)
     picks = np.random.default_rng(0).integers(0, len(cards), size=(5, 64)) if minibatches else None
     reference, fused_net = _net(group_sizes, bet_slots), _net(group_sizes, bet_slots)
-    expected = _torch_fit(reference, cards, bets, legal, target, weight, 5, 3e-3, clip, picks)
+    expected = _torch_fit(reference, cards, bets, legal, target, weight, 5, lr, clip, picks)
     losses = fit_weighted_mse(fused_net, Features.build(cards.numpy(), bets.numpy(), group_sizes), target.numpy(),
-                              legal.numpy(), weight.numpy(), 50.0, 5, 3e-3, clip, picks=picks)
+                              legal.numpy(), weight.numpy(), 50.0, 5, lr, clip, picks=picks, threads=threads)
     np.testing.assert_allclose(losses, expected, rtol=1e-5)
     assert expected[-1] < expected[0]
     for a, b in zip(reference.parameters(), fused_net.parameters(), strict=True):
@@ -97,6 +100,16 @@ def test_sgd_step_equals_torch_sgd() -> None:
     fused.copy_to(fused_net)
     for a, b in zip(reference.parameters(), fused_net.parameters(), strict=True):
         torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-6)
+
+
+def test_cosine_schedule_decays_each_fit_to_zero(tmp_path) -> None:
+    from training.deep_cfr import DeepCFRTrainer
+
+    config = DeepCFRConfig(game="kuhn", iterations=1, learning_rate=0.01, lr_schedule="cosine", evaluate_every=0)
+    rates = DeepCFRTrainer.new(config, tmp_path / "r", progress=False).learning_rates(4)
+    np.testing.assert_allclose(rates, [0.01, 0.01 * (1 + np.cos(np.pi / 4)) / 2, 0.005, 0.01 * (1 - np.cos(np.pi / 4)) / 2])
+    with pytest.raises(ValueError, match="lr_schedule"):
+        DeepCFRConfig(lr_schedule="step").validate()
 
 
 def test_fused_backend_needs_merged_batches_and_the_cpu() -> None:

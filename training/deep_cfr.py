@@ -100,6 +100,11 @@ class DeepCFRConfig:
     """Minibatch size of the average-strategy network."""
     learning_rate: float = 1e-3
     """Adam learning rate (paper: 0.001)."""
+    lr_schedule: str = "constant"
+    """``constant`` (the paper) or ``cosine``: each fit decays the rate from ``learning_rate`` to
+    0 along a half cosine. Full-batch fits (Leduc) end near a minimum instead of oscillating
+    around it at the final rate: on a late Leduc memory, 600 cosine steps matched the regret-
+    matching strategy of the exact targets 1.4x closer than 600 constant ones."""
     grad_clip: float = 1.0
     """Gradient-norm clip (paper: 1)."""
     traversal_batch: int = 2048
@@ -140,6 +145,8 @@ class DeepCFRConfig:
             raise ValueError(f"algo must be one of {', '.join(ALGOS)}, got {self.algo!r}")
         if self.memory_mode not in ("reservoir", "window"):
             raise ValueError(f"memory_mode must be reservoir or window, got {self.memory_mode!r}")
+        if self.lr_schedule not in ("constant", "cosine"):
+            raise ValueError(f"lr_schedule must be constant or cosine, got {self.lr_schedule!r}")
         if self.fit_backend not in ("auto", "torch", "fused"):
             raise ValueError(f"fit_backend must be auto, torch or fused, got {self.fit_backend!r}")
         if self.fit_backend == "fused" and not self.merge_duplicates:
@@ -362,6 +369,7 @@ class DeepCFRTrainer:
             return self._fit_fused(net, self._merged_problem(memory, steps, batch_size, rng, normalize), steps)
         batches, form = self._batches(memory, steps, batch_size, rng, normalize)
         net.train()
+        rates = self.learning_rates(steps).tolist()
         tail_from = steps - max(1, steps // 10)
         losses = []
         parameters = list(net.parameters())  # once: ``net.parameters()`` walks the modules each call
@@ -379,18 +387,27 @@ class DeepCFRTrainer:
             optimizer.zero_grad(set_to_none=True)
             loss.backward()
             torch.nn.utils.clip_grad_norm_(parameters, cfg.grad_clip, foreach=True)
+            for group in optimizer.param_groups:
+                group["lr"] = rates[step]
             optimizer.step()
             if step >= tail_from:  # read back only then, so a step costs no synchronisation
                 losses.append(loss.item())
         net.eval()
         return float(np.mean(losses)), form
 
+    def learning_rates(self, steps: int) -> np.ndarray:
+        """The learning rate of each of a fit's ``steps`` (see ``lr_schedule``)."""
+        rate = self.config.learning_rate
+        if self.config.lr_schedule == "cosine":
+            return rate * 0.5 * (1.0 + np.cos(np.pi * np.arange(steps) / steps))
+        return np.full(steps, rate)
+
     def _fit_fused(self, net: DeepCFRNetwork, problem: MergedProblem, steps: int) -> tuple[float, str]:
         """:meth:`_fit` of a value network in :func:`training.fused_network.fit_weighted_mse`."""
         cfg = self.config
         features = Features.build(problem.merged.cards, self.encoder.bets[problem.merged.node], self.encoder.group_sizes)
         losses = fit_weighted_mse(net, features, problem.target, self.encoder.legal[problem.merged.node],
-                                  problem.weight, problem.denominator, steps, cfg.learning_rate, cfg.grad_clip,
+                                  problem.weight, problem.denominator, steps, self.learning_rates(steps), cfg.grad_clip,
                                   picks=problem.picks, threads=cfg.threads or os.cpu_count() or 1)
         net.eval()
         return float(np.mean(losses[steps - max(1, steps // 10):])), problem.form

@@ -166,19 +166,24 @@ def fit_weighted_mse(net: DeepCFRNetwork, features: Features, target: np.ndarray
     Every step uses the whole batch, or with ``picks [steps, batch]`` the rows it names (then
     ``weight`` is indexed by them too). All ``steps`` run in one compiled call; ``net`` is trained
     in place (weights copied in and back; a fresh Adam state, as the trainer's torch path uses)
-    and every step's loss is returned. ``threads`` bounds BLAS threads: these small products run
-    fastest on one.
+    and every step's loss is returned. With ``threads`` > 1 each step's rows are split over that
+    many numba threads (the gradient is the same sum, added in another order); BLAS stays on one
+    thread per caller, which is fastest for these small products.
     """
     fused = FusedNetwork.from_module(net)
     scale = np.asarray(weight, np.float32)[:, None] * np.asarray(legal, np.float32) * np.float32(2.0 / denominator)
     picks = np.zeros((0, 0), np.int64) if picks is None else np.ascontiguousarray(picks, dtype=np.int64)
     losses = np.empty(steps, np.float64)
-    with threadpool_limits(limits=threads, user_api="blas"):
-        _fit_weighted_mse(fused.theta, fused.grad, fused.exp_avg, fused.exp_avg_sq, fused._offsets,
-                          len(fused.group_sizes), fused.width, features.card_counts, features.card_index,
-                          features.bet_inputs, features.bet_index,
-                          np.ascontiguousarray(target, dtype=np.float32), np.ascontiguousarray(scale), picks,
-                          np.broadcast_to(np.asarray(lr, np.float64), (steps,)).copy(), 0.9, 0.999, 1e-8, max_norm, losses)
+    chunks = max(1, min(threads, nb.get_num_threads(), len(features) if picks.size == 0 else picks.shape[1]))
+    arrays = (fused.theta, fused.grad, fused.exp_avg, fused.exp_avg_sq, fused._offsets, len(fused.group_sizes),
+              fused.width, features.card_counts, features.card_index, features.bet_inputs, features.bet_index,
+              np.ascontiguousarray(target, dtype=np.float32), np.ascontiguousarray(scale), picks)
+    settings = (np.broadcast_to(np.asarray(lr, np.float64), (steps,)).copy(), 0.9, 0.999, 1e-8, max_norm, losses)
+    with threadpool_limits(limits=1, user_api="blas"):
+        if chunks == 1:  # no parallel region at all: spinning worker threads cost dearly on a busy machine
+            _fit_weighted_mse(*arrays, *settings)
+        else:
+            _fit_weighted_mse_threads(*arrays, chunks, *settings)
     fused.copy_to(net)
     return losses
 
@@ -352,23 +357,49 @@ def _backward(theta, grad, offsets, groups, w, counts, card_index, bets, bet_ind
 @nb.njit(cache=True, fastmath=True, nogil=True)
 def _fit_weighted_mse(theta, grad, exp_avg, exp_avg_sq, offsets, groups, w, counts, card_index, bets, bet_index,
                       target, scale, picks, lrs, beta1, beta2, eps, max_norm, losses):
-    """The steps of :func:`fit_weighted_mse`; loss gradient ``d_out = scale * (V - y)``, with
-    ``scale = 2 w legal / denominator``."""
-    full = picks.shape[0] == 0
-    n = target.shape[0] if full else picks.shape[1]
+    """The steps of :func:`fit_weighted_mse` on one thread."""
+    n = target.shape[0] if picks.shape[0] == 0 else picks.shape[1]
     cache = _new_cache(n, counts.shape[1], bets.shape[0], groups, w)
     for step in range(losses.shape[0]):
-        if full:
-            step_cards, step_bets, step_target, step_scale = card_index, bet_index, target, scale
-        else:
-            rows = picks[step]
-            step_cards, step_bets, step_target, step_scale = card_index[rows], bet_index[rows], target[rows], scale[rows]
-        _forward(theta, offsets, groups, w, counts, step_cards, bets, step_bets, cache)
-        error = cache[11] - step_target
-        d_out = step_scale * error
-        losses[step] = 0.5 * np.sum(d_out * error)
-        _backward(theta, grad, offsets, groups, w, counts, step_cards, bets, step_bets, cache, d_out)
+        rows = np.arange(n) if picks.shape[0] == 0 else picks[step]
+        losses[step] = _rows_gradient(theta, grad, offsets, groups, w, counts, card_index, bets, bet_index,
+                                      target, scale, rows, cache)
         _clip_and_adam(theta, grad, exp_avg, exp_avg_sq, step + 1, lrs[step], beta1, beta2, eps, max_norm)
+
+
+@nb.njit(cache=True, fastmath=True, nogil=True, parallel=True)
+def _fit_weighted_mse_threads(theta, grad, exp_avg, exp_avg_sq, offsets, groups, w, counts, card_index, bets,
+                              bet_index, target, scale, picks, chunks, lrs, beta1, beta2, eps, max_norm, losses):
+    """The steps of :func:`fit_weighted_mse` with each step's rows split into ``chunks`` parts on
+    parallel threads (the branches, ~40 distinct rows, are recomputed per part); their
+    gradients are summed in a fixed order, then one update."""
+    n = target.shape[0] if picks.shape[0] == 0 else picks.shape[1]
+    bounds = np.linspace(0, n, chunks + 1).astype(np.int64)
+    caches = [_new_cache(bounds[c + 1] - bounds[c], counts.shape[1], bets.shape[0], groups, w) for c in range(chunks)]
+    grads = np.zeros((chunks, grad.shape[0]), np.float32)
+    parts = np.zeros(chunks)
+    for step in range(losses.shape[0]):
+        rows = np.arange(n) if picks.shape[0] == 0 else picks[step]
+        for c in nb.prange(chunks):
+            parts[c] = _rows_gradient(theta, grads[c], offsets, groups, w, counts, card_index, bets, bet_index,
+                                      target, scale, rows[bounds[c]:bounds[c + 1]], caches[c])
+        grad[:] = grads[0]
+        for c in range(1, chunks):
+            grad += grads[c]
+        losses[step] = parts.sum()
+        _clip_and_adam(theta, grad, exp_avg, exp_avg_sq, step + 1, lrs[step], beta1, beta2, eps, max_norm)
+
+
+@nb.njit(cache=True, fastmath=True, nogil=True)
+def _rows_gradient(theta, grad, offsets, groups, w, counts, card_index, bets, bet_index, target, scale, rows, cache):
+    """Loss of ``rows`` and its gradient into ``grad``; ``d_out = scale * (V - y)`` with
+    ``scale = 2 w legal / denominator``."""
+    row_cards, row_bets = card_index[rows], bet_index[rows]
+    _forward(theta, offsets, groups, w, counts, row_cards, bets, row_bets, cache)
+    error = cache[11] - target[rows]
+    d_out = scale[rows] * error
+    _backward(theta, grad, offsets, groups, w, counts, row_cards, bets, row_bets, cache, d_out)
+    return 0.5 * np.sum(d_out * error)
 
 
 @nb.njit(cache=True, fastmath=True, nogil=True)

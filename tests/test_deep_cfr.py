@@ -238,3 +238,25 @@ def test_deep_cfr_checkpoint_restores_every_memory(tmp_path) -> None:
     for a, b in zip(resumed.memories, trainer.memories, strict=True):
         assert a.seen == b.seen and all(np.array_equal(a.stored()[k], b.stored()[k]) for k in a.data)
     assert len(resumed.memories) == 3
+
+
+def test_traversal_strategy_table_equals_the_networks(tmp_path) -> None:
+    """Small games look sigma^t up per infoset; the table must be regret matching on the current
+    networks' outputs at every input a traversal can reach (and uniform before a network)."""
+    from bot.network import regret_matching
+
+    config = DeepCFRConfig(**{**PRESETS["leduc"], "game": "leduc", "iterations": 2, "traversals": 200, "sgd_steps": 20})
+    trainer = DeepCFRTrainer.new(config, tmp_path / "r", progress=False)
+    space, cards = trainer.batch.space, trainer.batch.cards.numpy()
+    before = trainer.strategy_fn(0, space.node, cards)
+    np.testing.assert_allclose(before, space.legal / space.legal.sum(1, keepdims=True))
+    trainer.train()
+    for player in (0, 1):
+        rows = np.flatnonzero(trainer.batch.player == player)
+        node = torch.from_numpy(space.node[rows].astype(np.int64))
+        with torch.no_grad():
+            advantages = trainer.nets[player](torch.from_numpy(cards[rows]), trainer.bets[node])
+        expected = regret_matching(advantages, trainer.legal[node]).numpy()
+        np.testing.assert_allclose(trainer.strategy_fn(player, space.node[rows], cards[rows]), expected, atol=1e-6)
+    with pytest.raises(RuntimeError, match="not an infoset"):
+        trainer.strategy_fn(0, space.node[:1], np.full((1, cards.shape[1]), 5))  # hole card 5 twice: impossible

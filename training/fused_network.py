@@ -174,7 +174,11 @@ def fit_weighted_mse(net: DeepCFRNetwork, features: Features, target: np.ndarray
     scale = np.asarray(weight, np.float32)[:, None] * np.asarray(legal, np.float32) * np.float32(2.0 / denominator)
     picks = np.zeros((0, 0), np.int64) if picks is None else np.ascontiguousarray(picks, dtype=np.int64)
     losses = np.empty(steps, np.float64)
-    chunks = max(1, min(threads, nb.get_num_threads(), len(features) if picks.size == 0 else picks.shape[1]))
+    rows = len(features) if picks.size == 0 else picks.shape[1]
+    # numba's thread pool is only touched when asked for: starting its OpenMP layer resets the
+    # OpenMP thread count that torch shares (measured: torch steps 35x slower afterwards)
+    chunks = 1 if threads <= 1 else max(1, min(threads, nb.get_num_threads(), rows))
+    torch_threads = torch.get_num_threads()
     arrays = (fused.theta, fused.grad, fused.exp_avg, fused.exp_avg_sq, fused._offsets, len(fused.group_sizes),
               fused.width, features.card_counts, features.card_index, features.bet_inputs, features.bet_index,
               np.ascontiguousarray(target, dtype=np.float32), np.ascontiguousarray(scale), picks)
@@ -184,6 +188,7 @@ def fit_weighted_mse(net: DeepCFRNetwork, features: Features, target: np.ndarray
             _fit_weighted_mse(*arrays, *settings)
         else:
             _fit_weighted_mse_threads(*arrays, chunks, *settings)
+            torch.set_num_threads(torch_threads)
     fused.copy_to(net)
     return losses
 

@@ -4,12 +4,17 @@ speed of self-play.
     python benchmarks/bench_nfsp_leduc.py --minutes 10                 # the tuned Leduc preset
     python benchmarks/bench_nfsp_leduc.py --minutes 10 --paper         # the NFSP paper's settings
     python benchmarks/bench_nfsp_leduc.py --minutes 10 --set eta=0.5   # any config field changed
+    python benchmarks/bench_nfsp_leduc.py --minutes 3 --continue-from runs/bench-nfsp-leduc-tuned2 --set eta=0.1
 
 Prints the machine, the resolved config, one row per evaluation (steps, hands, training
 seconds, exploitability = NashConv/2 in mbb/g of the average-policy network and, with
-``sl_full_batch``, of the M_SL action frequencies it fits), when (if ever) 37 mbb/g (the Deep CFR paper's
+``sl_full_batch``, of the M_SL action frequencies it fits; and per seat how far the greedy Q
+policy falls short of an exact best response against the current average, in mbb/g and as a
+share of the best response's gain), when (if ever) 37 mbb/g (the Deep CFR paper's
 NFSP figure for Leduc) was reached, the hands per second of the whole NFSP loop, and the hands
-per second of self-play alone (acting with the networks, no learning). The run directory
+per second of self-play alone (acting with the networks, no learning), and for the final
+networks how far an exact best response to the other seat's eta-mixture (what Q is trained
+against) falls short of one to its average policy Pi (what fictitious play needs). The run directory
 (metrics.jsonl, exploitability.png, policy) is kept in ``--out``.
 """
 
@@ -18,6 +23,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import io
+import shutil
 import sys
 import time
 from pathlib import Path
@@ -27,8 +33,16 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import torch  # noqa: E402
 
 from benchmarks.bench_cfr_leduc import machine  # noqa: E402  (one machine line for every benchmark)
-from training.nfsp import LEDUC_PAPER, NFSP, make_config, preset_for, train  # noqa: E402
-from training.rundir import RunDir  # noqa: E402
+from training.nfsp import (  # noqa: E402
+    LEDUC_PAPER,
+    NFSP,
+    anticipatory,
+    make_config,
+    mixture_bias,
+    preset_for,
+    train,
+)
+from training.rundir import CHECKPOINT_DIR, RunDir, load_torch  # noqa: E402
 
 TARGET_MBB = 37.0
 
@@ -61,9 +75,22 @@ def main() -> None:
     parser.add_argument("--paper", action="store_true", help="the NFSP paper's Leduc settings, not the tuned preset")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out", default=f"runs/bench-nfsp-leduc-{int(time.time())}")
+    parser.add_argument("--continue-from", metavar="RUN", help="start from RUN's checkpoint (its config, "
+                        "networks, memories and counters; --set may change anything but the memory sizes) "
+                        "and train --minutes more: compares settings from a plateau without redoing the way there")
     args = parser.parse_args()
 
-    values = (preset_for("leduc") if not args.paper else LEDUC_PAPER | {"game": "leduc"}) | {"seed": args.seed, "time_budget": args.minutes * 60, "steps": 10**9}
+    if args.continue_from:
+        source = RunDir.open(args.continue_from)
+        if source.checkpoint_path is None:
+            raise SystemExit(f"error: {args.continue_from} has no checkpoint to continue from")
+        values = source.config()
+        state = load_torch(source.checkpoint_path / "state.pt")
+        start_hands, start_seconds = state["hands"], state["train_seconds"]
+        values |= {"time_budget": start_seconds + args.minutes * 60, "steps": 10**9}
+    else:
+        start_hands, start_seconds = 0, 0.0
+        values = (preset_for("leduc") if not args.paper else LEDUC_PAPER | {"game": "leduc"}) | {"seed": args.seed, "time_budget": args.minutes * 60, "steps": 10**9}
     for item in args.set:
         key, _, text = item.partition("=")
         values[key] = parse_value(text)
@@ -74,24 +101,32 @@ def main() -> None:
     print(f"self-play alone (no learning): {rate:,.0f} hands/s with {config.num_envs} hands in parallel")
 
     run = RunDir.create(args.out, config)
-    train(config, run, stream=io.StringIO())
+    if args.continue_from:
+        shutil.copytree(source.checkpoint_path, run.path / CHECKPOINT_DIR)
+    learner = train(config, run, resume=bool(args.continue_from), stream=io.StringIO())
     records = [r for r in run.read_metrics() if "exploitability_mbb" in r]
-    print(f"{'steps':>9} {'hands':>11} {'train s':>9} {'exploitability mbb/g':>21} {'M_SL table mbb/g':>17}")
+    print(f"{'steps':>9} {'hands':>11} {'train s':>9} {'exploitability mbb/g':>21} {'M_SL table mbb/g':>17} "
+          f"{'greedy Q short of BR, mbb/g (share of BR gain), seat 0 / seat 1':>64}")
     for record in records:
         table = f"{record['sl_table_mbb']:.1f}" if "sl_table_mbb" in record else "-"
+        gaps = " / ".join(f"{record[f'q_gap_mbb_{s}']:.0f} ({record[f'q_share_{s}']:.2f})" for s in range(2))
         print(f"{record['step']:>9,} {record['hands']:>11,} {record['train_seconds']:>9.1f} "
-              f"{record['exploitability_mbb']:>21.1f} {table:>17}")
+              f"{record['exploitability_mbb']:>21.1f} {table:>17} {gaps:>64}")
     reached = next((r for r in records if r["exploitability_mbb"] <= TARGET_MBB), None)
     last = records[-1]
     best = min(records, key=lambda r: r["exploitability_mbb"])
-    print(f"NFSP loop: {last['hands'] / last['train_seconds']:,.0f} hands/s "
-          f"({last['hands']:,} hands in {last['train_seconds']:.0f} s of training)")
+    hands, seconds = last["hands"] - start_hands, last["train_seconds"] - start_seconds
+    print(f"NFSP loop: {hands / seconds:,.0f} hands/s ({hands:,} hands in {seconds:.0f} s of training)")
     print(f"final exploitability (NashConv/2): {last['exploitability_mbb']:.1f} mbb/g; "
           f"best {best['exploitability_mbb']:.1f} at {best['train_seconds']:.0f} s / {best['hands']:,} hands")
     if reached:
         print(f"reached {TARGET_MBB} mbb/g after {reached['train_seconds']:.0f} s and {reached['hands']:,} hands")
     else:
         print(f"did not reach {TARGET_MBB} mbb/g within {args.minutes:g} minutes")
+    for eta in sorted({config.eta, anticipatory(config, learner.step_count), 0.25, 0.1}, reverse=True):
+        seats = mixture_bias(learner, eta)
+        print(f"exact best response to eta-mixture (eta {eta:g}) short of one to Pi, final networks: "
+              f"{seats[0]:.1f} / {seats[1]:.1f} mbb/g (seat 0 / seat 1)")
     print(f"run directory: {run.path} (exploitability.png, metrics.jsonl)")
 
 

@@ -25,8 +25,11 @@ from training.nfsp import (
     LEDUC_PAPER,
     NFSP,
     NFSPConfig,
+    anticipatory,
+    best_response_quality,
     dqn_targets,
     make_config,
+    mixture_bias,
     preset_for,
     q_learning_rate,
     train,
@@ -104,6 +107,52 @@ def test_anticipatory_parameter_decides_who_feeds_the_average_policy(eta: float)
         assert len(p.supervised) == expected
 
 
+def test_eta_anneal_and_opponent_filter() -> None:
+    """eta_final: eta moves linearly to eta_final over eta_anneal_steps steps, then stays, and
+    decides each new hand's policies; rl_vs_average: a seat's M_RL keeps only the transitions of
+    hands where the other seat followed Pi (none at eta = 1), while the learning rhythm still
+    counts every transition."""
+    config = dataclasses.replace(KUHN, eta=0.5, eta_final=0.1, eta_anneal_steps=100)
+    assert [anticipatory(config, s) for s in (0, 50, 100, 10**6)] == pytest.approx([0.5, 0.3, 0.1, 0.1])
+    assert anticipatory(KUHN, 10**6) == KUHN.eta
+    learner = NFSP(dataclasses.replace(config, eta=1.0, eta_final=0.0, eta_anneal_steps=1, num_envs=16))
+    learner.step()  # hands dealt after step 1 never use the best response
+    for _ in range(30):
+        learner.step()
+    assert not learner.use_best_response.any()
+    for eta in (0.0, 1.0):
+        learner = NFSP(dataclasses.replace(KUHN, eta=eta, rl_vs_average=True, num_envs=16))
+        for _ in range(30):
+            learner.step()
+        closed = learner.transitions
+        assert closed.min() > 100
+        stored = [len(p.replay) for p in learner.players]
+        assert stored == ([0, 0] if eta == 1.0 else closed.tolist())
+        assert (learner.since_learn == closed % KUHN.learn_every).all()  # rounds ran on every closed one
+
+
+def test_greedy_q_diagnostic_is_zero_for_exact_best_responses(monkeypatch) -> None:
+    """best_response_quality measures the greedy Q policies against exact best responses: with
+    Q replaced by each seat's exact best response to Pi the gap is 0 and the share 1, and the
+    untrained greedy Q of a fresh learner falls short in both seats; mixture_bias is 0 at eta = 0."""
+    from bot.best_response import best_response_strategy
+
+    learner = NFSP(dataclasses.replace(make_config(preset_for("leduc")), num_envs=16))
+    game, average = learner.game, learner.policy.strategy()
+    report = exploitability(game, average)
+    untrained = best_response_quality(learner, report)
+    assert min(untrained["q_gap_mbb_0"], untrained["q_gap_mbb_1"]) > 10
+    player = learner.policy.infosets.player
+    exact = np.where((player == 0)[:, None], best_response_strategy(game, average, 0),
+                     best_response_strategy(game, average, 1))
+    monkeypatch.setattr("training.nfsp.greedy_q_strategy", lambda _: exact)
+    quality = best_response_quality(learner, report)
+    assert [quality[k] for k in ("q_gap_mbb_0", "q_gap_mbb_1")] == pytest.approx([0.0, 0.0], abs=1e-9)
+    assert [quality[k] for k in ("q_share_0", "q_share_1")] == pytest.approx([1.0, 1.0])
+    assert mixture_bias(learner, 0.0) == pytest.approx((0.0, 0.0), abs=1e-9)  # eta 0: the mixture is Pi
+    assert min(mixture_bias(learner, 1.0)) > 10  # a best response to the (exact) greedy Q is not one to Pi
+
+
 def test_kuhn_learns_far_below_uniform(tmp_path) -> None:
     """A 1,000-step Kuhn run (about 27,000 hands) ends well under half the uniform policy's
     exploitability, and the metrics and plot are written."""
@@ -123,11 +172,17 @@ def _weights(learner: NFSP) -> list[torch.Tensor]:
     return [t.clone() for p in learner.players for m in (p.q, p.q_target, p.pi) for t in m.state_dict().values()]
 
 
-@pytest.mark.parametrize("changes", [{}, {"rl_full_batch": True, "rl_lr_decay_steps": 50}])
+@pytest.mark.parametrize("changes", [
+    {},
+    {"rl_full_batch": True, "rl_lr_decay_steps": 50},
+    {"rl_full_batch": True, "fused": True, "optimizer": "sgd", "rl_lr": 0.1, "sl_lr": 0.05, "eta_final": 0.2,
+     "eta_anneal_steps": 150},
+])
 def test_resume_continues_exactly(tmp_path, changes: dict) -> None:
     """Stopping after 120 steps (checkpoint) and resuming to 240 gives the same networks,
     memories and metrics as one uninterrupted 240-step run (also with the exact Q step and a
-    decaying Q learning rate)."""
+    decaying Q learning rate, and with the compiled steps, whose weight buffer the checkpoint
+    load must fill, and an eta anneal)."""
     config = dataclasses.replace(KUHN, steps=240, eval_every=40, checkpoint_every=60, num_envs=32, seed=5, **changes)
     straight = train(config, RunDir.create(tmp_path / "a", config))
     half = dataclasses.replace(config, steps=120)
@@ -213,6 +268,10 @@ def test_config_rejects_nonsense() -> None:
         NFSPConfig(q_loss="huber", rl_full_batch=True)
     with pytest.raises(ValueError, match="rl_lr_decay_steps must be >= 0"):
         NFSPConfig(rl_lr_decay_steps=-1)
+    with pytest.raises(ValueError, match="eta_final must be in"):
+        NFSPConfig(eta_final=2.0, eta_anneal_steps=10)
+    with pytest.raises(ValueError, match="eta_final needs eta_anneal_steps"):
+        NFSPConfig(eta_final=0.1)
 
 
 def test_q_learning_rate_decays_as_configured() -> None:

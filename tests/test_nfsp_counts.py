@@ -14,7 +14,7 @@ import torch.nn.functional as F
 from bot.encoding import InfosetEncoder
 from protocol.gamedef import load_game
 from training.nfsp import NFSP, dqn_targets, make_config, preset_for, supervised_loss
-from training.nfsp_counts import InputCounts
+from training.nfsp_counts import InputCounts, ReplayCounts
 
 
 def _leduc(**changes) -> NFSP:
@@ -164,6 +164,28 @@ def test_replay_keys_follow_the_window() -> None:
         assert np.array_equal(action, rows["action"])
         next_nodes, next_cards = p.keys.inputs(rows["next_key"].astype(np.int64))
         assert np.array_equal(next_nodes, rows["next_node"]) and np.array_equal(next_cards, rows["next_cards"])
+
+
+def test_replay_totals_equal_a_recount_of_the_window() -> None:
+    """After the 300-row window wrapped around several times (and with a batch longer than the
+    window), the totals kept as rows enter and leave equal a recount of the stored rows, and
+    every (s, a) -> s' link is one that some stored row makes."""
+    learner = _exact_q_learner()
+    p = learner.players[0]
+    rows = {name: np.concatenate([a, a]) for name, a in p.replay.stored().items()}
+    p.keys.add(p.replay, rows, learner.rng)  # 600 rows into a window of 300
+    kept = p.keys.groups(len(p.replay))
+    fresh = ReplayCounts(learner.encoder)
+    fresh.recount(p.replay)
+    again = fresh.groups(len(p.replay))
+    for name in ("state_keys", "pair_state", "pair_action", "pair_count", "pair_reward", "next_keys", "link_pair",
+                 "link_weight"):
+        assert np.array_equal(getattr(kept, name), getattr(again, name)), name
+    stored = p.replay.stored()
+    made = set(zip(stored["count_key"][~stored["done"]].tolist(), stored["next_key"][~stored["done"]].tolist(),
+                   strict=True))
+    pair_keys = kept.state_keys[kept.pair_state] * 3 + kept.pair_action
+    assert {(int(pair_keys[a]), int(kept.next_keys[b])) for a, b in zip(kept.link_pair, kept.link_next, strict=True)} == made
 
 
 def test_exact_q_loss_and_gradient_equal_the_row_by_row_dqn_ones() -> None:

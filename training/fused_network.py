@@ -120,6 +120,22 @@ class FusedNetwork:
         theta = torch.cat([p.detach().reshape(-1).float().cpu() for p in net.parameters()]).numpy().copy()
         return cls(net.group_sizes, net.bet_slots, net.width, theta)
 
+    @classmethod
+    def tied_to(cls, net: DeepCFRNetwork) -> FusedNetwork:
+        """A fused network whose flat weight buffer *is* ``net``'s storage: every parameter of
+        ``net`` becomes a view into it, so a compiled update is at once visible to the torch
+        module that acts, is evaluated and is checkpointed (and ``load_state_dict`` writes into
+        the buffer), with no copy per step (a copy each way costs more than a step). NFSP's
+        networks train this way; CPU only."""
+        fused = cls.from_module(net)
+        buffer = torch.from_numpy(fused.theta)
+        start = 0
+        with torch.no_grad():
+            for parameter in net.parameters():
+                parameter.data = buffer[start:start + parameter.numel()].view_as(parameter)
+                start += parameter.numel()
+        return fused
+
     def copy_to(self, net: DeepCFRNetwork) -> None:
         """Write the weights back into ``net`` (same architecture)."""
         with torch.no_grad():

@@ -14,8 +14,8 @@ footnote 4: NFSP run "with the same model architecture as we use for Deep CFR"):
   the best responses, which is what fictitious play converges with (paper sec. 3-4).
 
 At the start of every hand each player independently follows its epsilon-greedy best response
-with probability ``eta`` (the anticipatory parameter) and Pi otherwise, for the whole hand
-(algorithm 1); only best-response actions enter M_SL. The policy evaluated and played is
+with probability ``eta`` (the anticipatory parameter, optionally annealed: ``eta_final``) and Pi
+otherwise, for the whole hand (algorithm 1); only best-response actions enter M_SL. The policy evaluated and played is
 always Pi.
 
 Vectorised self-play: ``num_envs`` hands advance together on the compiled betting tree
@@ -34,20 +34,26 @@ import signal
 import time
 from dataclasses import dataclass, fields
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import torch
 import torch.nn.functional as F
+from threadpoolctl import ThreadpoolController
 
 from bot.encoding import InfosetEncoder
 from bot.network import DeepCFRNetwork
 from bot.nfsp_agent import NFSPPolicy
 from protocol.gamedef import load_game
 from training import plots
-from training.nfsp_counts import InputCounts, ReplayGroups, check_countable, group_replay
+from training.fused_network import Features, FusedNetwork
+from training.nfsp_counts import InputCounts, ReplayCounts, ReplayGroups, check_countable
 from training.reservoir import Reservoir
 from training.rundir import RunDir, load_torch, save_torch
 from training.vector_env import VectorEnv
+
+if TYPE_CHECKING:
+    from bot.best_response import ExploitabilityReport
 
 #: Format number stored in checkpoints and policy bundles.
 FORMAT = 1
@@ -71,6 +77,21 @@ class NFSPConfig:
     """Width of the appendix C network (all four networks)."""
     eta: float = 0.1
     """Anticipatory parameter: per hand, probability of acting with the best response."""
+    eta_final: float = -1.0
+    """Anneal eta linearly from ``eta`` to this value over ``eta_anneal_steps`` self-play steps,
+    then keep it (-1 = constant eta). Why: each seat's Q learns a best response to what the
+    other seat plays, the mixture ``eta * BR + (1 - eta) * Pi`` (the paper's anticipatory
+    dynamics, sec. 4), not to Pi itself, so the fixed point of a large eta is biased away from
+    fictitious play's; a large eta early fills M_SL fast, a small one late removes most of the
+    bias. Still algorithm 1, with a time-varying eta."""
+    eta_anneal_steps: int = 0
+    """Self-play steps of the eta anneal (with ``eta_final``)."""
+    rl_vs_average: bool = False
+    """Store in M_RL only the transitions of hands in which the *other* seat followed its
+    average policy Pi, so Q estimates a best response to Pi_-i itself, the best response of
+    fictitious play (Heinrich & Silver 2016, sec. 3), instead of to the eta-mixture (see
+    ``eta_final``). A departure from algorithm 1 (which stores every own transition); off by
+    default. The learning rhythm still counts every closed transition."""
     rl_capacity: int = 200_000
     """Circular replay memory M_RL per player (transitions)."""
     sl_capacity: int = 2_000_000
@@ -111,6 +132,12 @@ class NFSPConfig:
     """DQN step on the exact objective: the squared TD error over all of M_RL, merged over its
     distinct (state, action) pairs and next states (:func:`exact_q_loss`; small games only)
     instead of a ``batch_size`` minibatch. Same loss and gradient, no sampling noise."""
+    fused: bool = False
+    """Run the exact SL and Q steps (``sl_full_batch``, ``rl_full_batch``) in the compiled
+    kernels of :mod:`training.fused_network` instead of torch autograd: the same loss, gradient,
+    clip and SGD update (``tests/test_nfsp_fused.py``), several times cheaper per step on Leduc's
+    few hundred distinct inputs, so more exact Q steps per learning round cost the same time.
+    CPU and SGD only; the torch networks share the kernels' weight buffer (no copies)."""
     grad_clip: float = 10.0
     """Gradient-norm clip of every update (0 = none)."""
     eval_every: int = 1_000
@@ -133,6 +160,10 @@ class NFSPConfig:
                 raise ValueError(f"nfsp config: {name} must be positive, got {getattr(self, name)}")
         if not 0.0 <= self.eta <= 1.0:
             raise ValueError(f"nfsp config: eta must be in [0, 1], got {self.eta}")
+        if self.eta_final != -1.0 and not 0.0 <= self.eta_final <= 1.0:
+            raise ValueError(f"nfsp config: eta_final must be in [0, 1] or -1 (constant eta), got {self.eta_final}")
+        if self.eta_anneal_steps < 0 or (self.eta_final != -1.0 and self.eta_anneal_steps == 0):
+            raise ValueError("nfsp config: eta_final needs eta_anneal_steps > 0")
         if not 0.0 <= self.eps_start <= 1.0:
             raise ValueError(f"nfsp config: eps_start must be in [0, 1], got {self.eps_start}")
         if self.optimizer not in ("sgd", "adam"):
@@ -145,6 +176,10 @@ class NFSPConfig:
             raise ValueError(f"nfsp config: rl_lr_decay_steps must be >= 0, got {self.rl_lr_decay_steps}")
         if self.device not in ("cpu", "cuda"):
             raise ValueError(f"nfsp config: device must be cpu or cuda, got {self.device!r}")
+        if self.fused and (self.device != "cpu" or self.optimizer != "sgd"
+                           or not (self.sl_full_batch or self.rl_full_batch)):
+            raise ValueError("nfsp config: fused needs device = cpu, optimizer = sgd and an exact step "
+                             "(sl_full_batch or rl_full_batch)")
 
 
 def replay_memory(capacity: int, encoder: InfosetEncoder, keyed: bool = False) -> Reservoir:
@@ -197,25 +232,40 @@ def q_learning_rate(config: NFSPConfig, step: int) -> float:
     return config.rl_lr / float(np.sqrt(1.0 + step / config.rl_lr_decay_steps))
 
 
+def pair_targets(next_q_online: torch.Tensor, next_q_target: torch.Tensor, next_legal: torch.Tensor,
+                 groups: ReplayGroups, double: bool = True) -> torch.Tensor:
+    """``ybar(s, a)`` per distinct (s, a) of M_RL: the mean of its rows' DQN targets ``y_i`` (those
+    of :func:`dqn_targets`), from one bootstrap value per distinct next state (the ``next_*``
+    tensors are at ``groups.next_keys``) spread over the (s, a, s') links of
+    :class:`~training.nfsp_counts.ReplayGroups`. No gradient flows through targets."""
+    to, dtype = next_q_online.device, next_q_online.dtype
+    none = torch.zeros(len(next_legal), dtype=dtype, device=to)
+    bootstrap = dqn_targets(none, torch.zeros(len(next_legal), dtype=torch.bool, device=to),
+                            next_q_online, next_q_target.to(dtype), next_legal, double)
+    linked = torch.from_numpy(groups.link_weight).to(device=to, dtype=dtype) * bootstrap[torch.from_numpy(groups.link_next).to(to)]
+    mean_y = torch.from_numpy(groups.pair_reward).to(device=to, dtype=dtype)
+    return mean_y.index_add(0, torch.from_numpy(groups.link_pair).to(to), linked)
+
+
 def exact_q_loss(q_states: torch.Tensor, next_q_online: torch.Tensor, next_q_target: torch.Tensor,
                  next_legal: torch.Tensor, groups: ReplayGroups, double: bool = True) -> torch.Tensor:
     """``(1/N) sum_(s,a) n(s,a) (Q(s,a) - ybar(s,a))^2``: the mean squared TD error over every row
     of M_RL minus a constant, so with exactly its gradient (derivation: :mod:`training.nfsp_counts`).
     ``q_states`` are Q's values at ``groups.state_keys`` (with gradient); the ``next_*`` tensors
-    are at ``groups.next_keys``. The targets ``y_i`` are those of :func:`dqn_targets`, computed
-    from one bootstrap value per distinct next state."""
+    are at ``groups.next_keys`` (:func:`pair_targets`)."""
     to, dtype = q_states.device, q_states.dtype
-    none = torch.zeros(len(next_legal), dtype=dtype, device=to)
-    bootstrap = dqn_targets(none, torch.zeros(len(next_legal), dtype=torch.bool, device=to),
-                            next_q_online.to(dtype), next_q_target.to(dtype), next_legal, double)
-    live = np.flatnonzero(groups.next_of_row >= 0)
-    y = torch.from_numpy(groups.reward).to(device=to, dtype=dtype)
-    y = y.index_add(0, torch.from_numpy(live).to(to), bootstrap[torch.from_numpy(groups.next_of_row[live]).to(to)])
+    mean_y = pair_targets(next_q_online.to(dtype), next_q_target, next_legal, groups, double)
     count = torch.from_numpy(groups.pair_count).to(device=to, dtype=dtype)
-    mean_y = torch.zeros(len(count), dtype=dtype, device=to).index_add_(0, torch.from_numpy(groups.pair_of_row).to(to), y)
-    mean_y = mean_y / count
     q = q_states[torch.from_numpy(groups.pair_state).to(to), torch.from_numpy(groups.pair_action).to(to)]
     return (count * (q - mean_y) ** 2).sum() / groups.rows
+
+
+def anticipatory(config: NFSPConfig, step: int) -> float:
+    """eta after ``step`` self-play steps (``eta_final``: linear anneal, then constant)."""
+    if config.eta_final == -1.0:
+        return config.eta
+    done = min(1.0, step / config.eta_anneal_steps)
+    return config.eta + (config.eta_final - config.eta) * done
 
 
 def epsilon(config: NFSPConfig, step: int) -> float:
@@ -237,11 +287,14 @@ class PlayerLearner:
         self.q_optimizer = optimizer(self.q.parameters(), lr=config.rl_lr)
         self.pi_optimizer = optimizer(self.pi.parameters(), lr=config.sl_lr)
         self.replay = replay_memory(config.rl_capacity, encoder, keyed=config.rl_full_batch)
-        #: Input keys of M_RL's rows (``rl_full_batch`` only).
-        self.keys = check_countable(encoder, "rl_full_batch") if config.rl_full_batch else None
+        #: Input keys and per-key totals of M_RL's rows (``rl_full_batch`` only).
+        self.keys = ReplayCounts(encoder) if config.rl_full_batch else None
         self.supervised = supervised_memory(config.sl_capacity, encoder, counted=config.sl_full_batch)
         #: Action counts per distinct input of M_SL (``sl_full_batch`` only).
         self.counts = InputCounts(encoder, config.sl_capacity) if config.sl_full_batch else None
+        #: Compiled twins of q and pi sharing their weights (``fused`` only).
+        self.fused_q = FusedNetwork.tied_to(self.q) if config.fused and config.rl_full_batch else None
+        self.fused_pi = FusedNetwork.tied_to(self.pi) if config.fused and config.sl_full_batch else None
         self.q_updates = 0
         self.pi_updates = 0
 
@@ -267,6 +320,14 @@ class NFSP:
         self._legal = torch.from_numpy(self.encoder.legal).to(self.device)
         self._big_blind = float(self.game.big_blind)
         self.players = [PlayerLearner(config, self.encoder, self.device) for _ in range(2)]
+        #: BLAS thread control for the compiled steps (``fused``), created once: making one per
+        #: step rescans the process's loaded libraries. Their BLAS library loads on the first
+        #: kernel call, so one warm-up forward runs before.
+        self._blas: ThreadpoolController | None = None
+        if config.fused:
+            fused = self.players[0].fused_q or self.players[0].fused_pi
+            fused.forward(self._features(np.zeros(1, dtype=np.int64), np.full((1, self.encoder.num_card_slots), -1)))
+            self._blas = ThreadpoolController()
         #: The average policy (what is evaluated, saved and played), sharing the live Pi networks.
         self.policy = NFSPPolicy(self.game, [p.pi for p in self.players], self.encoder)
         n, slots = config.num_envs, self.encoder.num_card_slots
@@ -307,26 +368,32 @@ class NFSP:
     # -- self-play -------------------------------------------------------------------------------
     def _start_hands(self, index: np.ndarray) -> None:
         self.env.deal(index, self.rng)
-        self.use_best_response[index] = self.rng.random((len(index), 2)) < self.config.eta
+        self.use_best_response[index] = self.rng.random((len(index), 2)) < anticipatory(self.config, self.step_count)
 
     def _close(self, player: int, index: np.ndarray, reward: np.ndarray, done: bool,
                next_node: np.ndarray, next_cards: np.ndarray) -> None:
-        """Store the open transitions of ``player`` in hands ``index`` into M_RL."""
+        """Store the open transitions of ``player`` in hands ``index`` into M_RL (with
+        ``rl_vs_average``, those of hands where the other seat follows Pi)."""
         if len(index) == 0:
             return
+        self.pending[index, player] = False
+        self.transitions[player] += len(index)
+        self.since_learn[player] += len(index)
+        if self.config.rl_vs_average:
+            keep = ~self.use_best_response[index, 1 - player]
+            index, reward, next_node, next_cards = index[keep], reward[keep], next_node[keep], next_cards[keep]
         rows = {
             "node": self.pending_node[index, player], "cards": self.pending_cards[index, player],
             "action": self.pending_action[index, player], "reward": reward.astype(np.float32),
             "done": np.full(len(index), done), "next_node": next_node.astype(np.int32), "next_cards": next_cards,
         }
         keys = self.players[player].keys
-        if keys is not None:
-            rows["count_key"] = keys.row_keys(rows["node"], rows["cards"], rows["action"])
-            rows["next_key"] = keys.keys(next_node, next_cards).astype(np.int32)
-        self.players[player].replay.add(rows, self.rng)
-        self.pending[index, player] = False
-        self.transitions[player] += len(index)
-        self.since_learn[player] += len(index)
+        if keys is None:
+            self.players[player].replay.add(rows, self.rng)
+            return
+        rows["count_key"] = keys.row_keys(rows["node"], rows["cards"], rows["action"])
+        rows["next_key"] = keys.keys(next_node, next_cards).astype(np.int32)
+        keys.add(self.players[player].replay, rows, self.rng)
 
     def step(self) -> None:
         """One action in every hand, finished hands scored and redealt, then any learning due."""
@@ -371,8 +438,11 @@ class NFSP:
                 if self.config.rl_lr_decay_steps:
                     for group in self.players[player].q_optimizer.param_groups:
                         group["lr"] = q_learning_rate(self.config, self.step_count)
-                for _ in range(self.config.updates_per_learn):
-                    self._learn_q(player, groups)
+                if groups is not None and self.players[player].fused_q is not None:
+                    self._learn_q_fused(player, groups)
+                else:
+                    for _ in range(self.config.updates_per_learn):
+                        self._learn_q(player, groups)
                 for _ in range(self.config.sl_updates_per_learn):
                     self._learn_pi(player)
         self.step_count += 1
@@ -391,7 +461,7 @@ class NFSP:
         learner = self.players[player]
         if learner.keys is None or len(learner.replay) < self.config.batch_size:
             return None
-        return group_replay(learner.keys, learner.replay)
+        return learner.keys.groups(len(learner.replay))
 
     def _learn_q(self, player: int, groups: ReplayGroups | None = None) -> None:
         """One DQN step on M_RL, exact over the whole memory (``groups``) or on a minibatch
@@ -403,15 +473,58 @@ class NFSP:
             else:
                 loss = self._q_loss(learner, learner.replay.sample(config.batch_size, self.rng))
             _update(learner.q_optimizer, learner.q, loss, config.grad_clip)
-            learner.q_updates += 1
-            if learner.q_updates % config.target_update_every == 0:
-                learner.q_target.load_state_dict(learner.q.state_dict())
-            self.last_losses[f"q_loss_{player}"] = float(loss.detach())
+            self._after_q_update(player, float(loss.detach()))
+
+    def _after_q_update(self, player: int, loss: float) -> bool:
+        """Count a Q update, refit the target network when due (True then), record the loss."""
+        learner = self.players[player]
+        learner.q_updates += 1
+        self.last_losses[f"q_loss_{player}"] = loss
+        if learner.q_updates % self.config.target_update_every:
+            return False
+        learner.q_target.load_state_dict(learner.q.state_dict())
+        return True
+
+    def _features(self, nodes: np.ndarray, cards: np.ndarray) -> Features:
+        return Features.build(cards, self.encoder.bets[nodes], self.encoder.group_sizes)
+
+    def _learn_q_fused(self, player: int, groups: ReplayGroups) -> None:
+        """The round's ``updates_per_learn`` exact DQN steps in the compiled kernels: one forward
+        over M_RL's distinct states and next states together (the next states' online values pick
+        the double-DQN action; their rows get no gradient), the gradient of :func:`exact_q_loss`
+        w.r.t. Q(s, a), backward, clip, SGD. Same steps as :meth:`_learn_q` with ``groups``."""
+        learner, config = self.players[player], self.config
+        nodes, cards = learner.keys.inputs(groups.state_keys)
+        next_nodes, next_cards = learner.keys.inputs(groups.next_keys)
+        features = self._features(np.concatenate([nodes, next_nodes]), np.concatenate([cards, next_cards]))
+        next_legal = self._legal[torch.from_numpy(next_nodes)]
+        states, pair_state, pair_action = len(nodes), groups.pair_state, groups.pair_action
+        weight = (2.0 * groups.pair_count / groups.rows).astype(np.float32)
+        lr = learner.q_optimizer.param_groups[0]["lr"]
+        target_q = self._target_values(learner, next_nodes, next_cards)
+        d_out = np.zeros((len(features), 3), dtype=np.float32)
+        with self._blas.limit(limits=config.threads, user_api="blas"):
+            for _ in range(config.updates_per_learn):
+                out = learner.fused_q.forward(features)
+                mean_y = pair_targets(torch.from_numpy(out[states:]), target_q, next_legal, groups,
+                                      config.double_dqn).numpy()
+                error = out[pair_state, pair_action] - mean_y
+                d_out[pair_state, pair_action] = weight * error
+                learner.fused_q.backward(d_out)
+                learner.fused_q.sgd_step(lr, _max_norm(config))
+                if self._after_q_update(player, float(0.5 * (weight * error * error).sum())):
+                    target_q = self._target_values(learner, next_nodes, next_cards)
+
+    @torch.inference_mode()
+    def _target_values(self, learner: PlayerLearner, nodes: np.ndarray, cards: np.ndarray) -> torch.Tensor:
+        return self.forward(learner.q_target, nodes, cards)
 
     def _learn_pi(self, player: int) -> None:
         """One supervised step of Pi on M_SL (exact full batch or a minibatch)."""
         learner, config = self.players[player], self.config
-        if len(learner.supervised) >= config.batch_size:
+        if len(learner.supervised) >= config.batch_size and learner.fused_pi is not None:
+            self._learn_pi_fused(player)
+        elif len(learner.supervised) >= config.batch_size:
             nodes, cards, counts = self._supervised_batch(learner)
             loss = supervised_loss(self.forward(learner.pi, nodes, cards), self._legal[torch.from_numpy(nodes).to(self.device)],
                                    torch.from_numpy(counts).to(self.device))
@@ -419,6 +532,21 @@ class NFSP:
             learner.pi_updates += 1
             self.last_losses[f"pi_loss_{player}"] = float(loss.detach())
             self.sl_rows[player] = len(nodes)
+
+    def _learn_pi_fused(self, player: int) -> None:
+        """:meth:`_learn_pi`'s exact step in the compiled kernels: forward over M_SL's distinct
+        inputs, the gradient of :func:`supervised_loss` w.r.t. the logits
+        (:func:`supervised_loss_gradient`), backward, clip, SGD."""
+        learner, config = self.players[player], self.config
+        nodes, cards, counts = learner.counts.batch(learner.supervised)
+        with self._blas.limit(limits=config.threads, user_api="blas"):
+            logits = learner.fused_pi.forward(self._features(nodes, cards))
+            loss, d_logits = supervised_loss_gradient(logits, self.encoder.legal[nodes], counts)
+            learner.fused_pi.backward(d_logits)
+            learner.fused_pi.sgd_step(config.sl_lr, _max_norm(config))
+        learner.pi_updates += 1
+        self.last_losses[f"pi_loss_{player}"] = loss
+        self.sl_rows[player] = len(nodes)
 
     def _supervised_batch(self, learner: PlayerLearner) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """``(nodes, cards, action counts)`` of one SL step: M_SL's distinct inputs with all their
@@ -460,7 +588,8 @@ class NFSP:
         """Counters, memory fill and the latest losses (one metrics.jsonl line)."""
         line: dict[str, float] = {"step": self.step_count, "hands": self.hands,
                                   "transitions": int(self.transitions.sum()),
-                                  "epsilon": epsilon(self.config, self.step_count)}
+                                  "epsilon": epsilon(self.config, self.step_count),
+                                  "eta": anticipatory(self.config, self.step_count)}
         for player, learner in enumerate(self.players):
             line[f"rl_fill_{player}"] = len(learner.replay) / learner.replay.capacity
             line[f"sl_fill_{player}"] = len(learner.supervised) / learner.supervised.capacity
@@ -526,6 +655,8 @@ class NFSP:
             learner.supervised.load(folder / f"supervised_{player}.npz")
             if learner.counts is not None:
                 learner.counts.recount(learner.supervised)
+            if learner.keys is not None:
+                learner.keys.recount(learner.replay)
 
 
 def _sample_rows(probabilities: np.ndarray, rng: np.random.Generator) -> np.ndarray:
@@ -543,6 +674,25 @@ def supervised_loss(logits: torch.Tensor, legal: torch.Tensor, counts: torch.Ten
     actions are masked out of the softmax (their counts are zero)."""
     log_pi = F.log_softmax(logits.masked_fill(~legal, -1e9), dim=1)
     return -(counts * log_pi).sum() / counts.sum()
+
+
+def _max_norm(config: NFSPConfig) -> float:
+    """The compiled steps' clip norm (``grad_clip`` 0 = none, as in :func:`_update`)."""
+    return config.grad_clip if config.grad_clip > 0 else float("inf")
+
+
+def supervised_loss_gradient(logits: np.ndarray, legal: np.ndarray, counts: np.ndarray) -> tuple[float, np.ndarray]:
+    """:func:`supervised_loss` and its gradient w.r.t. the logits, in numpy for the compiled
+    step: with ``pi`` the softmax over the legal actions, ``n_i`` row i's count total and ``N``
+    all rows', ``d loss / d logit[i, a] = (n_i pi[i, a] - count[i, a]) / N`` (zero at illegal
+    actions, whose probability is 0)."""
+    masked = np.where(legal, logits.astype(np.float64), -np.inf)
+    shifted = masked - masked.max(axis=1, keepdims=True)
+    log_pi = np.where(legal, shifted - np.log(np.exp(shifted).sum(axis=1, keepdims=True)), -np.inf)
+    total = float(counts.sum())
+    loss = -float((counts * np.where(legal, log_pi, 0.0)).sum()) / total
+    gradient = (counts.sum(axis=1, keepdims=True) * np.exp(log_pi) - counts) / total
+    return loss, gradient.astype(np.float32)
 
 
 def _update(optimizer: torch.optim.Optimizer, network: torch.nn.Module, loss: torch.Tensor, clip: float) -> None:
@@ -566,10 +716,15 @@ LEDUC_PAPER = {"steps": 200_000, "eval_every": 1_000, "checkpoint_every": 1_000}
 #: (4x fewer calls). Round 2: the exact full-batch Q step (``rl_full_batch``), 4 of them per
 #: round and a target refit every 50 Q updates — 2.5-minute runs, seed 0, at ~530k hands: 134
 #: mbb/g against 208 with 2 minibatch Q steps and refits every 300 (README "NFSP on Leduc").
+#: Round 3: both exact steps in the compiled kernels (``fused``), 8 Q steps per round (more hands
+#: per second with twice the Q steps), and eta annealed from 0.5 to 0.25 over the first 10,000
+#: steps (~1.1M hands), which removes part of the eta-mixture bias of the best responses: 4-minute
+#: runs at ~2M hands: 68.5 mbb/g against 90.3 for the round-2 preset (README "NFSP on Leduc").
 LEDUC_TUNED = LEDUC_PAPER | {
     "sl_full_batch": True, "sl_updates_per_learn": 1, "sl_lr": 0.05, "eta": 0.5, "eps_start": 0.03, "width": 32,
     "num_envs": 512, "batch_size": 512, "learn_every": 512,
-    "rl_full_batch": True, "updates_per_learn": 4, "target_update_every": 50,
+    "rl_full_batch": True, "updates_per_learn": 8, "target_update_every": 50, "fused": True,
+    "eta_final": 0.25, "eta_anneal_steps": 10_000,
 }
 #: NFSP paper, sec. 5.3 (limit Texas hold'em; FHP uses it too): M_RL 600k, M_SL 30M, SGD 0.1 / 0.01, 2 updates
 #: of 256 every 256 steps, target refit every 1,000 updates, epsilon from 0.08, eta 0.1. The
@@ -631,7 +786,63 @@ def evaluate(learner: NFSP) -> dict[str, float]:
     if learner.config.sl_full_batch:
         table = exploitability(learner.game, memory_frequencies(learner))
         result["sl_table_mbb"] = table.mbb(table.exploitability)
+    result.update(best_response_quality(learner, report))
     return result
+
+
+def greedy_q_strategy(learner: NFSP) -> np.ndarray:
+    """The ``[num_infosets, 3]`` table of each seat's greedy Q policy (one-hot argmax over the
+    legal actions): the best response NFSP's fictitious play averages, without exploration."""
+    infosets = learner.policy.infosets
+    out = np.zeros((infosets.space.num_infosets, 3))
+    with torch.no_grad():
+        for player, p in enumerate(learner.players):
+            rows = np.flatnonzero(infosets.player == player)
+            index = torch.from_numpy(rows)
+            q = p.q(infosets.cards[index].to(learner.device), infosets.bets[index].to(learner.device)).cpu()
+            best = q.masked_fill(~infosets.legal[index], float("-inf")).argmax(dim=1).numpy()
+            out[rows, best] = 1.0
+    return out
+
+
+def best_response_quality(learner: NFSP, report: ExploitabilityReport) -> dict[str, float]:
+    """How good the DQN best responses are, per seat p: ``q_gap_mbb_p`` = exact best response's
+    value against the current average Pi_-p minus the greedy Q policy's value against it (mbb/g,
+    >= 0), and ``q_share_p`` = the share of the exact best response's gain over Pi_p that greedy
+    Q achieves (1 = an exact best response). Fictitious play converges with the best responses'
+    error (Heinrich & Silver 2016, sec. 3: approximate FP), so this bounds what Pi can reach."""
+    from bot.best_response import expected_value
+
+    greedy, average = greedy_q_strategy(learner), learner.policy.strategy()
+    player = learner.policy.infosets.player
+    out = {}
+    for seat in range(2):
+        sign = 1.0 if seat == 0 else -1.0
+        value = sign * expected_value(learner.game, np.where((player == seat)[:, None], greedy, average))
+        best, own = report.best_response_values[seat], sign * report.game_value
+        out[f"q_gap_mbb_{seat}"] = report.mbb(best - value)
+        out[f"q_share_{seat}"] = (value - own) / (best - own) if best > own else 1.0
+    return out
+
+
+def mixture_bias(learner: NFSP, eta: float) -> tuple[float, float]:
+    """What Q's target costs, per seat p, in mbb/g: the value against Pi_-p of an exact best
+    response to the mixture the other seat actually plays with anticipatory parameter ``eta``
+    (``eta * greedy Q_-p + (1 - eta) * Pi_-p``, exploration left out), short of an exact best
+    response to Pi_-p itself. A perfectly fitted Q would still fall this far short of the best
+    response fictitious play needs (the bias discussed at ``NFSPConfig.eta_final``)."""
+    from bot.best_response import best_response_strategy, expected_value, exploitability
+
+    average = learner.policy.strategy()
+    mixture = eta * greedy_q_strategy(learner) + (1.0 - eta) * average
+    report = exploitability(learner.game, average)
+    player = learner.policy.infosets.player
+    short = []
+    for seat in range(2):
+        response = best_response_strategy(learner.game, mixture, seat)
+        value = expected_value(learner.game, np.where((player == seat)[:, None], response, average))
+        short.append(report.mbb(report.best_response_values[seat] - (value if seat == 0 else -value)))
+    return short[0], short[1]
 
 
 def memory_frequencies(learner: NFSP) -> np.ndarray:

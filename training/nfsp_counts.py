@@ -16,11 +16,11 @@ few hundred rows per player however many millions the reservoir holds. The count
 The counts follow the memory exactly, including reservoir replacements (whose slots are the
 reservoir's random choice inside :meth:`training.reservoir.Reservoir.add`, not visible here):
 every M_SL row stores its ``count_key`` (input key x 3 + action), the table keeps a shadow copy
-of the keys it has counted per slot, and before each use the slots where the two differ are
-subtracted (old key) and added (new key): one vectorised comparison of the filled slots per SL
-step, several times cheaper than recounting millions of rows every learning round once the
-reservoir is full. (``Reservoir.changed`` also marks written slots, but its one consumer is
-:mod:`training.memory_log`'s incremental checkpoints; sharing it would need a second mark.)
+of the keys it has counted per slot, and before each use the slots the reservoir marked as
+written since (``Reservoir.take_changes``) are subtracted (old key) and added (new key): a scan
+of one flag per slot instead of recounting millions of rows every learning round once the
+reservoir is full. The counts consume those marks, so an M_SL cannot also be logged by
+:mod:`training.memory_log` (NFSP checkpoints save whole memories).
 
 The same keys give NFSP's DQN step an exact objective (``NFSPConfig.rl_full_batch``). With the
 target network Q' fixed, the DQN loss over the whole replay memory M_RL is
@@ -28,7 +28,7 @@ target network Q' fixed, the DQN loss over the whole replay memory M_RL is
     L = (1/N) sum_i (Q(s_i, a_i) - y_i)^2,   y_i = r_i + (1 - done_i) Q'(s'_i, argmax_a Q(s'_i, a))
 
 (double DQN, van Hasselt et al. 2016, eq. 4). y_i depends on row i only through r_i, done_i and
-s'_i, so Q and Q' are needed once per *distinct* next state (:func:`group_replay`'s
+s'_i, so Q and Q' are needed once per *distinct* next state (:class:`ReplayGroups`'
 ``next_keys``). Grouping the rows by (s, a) with n(s, a) rows and mean target ybar(s, a),
 ``sum_i (Q - y_i)^2 = sum_(s,a) [n (Q(s,a) - ybar)^2 + sum_(i in (s,a)) (y_i - ybar)^2]``, and the
 second term does not depend on Q's weights (the targets are held fixed, as DQN does: no gradient
@@ -38,7 +38,11 @@ flows through y). So
 
 has exactly the full-memory gradient, from one network call over M_RL's distinct states (Leduc:
 about 470 per seat however many of the 200k rows repeat them) and one per network over its
-distinct next states (:func:`training.nfsp.exact_q_loss`).
+distinct next states (:func:`training.nfsp.exact_q_loss`). The mean targets themselves are
+``ybar(s, a) = rbar(s, a) + sum_s' w(s, a, s') bootstrap(s')`` with ``w`` the share of the
+pair's rows that continue to s' (zero for ended hands), so a step costs one pass over the few
+hundred distinct (s, a, s') links rather than over the 200k rows, and the totals behind them are
+kept as rows enter and leave the window (:class:`ReplayCounts`).
 """
 
 from __future__ import annotations
@@ -48,7 +52,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from bot.encoding import InfosetEncoder
-from training.input_keys import InputKeys, dense_unique
+from training.input_keys import InputKeys
 from training.reservoir import Reservoir
 
 #: Largest dense key table (inputs x 3 int64 counts: 24 MiB; keys x 3 fit the int32 count_key).
@@ -82,20 +86,21 @@ class InputCounts(InputKeys):
         """Count ``memory`` from scratch (after its rows were loaded from a checkpoint)."""
         self.counts[:] = 0
         self.counted[:] = -1
-        self.sync(memory)
+        memory.take_changes()
+        self._update(np.arange(len(memory)), memory)
 
     def sync(self, memory: Reservoir) -> None:
         """Bring the table up to the rows ``memory`` holds now (see the module docstring)."""
-        current = memory.data["count_key"][: len(memory)]
-        counted = self.counted[: len(memory)]
-        changed = np.flatnonzero(current != counted)
-        if len(changed) == 0:
+        self._update(memory.take_changes(), memory)
+
+    def _update(self, slots: np.ndarray, memory: Reservoir) -> None:
+        if len(slots) == 0:
             return
-        old, new = counted[changed], current[changed]
+        old, new = self.counted[slots], memory.data["count_key"][slots]
         flat = self.counts.reshape(-1)
         flat -= np.bincount(old[old >= 0], minlength=flat.size)
         flat += np.bincount(new, minlength=flat.size)
-        counted[changed] = new
+        self.counted[slots] = new
 
     def batch(self, memory: Reservoir) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """The distinct inputs of ``memory`` and their action counts: ``(nodes, cards, counts)``."""
@@ -117,6 +122,8 @@ class InputCounts(InputKeys):
 class ReplayGroups:
     """The rows of a replay memory grouped for the exact DQN step (module docstring)."""
 
+    rows: int
+    """N, the rows of the memory."""
     state_keys: np.ndarray
     """Distinct states s of the memory (input keys)."""
     pair_state: np.ndarray
@@ -125,29 +132,71 @@ class ReplayGroups:
     """Per distinct (s, a): a."""
     pair_count: np.ndarray
     """Per distinct (s, a): n(s, a), its rows in the memory."""
-    pair_of_row: np.ndarray
-    """Per row: its (s, a) index."""
+    pair_reward: np.ndarray
+    """Per distinct (s, a): the mean r of its rows (float64)."""
     next_keys: np.ndarray
     """Distinct next states s' of the rows that are not done (input keys)."""
-    next_of_row: np.ndarray
-    """Per row: its s' index in ``next_keys``, -1 where the hand ended (done: no bootstrap)."""
-    reward: np.ndarray
-    """Per row: r."""
-
-    @property
-    def rows(self) -> int:
-        return len(self.pair_of_row)
+    link_pair: np.ndarray
+    """Per distinct (pair, s') link of the rows that are not done: the pair's index."""
+    link_next: np.ndarray
+    """Per link: the s' index in ``next_keys``."""
+    link_weight: np.ndarray
+    """Per link: the share of its pair's rows that go on to that s' (float64)."""
 
 
-def group_replay(keys: InputKeys, memory: Reservoir) -> ReplayGroups:
-    """Group the rows of ``memory`` (an M_RL with ``count_key`` = (s, a) row keys and ``next_key``
-    = s' input keys, :meth:`InputKeys.row_keys` / :meth:`InputKeys.keys`) by (s, a) and by s'."""
-    rows = memory.stored()
-    pairs, pair_of_row, pair_count = dense_unique(rows["count_key"].astype(np.int64), keys.size * 3)
-    state_keys, pair_state = np.unique(pairs // 3, return_inverse=True)
-    live = ~rows["done"]
-    next_keys, live_next, _ = dense_unique(rows["next_key"][live].astype(np.int64), keys.size)
-    next_of_row = np.full(len(live), -1, dtype=np.int64)
-    next_of_row[live] = live_next
-    return ReplayGroups(state_keys, pair_state.reshape(-1), pairs % 3, pair_count, pair_of_row,
-                        next_keys, next_of_row, rows["reward"])
+class ReplayCounts(InputKeys):
+    """Per-key totals of a circular M_RL's rows, kept up to date as rows enter and leave the
+    window, from which each learning round's :class:`ReplayGroups` is read off small dense
+    tables instead of a pass over every row (whose cost would grow with the memory). Perfect recall keeps the tables small: a seat's next state s' determines the (s, a)
+    before it (its own history is part of s'), so the (s, a, s') links are the distinct s'.
+    Rewards are multiples of half a big blind, so the float64 sums are exact under removal."""
+
+    def __init__(self, encoder: InfosetEncoder) -> None:
+        check_countable(encoder, "rl_full_batch")
+        super().__init__(encoder.tree.num_nodes, encoder.game.deck, encoder.num_card_slots)
+        self.pair_count = np.zeros(self.size * 3, dtype=np.int64)
+        self.pair_reward = np.zeros(self.size * 3, dtype=np.float64)
+        self.next_count = np.zeros(self.size, dtype=np.int64)
+        #: The (s, a) row key before each s' key (-1: never seen).
+        self.pair_of_next = np.full(self.size, -1, dtype=np.int64)
+
+    def add(self, memory: Reservoir, rows: dict[str, np.ndarray], rng: np.random.Generator) -> None:
+        """Add ``rows`` (with ``count_key`` and ``next_key``) to the window ``memory`` and its
+        rows to the totals, less the rows they push out (the window's next slots, as
+        :meth:`Reservoir.add` writes them; of a batch longer than the window only its tail stays)."""
+        n = len(rows["count_key"])
+        if n == 0:
+            return
+        kept = np.arange(max(0, n - memory.capacity), n)
+        slots = (memory.seen + kept) % memory.capacity
+        leaving = slots[slots < len(memory)]
+        self._count({name: memory.data[name][leaving] for name in ("count_key", "reward", "done", "next_key")}, -1)
+        memory.add(rows, rng)
+        self._count({name: rows[name][kept] for name in ("count_key", "reward", "done", "next_key")}, 1)
+
+    def recount(self, memory: Reservoir) -> None:
+        """Count ``memory``'s stored rows from scratch (after a checkpoint load)."""
+        self.pair_count[:] = 0
+        self.pair_reward[:] = 0.0
+        self.next_count[:] = 0
+        self._count(memory.stored(), 1)
+
+    def _count(self, rows: dict[str, np.ndarray], sign: int) -> None:
+        pairs = rows["count_key"].astype(np.int64)
+        np.add.at(self.pair_count, pairs, sign)
+        np.add.at(self.pair_reward, pairs, sign * rows["reward"].astype(np.float64))
+        live = ~rows["done"]
+        nexts = rows["next_key"][live].astype(np.int64)
+        np.add.at(self.next_count, nexts, sign)
+        self.pair_of_next[nexts] = pairs[live]
+
+    def groups(self, rows: int) -> ReplayGroups:
+        """The memory's :class:`ReplayGroups` (``rows``: how many rows it holds)."""
+        pairs = np.flatnonzero(self.pair_count)
+        count = self.pair_count[pairs]
+        state_keys, pair_state = np.unique(pairs // 3, return_inverse=True)
+        next_keys = np.flatnonzero(self.next_count)
+        link_pair = np.searchsorted(pairs, self.pair_of_next[next_keys])
+        return ReplayGroups(rows, state_keys, pair_state.reshape(-1), pairs % 3, count, self.pair_reward[pairs] / count,
+                            next_keys, link_pair, np.arange(len(next_keys)),
+                            self.next_count[next_keys] / count[link_pair])

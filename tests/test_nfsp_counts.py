@@ -28,8 +28,8 @@ def _row_counts(memory) -> Counter:
                    for n, cards, a in zip(rows["node"], rows["cards"], rows["action"], strict=True))
 
 
-def _table_counts(counts: InputCounts, memory) -> Counter:
-    nodes, cards, table = counts.batch(memory)
+def _table_counts(counts: InputCounts) -> Counter:
+    nodes, cards, table = counts.batch()
     out: Counter = Counter()
     for n, c, row in zip(nodes, cards, table, strict=True):
         for a in np.flatnonzero(row):
@@ -40,7 +40,7 @@ def _table_counts(counts: InputCounts, memory) -> Counter:
 def test_keys_round_trip_every_leduc_input() -> None:
     """Every (node, visible cards) of Leduc maps to a distinct key and back."""
     game = load_game("leduc")
-    counts = InputCounts(InfosetEncoder(game), capacity=1)
+    counts = InputCounts(InfosetEncoder(game))
     deck = list(game.deck)
     rows = [(n, h, b) for n in range(85) for h in deck for b in [-1, *deck] if b != h]
     nodes = np.array([r[0] for r in rows])
@@ -60,7 +60,7 @@ def test_counts_equal_a_recount_of_the_memory(capacity: int) -> None:
         learner.step()
         if step % 20 == 19:
             for p in learner.players:
-                assert _table_counts(p.counts, p.supervised) == _row_counts(p.supervised)
+                assert _table_counts(p.counts) == _row_counts(p.supervised)
     for p in learner.players:
         assert (p.supervised.seen > capacity) == (capacity == 300)
         assert int(p.counts.counts.sum()) == len(p.supervised)
@@ -110,7 +110,7 @@ def test_counts_survive_a_checkpoint(tmp_path) -> None:
     other = _leduc()
     other.load_checkpoint(run.checkpoint_path)
     for a, b in zip(learner.players, other.players, strict=True):
-        assert _table_counts(a.counts, a.supervised) == _table_counts(b.counts, b.supervised) != Counter()
+        assert _table_counts(a.counts) == _table_counts(b.counts) != Counter()
 
 
 def test_large_games_need_minibatches(tmp_path) -> None:
@@ -173,7 +173,7 @@ def test_replay_totals_equal_a_recount_of_the_window() -> None:
     learner = _exact_q_learner()
     p = learner.players[0]
     rows = {name: np.concatenate([a, a]) for name, a in p.replay.stored().items()}
-    p.keys.add(p.replay, rows, learner.rng)  # 600 rows into a window of 300
+    p.replay.add(rows, learner.rng)  # 600 rows into a window of 300
     kept = p.keys.groups(len(p.replay))
     fresh = ReplayCounts(learner.encoder)
     fresh.recount(p.replay)

@@ -289,9 +289,11 @@ class PlayerLearner:
         self.replay = replay_memory(config.rl_capacity, encoder, keyed=config.rl_full_batch)
         #: Input keys and per-key totals of M_RL's rows (``rl_full_batch`` only).
         self.keys = ReplayCounts(encoder) if config.rl_full_batch else None
+        self.replay.listener = self.keys
         self.supervised = supervised_memory(config.sl_capacity, encoder, counted=config.sl_full_batch)
         #: Action counts per distinct input of M_SL (``sl_full_batch`` only).
-        self.counts = InputCounts(encoder, config.sl_capacity) if config.sl_full_batch else None
+        self.counts = InputCounts(encoder) if config.sl_full_batch else None
+        self.supervised.listener = self.counts
         #: Compiled twins of q and pi sharing their weights (``fused`` only).
         self.fused_q = FusedNetwork.tied_to(self.q) if config.fused and config.rl_full_batch else None
         self.fused_pi = FusedNetwork.tied_to(self.pi) if config.fused and config.sl_full_batch else None
@@ -388,12 +390,10 @@ class NFSP:
             "done": np.full(len(index), done), "next_node": next_node.astype(np.int32), "next_cards": next_cards,
         }
         keys = self.players[player].keys
-        if keys is None:
-            self.players[player].replay.add(rows, self.rng)
-            return
-        rows["count_key"] = keys.row_keys(rows["node"], rows["cards"], rows["action"])
-        rows["next_key"] = keys.keys(next_node, next_cards).astype(np.int32)
-        keys.add(self.players[player].replay, rows, self.rng)
+        if keys is not None:
+            rows["count_key"] = keys.row_keys(rows["node"], rows["cards"], rows["action"])
+            rows["next_key"] = keys.keys(next_node, next_cards).astype(np.int32)
+        self.players[player].replay.add(rows, self.rng)
 
     def step(self) -> None:
         """One action in every hand, finished hands scored and redealt, then any learning due."""
@@ -538,7 +538,7 @@ class NFSP:
         inputs, the gradient of :func:`supervised_loss` w.r.t. the logits
         (:func:`supervised_loss_gradient`), backward, clip, SGD."""
         learner, config = self.players[player], self.config
-        nodes, cards, counts = learner.counts.batch(learner.supervised)
+        nodes, cards, counts = learner.counts.batch()
         with self._blas.limit(limits=config.threads, user_api="blas"):
             logits = learner.fused_pi.forward(self._features(nodes, cards))
             loss, d_logits = supervised_loss_gradient(logits, self.encoder.legal[nodes], counts)
@@ -552,7 +552,7 @@ class NFSP:
         """``(nodes, cards, action counts)`` of one SL step: M_SL's distinct inputs with all their
         counts (``sl_full_batch``), else a uniform minibatch of rows with one-hot counts."""
         if learner.counts is not None:
-            nodes, cards, counts = learner.counts.batch(learner.supervised)
+            nodes, cards, counts = learner.counts.batch()
             return nodes, cards, counts.astype(np.float32)
         batch = learner.supervised.sample(self.config.batch_size, self.rng)
         counts = np.eye(3, dtype=np.float32)[batch["action"].astype(np.int64)]
@@ -854,7 +854,7 @@ def memory_frequencies(learner: NFSP) -> np.ndarray:
     space, out = infosets.space, np.zeros((infosets.space.num_infosets, 3))
     for player, p in enumerate(learner.players):
         rows = np.flatnonzero(infosets.player == player)
-        out[rows] = p.counts.frequencies(p.supervised, space.node[rows], infosets.cards[rows].numpy(),
+        out[rows] = p.counts.frequencies(space.node[rows], infosets.cards[rows].numpy(),
                                          space.legal[rows])
     return out
 

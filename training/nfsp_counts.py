@@ -14,13 +14,11 @@ few hundred rows per player however many millions the reservoir holds. The count
 (Kuhn 9 x 4^1 keys, Leduc 85 x 7^2); FHP and HULH use minibatches (``NFSPConfig.sl_full_batch``).
 
 The counts follow the memory exactly, including reservoir replacements (whose slots are the
-reservoir's random choice inside :meth:`training.reservoir.Reservoir.add`, not visible here):
-every M_SL row stores its ``count_key`` (input key x 3 + action), the table keeps a shadow copy
-of the keys it has counted per slot, and before each use the slots the reservoir marked as
-written since (``Reservoir.take_changes``) are subtracted (old key) and added (new key): a scan
-of one flag per slot instead of recounting millions of rows every learning round once the
-reservoir is full. The counts consume those marks, so an M_SL cannot also be logged by
-:mod:`training.memory_log` (NFSP checkpoints save whole memories).
+reservoir's random choice inside :meth:`training.reservoir.Reservoir.add`): every M_SL row
+stores its ``count_key`` (input key x 3 + action) and the table is the memory's
+:attr:`~training.reservoir.Reservoir.listener`, told which rows leave and enter on every add,
+so it subtracts and adds exactly those instead of recounting millions of rows every learning
+round once the reservoir is full.
 
 The same keys give NFSP's DQN step an exact objective (``NFSPConfig.rl_full_batch``). With the
 target network Q' fixed, the DQN loss over the whole replay memory M_RL is
@@ -73,46 +71,38 @@ def check_countable(encoder: InfosetEncoder, option: str = "sl_full_batch") -> I
 
 
 class InputCounts(InputKeys):
-    """``count[key, action]`` over the rows of one supervised memory (see the module docstring)."""
+    """``count[key, action]`` over the rows of one supervised memory, kept as its listener (see
+    the module docstring)."""
 
-    def __init__(self, encoder: InfosetEncoder, capacity: int) -> None:
+    def __init__(self, encoder: InfosetEncoder) -> None:
         check_countable(encoder, "sl_full_batch")
         super().__init__(encoder.tree.num_nodes, encoder.game.deck, encoder.num_card_slots)
         self.counts = np.zeros((self.size, 3), dtype=np.int64)
-        #: The ``count_key`` of each memory slot as last counted (-1: slot not counted yet).
-        self.counted = np.full(capacity, -1, dtype=np.int32)
+
+    def insert(self, rows: dict[str, np.ndarray]) -> None:
+        self._count(rows, 1)
+
+    def remove(self, rows: dict[str, np.ndarray]) -> None:
+        self._count(rows, -1)
 
     def recount(self, memory: Reservoir) -> None:
         """Count ``memory`` from scratch (after its rows were loaded from a checkpoint)."""
         self.counts[:] = 0
-        self.counted[:] = -1
-        memory.take_changes()
-        self._update(np.arange(len(memory)), memory)
+        self.insert(memory.stored())
 
-    def sync(self, memory: Reservoir) -> None:
-        """Bring the table up to the rows ``memory`` holds now (see the module docstring)."""
-        self._update(memory.take_changes(), memory)
-
-    def _update(self, slots: np.ndarray, memory: Reservoir) -> None:
-        if len(slots) == 0:
-            return
-        old, new = self.counted[slots], memory.data["count_key"][slots]
+    def _count(self, rows: dict[str, np.ndarray], sign: int) -> None:
         flat = self.counts.reshape(-1)
-        flat -= np.bincount(old[old >= 0], minlength=flat.size)
-        flat += np.bincount(new, minlength=flat.size)
-        self.counted[slots] = new
+        flat += sign * np.bincount(rows["count_key"], minlength=flat.size)
 
-    def batch(self, memory: Reservoir) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """The distinct inputs of ``memory`` and their action counts: ``(nodes, cards, counts)``."""
-        self.sync(memory)
+    def batch(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The distinct inputs of the memory and their action counts: ``(nodes, cards, counts)``."""
         keys = np.flatnonzero(self.counts.any(axis=1))
         nodes, cards = self.inputs(keys)
         return nodes, cards, self.counts[keys]
 
-    def frequencies(self, memory: Reservoir, nodes: np.ndarray, cards: np.ndarray, legal: np.ndarray) -> np.ndarray:
-        """Empirical action frequencies ``[n, 3]`` of ``memory`` at the given inputs (uniform
+    def frequencies(self, nodes: np.ndarray, cards: np.ndarray, legal: np.ndarray) -> np.ndarray:
+        """Empirical action frequencies ``[n, 3]`` of the memory at the given inputs (uniform
         over ``legal`` where it has no row): the policy a perfect fit of Pi would play."""
-        self.sync(memory)
         counts = self.counts[self.keys(nodes, cards)].astype(np.float64)
         counts = np.where(counts.sum(axis=1, keepdims=True) > 0, counts, legal.astype(np.float64))
         return counts / counts.sum(axis=1, keepdims=True)
@@ -146,7 +136,7 @@ class ReplayGroups:
 
 class ReplayCounts(InputKeys):
     """Per-key totals of a circular M_RL's rows, kept up to date as rows enter and leave the
-    window, from which each learning round's :class:`ReplayGroups` is read off small dense
+    window (the memory's listener), from which each learning round's :class:`ReplayGroups` is read off small dense
     tables instead of a pass over every row (whose cost would grow with the memory). Perfect recall keeps the tables small: a seat's next state s' determines the (s, a)
     before it (its own history is part of s'), so the (s, a, s') links are the distinct s'.
     Rewards are multiples of half a big blind, so the float64 sums are exact under removal."""
@@ -160,19 +150,13 @@ class ReplayCounts(InputKeys):
         #: The (s, a) row key before each s' key (-1: never seen).
         self.pair_of_next = np.full(self.size, -1, dtype=np.int64)
 
-    def add(self, memory: Reservoir, rows: dict[str, np.ndarray], rng: np.random.Generator) -> None:
-        """Add ``rows`` (with ``count_key`` and ``next_key``) to the window ``memory`` and its
-        rows to the totals, less the rows they push out (the window's next slots, as
-        :meth:`Reservoir.add` writes them; of a batch longer than the window only its tail stays)."""
-        n = len(rows["count_key"])
-        if n == 0:
-            return
-        kept = np.arange(max(0, n - memory.capacity), n)
-        slots = (memory.seen + kept) % memory.capacity
-        leaving = slots[slots < len(memory)]
-        self._count({name: memory.data[name][leaving] for name in ("count_key", "reward", "done", "next_key")}, -1)
-        memory.add(rows, rng)
-        self._count({name: rows[name][kept] for name in ("count_key", "reward", "done", "next_key")}, 1)
+    def insert(self, rows: dict[str, np.ndarray]) -> None:
+        """Rows entering the window (as its :attr:`~training.reservoir.Reservoir.listener`)."""
+        self._count(rows, 1)
+
+    def remove(self, rows: dict[str, np.ndarray]) -> None:
+        """Rows the window overwrites."""
+        self._count(rows, -1)
 
     def recount(self, memory: Reservoir) -> None:
         """Count ``memory``'s stored rows from scratch (after a checkpoint load)."""

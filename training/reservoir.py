@@ -35,6 +35,8 @@ class MemoryListener(Protocol):
     def insert(self, rows: dict[str, np.ndarray]) -> None: ...
 
     def remove(self, rows: dict[str, np.ndarray]) -> None: ...
+
+
 MODES = ("reservoir", "window")
 
 

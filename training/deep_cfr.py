@@ -371,7 +371,7 @@ class DeepCFRTrainer:
         batches, form = self._batches(memory, steps, batch_size, rng, normalize)
         net.train()
         rates = self.learning_rates(steps).tolist()
-        tail_from = steps - max(1, steps // 10)
+        tail_from = _tail_start(steps)
         losses = []
         parameters = list(net.parameters())  # once: ``net.parameters()`` walks the modules each call
         full_batch_features = None  # the full form repeats one batch: its inputs are embedded once
@@ -411,7 +411,7 @@ class DeepCFRTrainer:
                                   problem.weight, problem.denominator, steps, self.learning_rates(steps), cfg.grad_clip,
                                   picks=problem.picks, threads=cfg.threads or os.cpu_count() or 1)
         net.eval()
-        return float(np.mean(losses[steps - max(1, steps // 10):])), problem.form
+        return float(np.mean(losses[_tail_start(steps):])), problem.form
 
     def _batches(self, memory: Reservoir, steps: int, batch_size: int, rng: np.random.Generator,
                  normalize: bool = False) -> tuple[Iterable[tuple], str]:
@@ -691,6 +691,11 @@ class DeepCFRTrainer:
         if self.small:
             plot_exploitability(self.run)
         return records
+
+
+def _tail_start(steps: int) -> int:
+    """First step of a fit's last 10%, whose mean loss is the fit's reported loss."""
+    return steps - max(1, steps // 10)
 
 
 def _rms(target: np.ndarray, legal: np.ndarray, weight: np.ndarray) -> float:

@@ -33,6 +33,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from training.input_keys import InputKeys, dense_unique
+from training.reservoir import SignedTotals
 
 #: Key spaces up to this size are merged with one ``bincount`` pass instead of a sort.
 _DENSE_KEYS = 1 << 24
@@ -53,7 +54,7 @@ class MergedRows:
         return len(self.node)
 
 
-class MergedTable:
+class MergedTable(SignedTotals):
     """:func:`merge_rows` of a memory kept up to date as rows enter and leave it.
 
     Re-merging a 10M-row memory costs ~0.75 s; a Leduc fit costs less than that. Attached as a
@@ -75,12 +76,6 @@ class MergedTable:
         self.weight = np.zeros(input_keys.size, dtype=np.float64)
         self.weighted_target = np.zeros((input_keys.size, actions), dtype=np.float64)
 
-    def insert(self, rows: dict[str, np.ndarray]) -> None:
-        self._add(rows, 1)
-
-    def remove(self, rows: dict[str, np.ndarray]) -> None:
-        self._add(rows, -1)
-
     def state(self) -> dict[str, np.ndarray]:
         """The sums, for a checkpoint (restored as saved, so a resumed run rounds identically)."""
         return {"count": self.count, "weight": self.weight, "weighted_target": self.weighted_target}
@@ -100,7 +95,7 @@ class MergedTable:
         return MergedRows(node.astype(np.int32), cards, target.astype(np.float32), total.astype(np.float32),
                           int(self.count.sum()))
 
-    def _add(self, rows: dict[str, np.ndarray], sign: int) -> None:
+    def _count(self, rows: dict[str, np.ndarray], sign: int) -> None:
         keys = self.input_keys.keys(rows["node"], rows["cards"])
         weight = rows["iteration"].astype(np.float64) if self.linear_weighting else np.ones(len(keys))
         size = self.input_keys.size

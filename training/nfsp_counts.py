@@ -51,7 +51,7 @@ import numpy as np
 
 from bot.encoding import InfosetEncoder
 from training.input_keys import InputKeys
-from training.reservoir import Reservoir
+from training.reservoir import Reservoir, SignedTotals
 
 #: Largest dense key table (inputs x 3 int64 counts: 24 MiB; keys x 3 fit the int32 count_key).
 MAX_KEYS = 1 << 20
@@ -70,7 +70,7 @@ def check_countable(encoder: InfosetEncoder, option: str = "sl_full_batch") -> I
     return keys
 
 
-class InputCounts(InputKeys):
+class InputCounts(InputKeys, SignedTotals):
     """``count[key, action]`` over the rows of one supervised memory, kept as its listener (see
     the module docstring)."""
 
@@ -78,12 +78,6 @@ class InputCounts(InputKeys):
         check_countable(encoder, "sl_full_batch")
         super().__init__(encoder.tree.num_nodes, encoder.game.deck, encoder.num_card_slots)
         self.counts = np.zeros((self.size, 3), dtype=np.int64)
-
-    def insert(self, rows: dict[str, np.ndarray]) -> None:
-        self._count(rows, 1)
-
-    def remove(self, rows: dict[str, np.ndarray]) -> None:
-        self._count(rows, -1)
 
     def recount(self, memory: Reservoir) -> None:
         """Count ``memory`` from scratch (after its rows were loaded from a checkpoint)."""
@@ -134,7 +128,7 @@ class ReplayGroups:
     """Per link: the share of its pair's rows that go on to that s' (float64)."""
 
 
-class ReplayCounts(InputKeys):
+class ReplayCounts(InputKeys, SignedTotals):
     """Per-key totals of a circular M_RL's rows, kept up to date as rows enter and leave the
     window (the memory's listener), from which each learning round's :class:`ReplayGroups` is read off small dense
     tables instead of a pass over every row (whose cost would grow with the memory). Perfect recall keeps the tables small: a seat's next state s' determines the (s, a)
@@ -149,14 +143,6 @@ class ReplayCounts(InputKeys):
         self.next_count = np.zeros(self.size, dtype=np.int64)
         #: The (s, a) row key before each s' key (-1: never seen).
         self.pair_of_next = np.full(self.size, -1, dtype=np.int64)
-
-    def insert(self, rows: dict[str, np.ndarray]) -> None:
-        """Rows entering the window (as its :attr:`~training.reservoir.Reservoir.listener`)."""
-        self._count(rows, 1)
-
-    def remove(self, rows: dict[str, np.ndarray]) -> None:
-        """Rows the window overwrites."""
-        self._count(rows, -1)
 
     def recount(self, memory: Reservoir) -> None:
         """Count ``memory``'s stored rows from scratch (after a checkpoint load)."""

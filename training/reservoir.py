@@ -37,6 +37,20 @@ class MemoryListener(Protocol):
     def remove(self, rows: dict[str, np.ndarray]) -> None: ...
 
 
+class SignedTotals:
+    """A :class:`MemoryListener` whose summary is totals over rows: entering rows are counted
+    with sign +1 and leaving rows with -1 by the subclass's ``_count(rows, sign)``."""
+
+    def insert(self, rows: dict[str, np.ndarray]) -> None:
+        self._count(rows, 1)
+
+    def remove(self, rows: dict[str, np.ndarray]) -> None:
+        self._count(rows, -1)
+
+    def _count(self, rows: dict[str, np.ndarray], sign: int) -> None:
+        raise NotImplementedError
+
+
 MODES = ("reservoir", "window")
 
 

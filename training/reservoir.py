@@ -9,6 +9,17 @@ later to a uniform slot ``j`` in ``0..i`` when ``j < capacity``, else it is drop
 duplicate slots in one batch the later row wins, as in the sequential algorithm, so every row
 seen so far is kept with probability ``capacity / seen``.
 
+Weighted rows (``add(..., weight=w)``; Efraimidis & Spirakis 2006 give the general scheme): once
+the memory is full, a row of weight ``w`` arriving when the weights seen so far (its own
+included) total ``W`` replaces a uniform slot with probability ``capacity * w / W``, and is
+dropped otherwise. A row kept then survives each later row of weight ``w'`` (total ``W'``) with
+probability ``1 - w' / W'`` = ``W'_before / W'``, so the product telescopes: every row is stored
+with probability ``capacity * w / W_total``, proportional to its weight. (Rows of the first
+fill are all stored at once, so they share the fill's total instead, and a row with
+``capacity * w / W`` above 1 is simply kept.) NFSP's linear averaging
+gives each row its step number as weight, so an early, poor best response fades as ``s / t``
+instead of staying at the uniform ``1 / t``. With unit weights the draws equal algorithm R's.
+
 ``mode="window"`` (the paper's sliding-window ablation, fig. 4 right) overwrites the oldest row.
 
 >>> import numpy as np
@@ -67,6 +78,8 @@ class Reservoir:
         self.fields = fields
         self.data = {name: np.zeros((capacity, *shape), dtype=dtype) for name, (shape, dtype) in fields.items()}
         self.seen = 0
+        #: Sum of the weights of every row seen (``seen`` while every weight is 1).
+        self.total_weight = 0.0
         #: Slots written since the last :meth:`take_changes` (incremental checkpoints).
         self.changed = np.zeros(capacity, dtype=bool)
         #: Optional summary kept in step with the stored rows (e.g. a merged table): told which
@@ -80,11 +93,13 @@ class Reservoir:
     def bytes_per_sample(self) -> int:
         return sum(a.itemsize * int(np.prod(a.shape[1:])) for a in self.data.values())
 
-    def add(self, rows: dict[str, np.ndarray], rng: np.random.Generator) -> None:
-        """Append a batch of rows (each field ``[n, *shape]``)."""
+    def add(self, rows: dict[str, np.ndarray], rng: np.random.Generator, weight: float = 1.0) -> None:
+        """Append a batch of rows (each field ``[n, *shape]``), each of weight ``weight``."""
         n = len(next(iter(rows.values())))
         if n == 0:
             return
+        if not weight > 0:
+            raise ValueError(f"memory row weight must be positive, got {weight}")
         index = self.seen + np.arange(n, dtype=np.int64)
         if self.mode == "window":
             slots = index % self.capacity
@@ -93,7 +108,10 @@ class Reservoir:
                 keep = keep[-self.capacity :]
                 slots = slots[-self.capacity :]
         else:
-            draws = np.floor(rng.random(n) * (index + 1)).astype(np.int64)
+            # the weight seen up to and including each row, in units of this batch's weight:
+            # a uniform draw below capacity keeps the row with probability capacity * w / W
+            totals = self.total_weight / weight + np.arange(1, n + 1, dtype=np.float64)
+            draws = np.floor(rng.random(n) * totals).astype(np.int64)
             slots = np.where(index < self.capacity, index, draws)
             keep = np.flatnonzero(slots < self.capacity)
             slots = slots[keep]
@@ -106,6 +124,7 @@ class Reservoir:
             self.listener.insert({name: rows[name][keep[::-1][last]] for name in self.data})
         self.changed[slots] = True
         self.seen += n
+        self.total_weight += n * weight
 
     def _notify_removal(self, slots: np.ndarray) -> None:
         """Tell the listener which stored rows the coming write replaces (each once)."""
@@ -133,14 +152,15 @@ class Reservoir:
     def save(self, path: Path) -> None:
         """Write the filled rows and the counter to ``path`` (an ``.npy``-per-field ``.npz``)."""
         with open(path, "wb") as handle:
-            np.savez(handle, __seen=np.int64(self.seen), **self.stored())
+            np.savez(handle, __seen=np.int64(self.seen), __weight=np.float64(self.total_weight), **self.stored())
             handle.flush()
             os.fsync(handle.fileno())
 
     def save_rows(self, path: Path, slots: np.ndarray) -> None:
         """Write the rows at ``slots`` and the counter: a delta that :meth:`apply_rows` replays."""
         with open(path, "wb") as handle:
-            np.savez(handle, __seen=np.int64(self.seen), __slots=slots.astype(np.int64),
+            np.savez(handle, __seen=np.int64(self.seen), __weight=np.float64(self.total_weight),
+                     __slots=slots.astype(np.int64),
                      **{name: array[slots] for name, array in self.data.items()})
             handle.flush()
             os.fsync(handle.fileno())
@@ -153,7 +173,7 @@ class Reservoir:
                 raise ValueError(f"{path}: slots outside this memory's capacity {self.capacity}")
             for name, array in self.data.items():
                 array[slots] = archive[name]
-            self.seen = int(archive["__seen"])
+            self._restore_counters(archive)
 
     def load(self, path: Path) -> None:
         """Restore rows and counter saved by :meth:`save` (same capacity and fields)."""
@@ -165,4 +185,10 @@ class Reservoir:
                 if stored.shape != (count, *array.shape[1:]):
                     raise ValueError(f"{path}: field {name} has shape {stored.shape}, expected {(count, *array.shape[1:])}")
                 array[:count] = stored
-        self.seen = seen
+            self._restore_counters(archive)
+
+    def _restore_counters(self, archive: np.lib.npyio.NpzFile) -> None:
+        """``seen`` and the weight total from a saved file (files from before weighted rows
+        have no total: their rows all weighed 1)."""
+        self.seen = int(archive["__seen"])
+        self.total_weight = float(archive["__weight"]) if "__weight" in archive.files else float(self.seen)

@@ -33,14 +33,17 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import torch  # noqa: E402
 
 from benchmarks.bench_cfr_leduc import machine  # noqa: E402  (one machine line for every benchmark)
+from bot.best_response import exploitability  # noqa: E402
 from training.nfsp import (  # noqa: E402
     LEDUC_PAPER,
     NFSP,
     anticipatory,
+    best_response_quality,
     make_config,
     mixture_bias,
     preset_for,
     train,
+    window_q_strategy,
 )
 from training.rundir import CHECKPOINT_DIR, RunDir, load_torch  # noqa: E402
 
@@ -127,6 +130,13 @@ def main() -> None:
         seats = mixture_bias(learner, eta)
         print(f"exact best response to eta-mixture (eta {eta:g}) short of one to Pi, final networks: "
               f"{seats[0]:.1f} / {seats[1]:.1f} mbb/g (seat 0 / seat 1)")
+    if config.rl_full_batch:
+        report = exploitability(learner.game, learner.policy.strategy())
+        network = best_response_quality(learner, report)
+        tabular = best_response_quality(learner, report, window_q_strategy(learner))
+        print(f"final best responses short of exact ones to Pi (seat 0 / seat 1): greedy Q network "
+              f"{network['q_gap_mbb_0']:.1f} / {network['q_gap_mbb_1']:.1f} mbb/g; tabular fitted Q on M_RL's "
+              f"own sample means {tabular['q_gap_mbb_0']:.1f} / {tabular['q_gap_mbb_1']:.1f} mbb/g (the window's noise)")
     print(f"run directory: {run.path} (exploitability.png, metrics.jsonl)")
 
 

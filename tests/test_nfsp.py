@@ -33,6 +33,7 @@ from training.nfsp import (
     preset_for,
     q_learning_rate,
     train,
+    window_q_strategy,
 )
 from training.rundir import RunDir
 
@@ -131,6 +132,22 @@ def test_eta_anneal_and_opponent_filter() -> None:
         assert (learner.since_learn == closed % KUHN.learn_every).all()  # rounds ran on every closed one
 
 
+def test_linear_averaging_weighs_supervised_rows_by_their_step() -> None:
+    """sl_averaging = linear: the rows a step adds to M_SL each weigh the step's number (1 for
+    the first step), so the memory keeps them in proportion to it (tests/test_reservoir.py);
+    uniform: every row weighs 1."""
+    for averaging in ("linear", "uniform"):
+        learner = NFSP(dataclasses.replace(KUHN, eta=0.5, num_envs=16, sl_capacity=50, sl_averaging=averaging))
+        for _ in range(40):
+            memories = [p.supervised for p in learner.players]
+            before = [(m.seen, m.total_weight) for m in memories]
+            learner.step()
+            for memory, (seen, weight) in zip(memories, before, strict=True):
+                step_weight = learner.step_count if averaging == "linear" else 1
+                assert memory.total_weight - weight == (memory.seen - seen) * step_weight
+        assert all(m.seen > m.capacity for m in memories)
+
+
 def test_greedy_q_diagnostic_is_zero_for_exact_best_responses(monkeypatch) -> None:
     """best_response_quality measures the greedy Q policies against exact best responses: with
     Q replaced by each seat's exact best response to Pi the gap is 0 and the share 1, and the
@@ -151,6 +168,24 @@ def test_greedy_q_diagnostic_is_zero_for_exact_best_responses(monkeypatch) -> No
     assert [quality[k] for k in ("q_share_0", "q_share_1")] == pytest.approx([1.0, 1.0])
     assert mixture_bias(learner, 0.0) == pytest.approx((0.0, 0.0), abs=1e-9)  # eta 0: the mixture is Pi
     assert min(mixture_bias(learner, 1.0)) > 10  # a best response to the (exact) greedy Q is not one to Pi
+
+
+def test_tabular_q_on_a_large_window_is_a_best_response() -> None:
+    """window_q_strategy, the benchmark's noise diagnostic: with Pi frozen (no learning) and eta
+    0, both seats play the untrained Pi, which mixes over every action, so fitted-Q iteration on
+    a 60k-transition window is a best response to the other seat's Pi up to the window's noise
+    (at least 95% of the exact best response's gain), while the untrained Q network's greedy
+    policy is far from one."""
+    config = dataclasses.replace(KUHN, eta=0.0, rl_full_batch=True, rl_capacity=60_000, learn_every=10**9,
+                                 num_envs=256)
+    learner = NFSP(config)
+    while min(len(p.replay) for p in learner.players) < config.rl_capacity:
+        learner.step()
+    report = exploitability(learner.game, learner.policy.strategy())
+    tabular = best_response_quality(learner, report, window_q_strategy(learner))
+    untrained = best_response_quality(learner, report)
+    assert min(tabular["q_share_0"], tabular["q_share_1"]) > 0.95, tabular
+    assert min(untrained["q_share_0"], untrained["q_share_1"]) < 0.5, untrained
 
 
 def test_kuhn_learns_far_below_uniform(tmp_path) -> None:
@@ -176,13 +211,13 @@ def _weights(learner: NFSP) -> list[torch.Tensor]:
     {},
     {"rl_full_batch": True, "rl_lr_decay_steps": 50},
     {"rl_full_batch": True, "fused": True, "optimizer": "sgd", "rl_lr": 0.1, "sl_lr": 0.05, "eta_final": 0.2,
-     "eta_anneal_steps": 150},
+     "eta_anneal_steps": 150, "sl_averaging": "linear", "sl_capacity": 400},
 ])
 def test_resume_continues_exactly(tmp_path, changes: dict) -> None:
     """Stopping after 120 steps (checkpoint) and resuming to 240 gives the same networks,
     memories and metrics as one uninterrupted 240-step run (also with the exact Q step and a
     decaying Q learning rate, and with the compiled steps, whose weight buffer the checkpoint
-    load must fill, and an eta anneal)."""
+    load must fill, an eta anneal and a full, linearly weighted M_SL)."""
     config = dataclasses.replace(KUHN, steps=240, eval_every=40, checkpoint_every=60, num_envs=32, seed=5, **changes)
     straight = train(config, RunDir.create(tmp_path / "a", config))
     half = dataclasses.replace(config, steps=120)
@@ -272,6 +307,8 @@ def test_config_rejects_nonsense() -> None:
         NFSPConfig(eta_final=2.0, eta_anneal_steps=10)
     with pytest.raises(ValueError, match="eta_final needs eta_anneal_steps"):
         NFSPConfig(eta_final=0.1)
+    with pytest.raises(ValueError, match="sl_averaging must be uniform or linear"):
+        NFSPConfig(sl_averaging="exponential")
 
 
 def test_q_learning_rate_decays_as_configured() -> None:

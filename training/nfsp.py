@@ -96,6 +96,14 @@ class NFSPConfig:
     """Circular replay memory M_RL per player (transitions)."""
     sl_capacity: int = 2_000_000
     """Reservoir memory M_SL per player (state, best-response action) pairs."""
+    sl_averaging: str = "uniform"
+    """How M_SL weighs best-response rows over time. uniform: the paper's reservoir, so Pi fits
+    the plain average of every past best response (fictitious play's step 1/t). linear: a row
+    from self-play step s is kept with probability proportional to s + 1 (weighted reservoir,
+    :mod:`training.reservoir`), so Pi averages best responses weighted by when they were played,
+    as Linear CFR weights iterations (Brown & Sandholm 2019), and the poor best responses of the
+    first minutes fade as s/t. Still generalised weakened fictitious play (Leslie & Collins
+    2006: steps 2/(t+1) tend to zero and sum to infinity)."""
     optimizer: str = "sgd"
     """sgd (the paper) or adam."""
     rl_lr: float = 0.1
@@ -166,6 +174,8 @@ class NFSPConfig:
             raise ValueError("nfsp config: eta_final needs eta_anneal_steps > 0")
         if not 0.0 <= self.eps_start <= 1.0:
             raise ValueError(f"nfsp config: eps_start must be in [0, 1], got {self.eps_start}")
+        if self.sl_averaging not in ("uniform", "linear"):
+            raise ValueError(f"nfsp config: sl_averaging must be uniform or linear, got {self.sl_averaging!r}")
         if self.optimizer not in ("sgd", "adam"):
             raise ValueError(f"nfsp config: optimizer must be sgd or adam, got {self.optimizer!r}")
         if self.q_loss not in ("mse", "huber"):
@@ -452,7 +462,8 @@ class NFSP:
         learner = self.players[player]
         if learner.counts is not None:
             rows["count_key"] = learner.counts.row_keys(rows["node"], rows["cards"], rows["action"])
-        learner.supervised.add(rows, self.rng)
+        weight = float(self.step_count + 1) if self.config.sl_averaging == "linear" else 1.0
+        learner.supervised.add(rows, self.rng, weight=weight)
 
     # -- learning --------------------------------------------------------------------------------
     def _replay_groups(self, player: int) -> ReplayGroups | None:
@@ -720,11 +731,18 @@ LEDUC_PAPER = {"steps": 200_000, "eval_every": 1_000, "checkpoint_every": 1_000}
 #: per second with twice the Q steps), and eta annealed from 0.5 to 0.25 over the first 10,000
 #: steps (~1.1M hands), which removes part of the eta-mixture bias of the best responses: 4-minute
 #: runs at ~2M hands: 68.5 mbb/g against 90.3 for the round-2 preset (README "NFSP on Leduc").
+#: Round 4: M_RL of 1M transitions instead of 200k (about a minute of self-play: the window's
+#: per-(state, action) means were Q's main error, a sampling noise the network only partly
+#: smooths), eta annealed to 0.1 over the first 50,000 steps (~5.7M hands), where its bias is
+#: small, and linear averaging in M_SL (``sl_averaging``), so the first minutes' poor best
+#: responses fade — 30-minute runs, seed 0: 37 mbb/g first reached after 1,189 s and 30.5 at
+#: 30 minutes, against 1,477 s and 38.7 with uniform averaging; round 3: 58.5 (README "NFSP on
+#: Leduc").
 LEDUC_TUNED = LEDUC_PAPER | {
     "sl_full_batch": True, "sl_updates_per_learn": 1, "sl_lr": 0.05, "eta": 0.5, "eps_start": 0.03, "width": 32,
     "num_envs": 512, "batch_size": 512, "learn_every": 512,
     "rl_full_batch": True, "updates_per_learn": 8, "target_update_every": 50, "fused": True,
-    "eta_final": 0.25, "eta_anneal_steps": 10_000,
+    "rl_capacity": 1_000_000, "eta_final": 0.1, "eta_anneal_steps": 50_000, "sl_averaging": "linear",
 }
 #: NFSP paper, sec. 5.3 (limit Texas hold'em; FHP uses it too): M_RL 600k, M_SL 30M, SGD 0.1 / 0.01, 2 updates
 #: of 256 every 256 steps, target refit every 1,000 updates, epsilon from 0.08, eta 0.1. The
@@ -805,24 +823,64 @@ def greedy_q_strategy(learner: NFSP) -> np.ndarray:
     return out
 
 
-def best_response_quality(learner: NFSP, report: ExploitabilityReport) -> dict[str, float]:
+def _seat_value(learner: NFSP, table: np.ndarray, seat: int, average: np.ndarray) -> float:
+    """Seat ``seat``'s expected value (chips, its own sign) playing ``table``'s rows for its
+    infosets against the other seat's ``average`` rows."""
+    from bot.best_response import expected_value
+
+    mine = (learner.policy.infosets.player == seat)[:, None]
+    value = expected_value(learner.game, np.where(mine, table, average))
+    return value if seat == 0 else -value
+
+
+def best_response_quality(learner: NFSP, report: ExploitabilityReport, table: np.ndarray | None = None) -> dict[str, float]:
     """How good the DQN best responses are, per seat p: ``q_gap_mbb_p`` = exact best response's
     value against the current average Pi_-p minus the greedy Q policy's value against it (mbb/g,
     >= 0), and ``q_share_p`` = the share of the exact best response's gain over Pi_p that greedy
     Q achieves (1 = an exact best response). Fictitious play converges with the best responses'
-    error (Heinrich & Silver 2016, sec. 3: approximate FP), so this bounds what Pi can reach."""
-    from bot.best_response import expected_value
-
-    greedy, average = greedy_q_strategy(learner), learner.policy.strategy()
-    player = learner.policy.infosets.player
+    error (Heinrich & Silver 2016, sec. 3: approximate FP), so this bounds what Pi can reach.
+    ``table`` measures another best-response table the same way (default: greedy Q)."""
+    table = greedy_q_strategy(learner) if table is None else table
+    average = learner.policy.strategy()
     out = {}
     for seat in range(2):
-        sign = 1.0 if seat == 0 else -1.0
-        value = sign * expected_value(learner.game, np.where((player == seat)[:, None], greedy, average))
-        best, own = report.best_response_values[seat], sign * report.game_value
+        value = _seat_value(learner, table, seat, average)
+        best, own = report.best_response_values[seat], (1.0 if seat == 0 else -1.0) * report.game_value
         out[f"q_gap_mbb_{seat}"] = report.mbb(best - value)
         out[f"q_share_{seat}"] = (value - own) / (best - own) if best > own else 1.0
     return out
+
+
+def window_q_strategy(learner: NFSP, sweeps: int = 16) -> np.ndarray:
+    """Each seat's greedy policy of a *tabular* Q fitted to its own M_RL: fitted-Q iteration on
+    the window's per-(s, a) mean rewards and next-state shares (:class:`ReplayGroups`), i.e. what
+    a perfectly fitted Q network would play if it matched the window's sample means exactly
+    (``sweeps`` at least the game's decisions per seat make the iteration exact). Infosets where
+    the window lacks a legal action keep greedy Q's choice. Compared with greedy Q, it separates
+    the window's sampling noise from the network's fit (``rl_full_batch`` runs only)."""
+    table = greedy_q_strategy(learner)
+    infosets = learner.policy.infosets
+    for seat, p in enumerate(learner.players):
+        groups = p.keys.groups(len(p.replay))
+        q = groups.pair_reward.copy()
+        for _ in range(sweeps):
+            state_value = np.full(len(groups.state_keys), -np.inf)
+            np.maximum.at(state_value, groups.pair_state, q)
+            where = np.minimum(np.searchsorted(groups.state_keys, groups.next_keys), len(groups.state_keys) - 1)
+            known = groups.state_keys[where] == groups.next_keys
+            bootstrap = np.where(known, state_value[where], 0.0)
+            q = groups.pair_reward + np.bincount(groups.link_pair, groups.link_weight * bootstrap[groups.link_next],
+                                                 minlength=len(q))
+        values = np.full((len(groups.state_keys), 3), -np.inf)
+        values[groups.pair_state, groups.pair_action] = q
+        rows = np.flatnonzero(infosets.player == seat)
+        keys = p.keys.keys(infosets.space.node[rows], infosets.cards[rows].numpy())
+        where = np.minimum(np.searchsorted(groups.state_keys, keys), len(groups.state_keys) - 1)
+        legal = infosets.legal[rows].numpy()
+        covered = (groups.state_keys[where] == keys) & (np.isfinite(values[where]) | ~legal).all(axis=1)
+        best = np.where(legal, values[where], -np.inf).argmax(axis=1)
+        table[rows[covered]] = np.eye(3)[best[covered]]
+    return table
 
 
 def mixture_bias(learner: NFSP, eta: float) -> tuple[float, float]:
@@ -831,17 +889,15 @@ def mixture_bias(learner: NFSP, eta: float) -> tuple[float, float]:
     (``eta * greedy Q_-p + (1 - eta) * Pi_-p``, exploration left out), short of an exact best
     response to Pi_-p itself. A perfectly fitted Q would still fall this far short of the best
     response fictitious play needs (the bias discussed at ``NFSPConfig.eta_final``)."""
-    from bot.best_response import best_response_strategy, expected_value, exploitability
+    from bot.best_response import best_response_strategy, exploitability
 
     average = learner.policy.strategy()
     mixture = eta * greedy_q_strategy(learner) + (1.0 - eta) * average
     report = exploitability(learner.game, average)
-    player = learner.policy.infosets.player
     short = []
     for seat in range(2):
-        response = best_response_strategy(learner.game, mixture, seat)
-        value = expected_value(learner.game, np.where((player == seat)[:, None], response, average))
-        short.append(report.mbb(report.best_response_values[seat] - (value if seat == 0 else -value)))
+        value = _seat_value(learner, best_response_strategy(learner.game, mixture, seat), seat, average)
+        short.append(report.mbb(report.best_response_values[seat] - value))
     return short[0], short[1]
 
 

@@ -35,11 +35,11 @@ flows through y). So
     L = (1/N) sum_(s,a) n(s, a) (Q(s, a) - ybar(s, a))^2 + const
 
 has exactly the full-memory gradient, from one network call over M_RL's distinct states (Leduc:
-about 470 per seat however many of the 200k rows repeat them) and one per network over its
+about 470 per seat however many of the window's 200k-1M rows repeat them) and one per network over its
 distinct next states (:func:`training.nfsp.exact_q_loss`). The mean targets themselves are
 ``ybar(s, a) = rbar(s, a) + sum_s' w(s, a, s') bootstrap(s')`` with ``w`` the share of the
 pair's rows that continue to s' (zero for ended hands), so a step costs one pass over the few
-hundred distinct (s, a, s') links rather than over the 200k rows, and the totals behind them are
+hundred distinct (s, a, s') links rather than over every row, and the totals behind them are
 kept as rows enter and leave the window (:class:`ReplayCounts`).
 """
 

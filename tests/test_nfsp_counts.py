@@ -185,7 +185,7 @@ def test_replay_totals_equal_a_recount_of_the_window() -> None:
     made = set(zip(stored["count_key"][~stored["done"]].tolist(), stored["next_key"][~stored["done"]].tolist(),
                    strict=True))
     pair_keys = kept.state_keys[kept.pair_state] * 3 + kept.pair_action
-    assert {(int(pair_keys[a]), int(kept.next_keys[b])) for a, b in zip(kept.link_pair, kept.link_next, strict=True)} == made
+    assert {(int(pair_keys[a]), int(b)) for a, b in zip(kept.link_pair, kept.next_keys, strict=True)} == made
 
 
 def test_exact_q_loss_and_gradient_equal_the_row_by_row_dqn_ones() -> None:

@@ -252,7 +252,7 @@ def pair_targets(next_q_online: torch.Tensor, next_q_target: torch.Tensor, next_
     none = torch.zeros(len(next_legal), dtype=dtype, device=to)
     bootstrap = dqn_targets(none, torch.zeros(len(next_legal), dtype=torch.bool, device=to),
                             next_q_online, next_q_target.to(dtype), next_legal, double)
-    linked = torch.from_numpy(groups.link_weight).to(device=to, dtype=dtype) * bootstrap[torch.from_numpy(groups.link_next).to(to)]
+    linked = torch.from_numpy(groups.link_weight).to(device=to, dtype=dtype) * bootstrap
     mean_y = torch.from_numpy(groups.pair_reward).to(device=to, dtype=dtype)
     return mean_y.index_add(0, torch.from_numpy(groups.link_pair).to(to), linked)
 
@@ -862,25 +862,29 @@ def window_q_strategy(learner: NFSP, sweeps: int = 16) -> np.ndarray:
     infosets = learner.policy.infosets
     for seat, p in enumerate(learner.players):
         groups = p.keys.groups(len(p.replay))
+        next_state, next_known = _positions(groups.state_keys, groups.next_keys)
         q = groups.pair_reward.copy()
         for _ in range(sweeps):
             state_value = np.full(len(groups.state_keys), -np.inf)
             np.maximum.at(state_value, groups.pair_state, q)
-            where = np.minimum(np.searchsorted(groups.state_keys, groups.next_keys), len(groups.state_keys) - 1)
-            known = groups.state_keys[where] == groups.next_keys
-            bootstrap = np.where(known, state_value[where], 0.0)
-            q = groups.pair_reward + np.bincount(groups.link_pair, groups.link_weight * bootstrap[groups.link_next],
-                                                 minlength=len(q))
+            bootstrap = np.where(next_known, state_value[next_state], 0.0)
+            q = groups.pair_reward + np.bincount(groups.link_pair, groups.link_weight * bootstrap, minlength=len(q))
         values = np.full((len(groups.state_keys), 3), -np.inf)
         values[groups.pair_state, groups.pair_action] = q
         rows = np.flatnonzero(infosets.player == seat)
-        keys = p.keys.keys(infosets.space.node[rows], infosets.cards[rows].numpy())
-        where = np.minimum(np.searchsorted(groups.state_keys, keys), len(groups.state_keys) - 1)
+        where, found = _positions(groups.state_keys, p.keys.keys(infosets.space.node[rows], infosets.cards[rows].numpy()))
         legal = infosets.legal[rows].numpy()
-        covered = (groups.state_keys[where] == keys) & (np.isfinite(values[where]) | ~legal).all(axis=1)
+        covered = found & (np.isfinite(values[where]) | ~legal).all(axis=1)
         best = np.where(legal, values[where], -np.inf).argmax(axis=1)
         table[rows[covered]] = np.eye(3)[best[covered]]
     return table
+
+
+def _positions(sorted_keys: np.ndarray, keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Each key's index in ``sorted_keys`` and whether it is there at all (the index is a
+    valid placeholder where it is not)."""
+    where = np.minimum(np.searchsorted(sorted_keys, keys), len(sorted_keys) - 1)
+    return where, sorted_keys[where] == keys
 
 
 def mixture_bias(learner: NFSP, eta: float) -> tuple[float, float]:

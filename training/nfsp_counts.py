@@ -121,11 +121,10 @@ class ReplayGroups:
     next_keys: np.ndarray
     """Distinct next states s' of the rows that are not done (input keys)."""
     link_pair: np.ndarray
-    """Per distinct (pair, s') link of the rows that are not done: the pair's index."""
-    link_next: np.ndarray
-    """Per link: the s' index in ``next_keys``."""
+    """Per s' in ``next_keys``: the index of the one (s, a) its rows come from (perfect recall:
+    s' determines it, so the (s, a, s') links of the rows that are not done are the s')."""
     link_weight: np.ndarray
-    """Per link: the share of its pair's rows that go on to that s' (float64)."""
+    """Per s' in ``next_keys``: the share of its pair's rows that go on to it (float64)."""
 
 
 class ReplayCounts(InputKeys, SignedTotals):
@@ -168,5 +167,4 @@ class ReplayCounts(InputKeys, SignedTotals):
         next_keys = np.flatnonzero(self.next_count)
         link_pair = np.searchsorted(pairs, self.pair_of_next[next_keys])
         return ReplayGroups(rows, state_keys, pair_state.reshape(-1), pairs % 3, count, self.pair_reward[pairs] / count,
-                            next_keys, link_pair, np.arange(len(next_keys)),
-                            self.next_count[next_keys] / count[link_pair])
+                            next_keys, link_pair, self.next_count[next_keys] / count[link_pair])

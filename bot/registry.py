@@ -88,4 +88,5 @@ _PLUGIN_MODULES: list[str] = [
     "bot.nfsp_agent",
     "bot.deep_cfr_agent",
     "bot.abstraction_agent",
+    "bot.shipped.register",
 ]

@@ -17,7 +17,6 @@ seat 2. ``MatchResult.hands`` lists A's chips per hand; statistics are in
 
 from __future__ import annotations
 
-import asyncio
 import io
 import tempfile
 import threading
@@ -249,7 +248,7 @@ def _dealer_run(
     threads = [threading.Thread(target=client, args=(seat,), daemon=True) for seat in range(2)]
     for thread in threads:
         thread.start()
-    status = asyncio.run(dealer.serve())
+    status = dealer.run()
     for thread in threads:
         thread.join()
     if status != 0 or failures:

@@ -30,16 +30,16 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import TextIO
 
 from protocol.cards import CardError, cards_from_str, cards_to_str
+from protocol.errors import ProtocolError
 from protocol.state import State
 
 Number = int | float
 
 
-class MatchLogError(ValueError):
+class MatchLogError(ProtocolError, ValueError):
     """A log line that is not in the ACPC ``.log`` format; the message names file and line."""
 
 
@@ -229,7 +229,8 @@ class MatchLogWriter:
     def open(
         cls, path: str | os.PathLike[str], header: MatchHeader, append: bool = False
     ) -> MatchLogWriter:
-        Path(path).parent.mkdir(parents=True, exist_ok=True)
+        """Open ``path`` for writing; its folder must exist (a typo in a path must not create
+        folders wherever it points). ``OSError`` (from ``open``) names the path."""
         return cls(open(path, "a" if append else "w", encoding="utf-8"), header)
 
     def _write(self, lines: list[str]) -> None:

@@ -32,6 +32,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from protocol.errors import ProtocolError
 from protocol.gamedef import Game
 
 FOLD, CALL, RAISE = "f", "c", "r"
@@ -40,7 +41,7 @@ ACTIONS = (FOLD, CALL, RAISE)
 MAX_ACTIONS_PER_ROUND = 64
 
 
-class IllegalActionError(ValueError):
+class IllegalActionError(ProtocolError, ValueError):
     """An action that the rules do not allow in the current state."""
 
 
@@ -83,6 +84,7 @@ class State:
         self.folded = [False] * game.num_players
         self.round = 0
         self.actions: list[list[Action]] = [[]]
+        self._betting = ""  # betting_string(), kept up to date: the dealer sends it per state
         self.num_raises = 0
         self.is_finished = False
         self.actor: int | None = self._first_actor(0)
@@ -126,7 +128,9 @@ class State:
         return not self.folded[player] and not self._is_all_in(player)
 
     def _num_acting(self) -> int:
-        return sum(self._can_act(p) for p in range(self.game.num_players))
+        """Players neither folded nor all-in (inlined ``_can_act``: called on every action)."""
+        spent, stack, folded = self.spent, self.game.stack, self.folded
+        return sum(1 for p in range(len(folded)) if not folded[p] and spent[p] < stack[p])
 
     def _next_actor_from(self, player: int) -> int:
         n = self.game.num_players
@@ -177,7 +181,7 @@ class State:
 
     def betting_string(self) -> str:
         """ACPC betting text; a closed round is followed by ``/`` as the dealer writes it."""
-        return "/".join("".join(a.kind for a in r) for r in self.actions)
+        return self._betting
 
     @property
     def is_showdown(self) -> bool:
@@ -272,6 +276,7 @@ class State:
     def _record(self, kind: str, player: int) -> Action:
         action = Action(kind, player, self.round, self.spent[player])
         self.actions[self.round].append(action)
+        self._betting += kind
         self._advance()
         return action
 
@@ -283,6 +288,7 @@ class State:
             if self._num_acting() > 1 and self.round + 1 < self.game.num_rounds:
                 self.round += 1
                 self.actions.append([])
+                self._betting += "/"
                 self.num_raises = 0
                 self.actor = self._first_actor(self.round)
             else:
@@ -296,6 +302,7 @@ class State:
         while self.round + 1 < self.game.num_rounds:
             self.round += 1
             self.actions.append([])
+            self._betting += "/"
         self.is_finished, self.actor = True, None
 
     # -- outcome -----------------------------------------------------------------------

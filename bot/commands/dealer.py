@@ -7,7 +7,6 @@ exits 0 after a complete match, 1 after a fatal error (timeout, disconnect, bad 
 
 from __future__ import annotations
 
-import asyncio
 import sys
 
 import click
@@ -90,4 +89,4 @@ def dealer(
     except OSError as error:  # a fixed port in use: fatal, as in the reference (exit 1)
         click.echo(f"ERROR: {error}", err=True)
         sys.exit(1)
-    sys.exit(asyncio.run(server.serve()))
+    sys.exit(server.run())

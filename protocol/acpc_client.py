@@ -125,7 +125,6 @@ def interpret(text: str, game: Game, tracker: HandTracker | None = None) -> Turn
     and whether the hand is over. ``tracker`` (one per connection) replays only the letters
     that are new since the previous line of the same hand."""
     view = parse_matchstate(text)
-    check_cards(view, game)
     state = (tracker or HandTracker(game)).advance(view)
     values = view.hand_values(game, state) if state.is_finished else None
     ours = not state.is_finished and state.actor == view.position
@@ -135,8 +134,10 @@ def interpret(text: str, game: Game, tracker: HandTracker | None = None) -> Turn
 class HandTracker:
     """The rules-engine state of the hand in progress, as the client last saw it. A dealer sends
     every state of a hand in order, so each line's betting extends the previous one and only
-    the new letters need applying; a line that does not (a new hand, a changed card) starts a
-    fresh replay, after checking that no card changed within the hand."""
+    the new letters need applying; a line that does not (a new hand) starts a fresh replay.
+    Cards are checked against the gamedef (:func:`check_cards`) whenever they or the round
+    change, and may not change within a hand except for new board cards and, at the showdown,
+    the other hands."""
 
     def __init__(self, game: Game) -> None:
         self.game = game
@@ -156,14 +157,22 @@ class HandTracker:
         ):
             state = State(self.game)
         else:
-            if previous.own_hole_cards != view.own_hole_cards or any(
-                view.board[r] != cards for r, cards in enumerate(previous.board)
+            start = len(previous.betting)
+        if (
+            not start
+            or view.hole_cards != previous.hole_cards  # identical objects while unchanged
+            or view.board != previous.board
+            or view.round != previous.round
+        ):
+            check_cards(view, self.game)
+            if start and (
+                previous.own_hole_cards != view.own_hole_cards
+                or view.board[: len(previous.board)] != previous.board
             ):
                 raise MatchStateError(
                     f"cards changed within hand {view.hand_number}: "
                     f"{format_matchstate(previous)} then {format_matchstate(view)}"
                 )
-            start = len(previous.betting)
         advance_betting(state, view.betting, start)
         self._view, self._state = view, state
         return state

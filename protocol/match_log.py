@@ -89,6 +89,7 @@ class MatchLog:
     header: MatchHeader | None = None
     hands: list[HandRecord] = field(default_factory=list)
     score: tuple[tuple[Number, ...], tuple[str, ...]] | None = None
+    torn_line: int | None = None  # number of a last line cut off without its newline (dropped)
 
     @property
     def player_names(self) -> list[str]:
@@ -187,10 +188,22 @@ def record_of(state: State, hand_number: int, names_by_position: tuple[str, ...]
 
 def read_match_log(path: str | os.PathLike[str]) -> MatchLog:
     """Parse a ``.log`` file. Lines other than headers, STATE and SCORE (e.g. from ``-a``
-    appends' comments) are skipped only if they start with ``#``; anything else is an error."""
+    appends' comments) are skipped only if they start with ``#``; anything else is an error.
+
+    Every writer ends each line with a newline, so a last line without one was cut off (a
+    dealer killed mid-write, a full disk): it is dropped and its number kept in ``torn_line``,
+    even if it happens to parse (its numbers may be cut short); the complete hands before it
+    stand."""
     log = MatchLog()
-    with open(path, encoding="utf-8", errors="replace") as handle:
+    try:
+        handle = open(path, encoding="utf-8", errors="replace")
+    except OSError as error:
+        raise MatchLogError(f"{path}: cannot read: {error.strerror or error}") from None
+    with handle:
         for number, raw in enumerate(handle, 1):
+            if not raw.endswith("\n"):
+                log.torn_line = number
+                break
             line = raw.rstrip("\r\n")
             try:
                 if not line:

@@ -18,8 +18,17 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 
-from protocol.cards import CardError, cards_from_str, cards_to_str
+from protocol.cards import (
+    NUM_RANKS,
+    NUM_SUITS,
+    CardError,
+    card_rank,
+    card_suit,
+    cards_from_str,
+    cards_to_str,
+)
 from protocol.errors import ProtocolError
 from protocol.gamedef import Game
 from protocol.state import IllegalActionError, State
@@ -90,7 +99,7 @@ class MatchState:
         if len(board) != game.total_board_cards:
             raise MatchStateError(f"showdown without the whole board: {format_matchstate(self)}")
         try:
-            return self._replay(State(game, self.hole_cards, board), game).payoffs()
+            return state.with_cards(self.hole_cards, board).payoffs()
         except ValueError as error:
             raise MatchStateError(
                 f"impossible showdown {format_matchstate(self)}: {error}"
@@ -153,9 +162,9 @@ def check_cards(view: MatchState, game: Game) -> None:
     if len(view.board) < rounds and any(game.num_board_cards[1 : rounds + 1]):
         raise MatchStateError(f"board cards of round {rounds} missing")
     seen = [c for hole in view.hole_cards for c in hole] + list(view.board_flat)
-    deck = game.deck
-    for card in seen:
-        if card not in deck:
+    lowest_rank, lowest_suit = NUM_RANKS - game.num_ranks, NUM_SUITS - game.num_suits
+    for card in seen:  # a reduced deck keeps the top ranks and the last suits (protocol.cards)
+        if card_rank(card) < lowest_rank or card_suit(card) < lowest_suit:
             raise MatchStateError(f"card {cards_to_str((card,))} is not in the {game.name} deck")
     if len(set(seen)) != len(seen):
         repeated = sorted({c for c in seen if seen.count(c) > 1})
@@ -177,16 +186,25 @@ def parse_matchstate(line: str) -> MatchState:
         )
     if not (_LIMIT_BETTING.match(betting) or _NOLIMIT_BETTING.match(betting)):
         raise MatchStateError(f"bad betting {betting!r} in {line[:120]!r}")
-    groups = cards_text.split("/")
     try:
-        holes = tuple(cards_from_str(h) for h in groups[0].split("|"))
-        board = tuple(cards_from_str(b) for b in groups[1:])
+        holes, board = _parse_cards_field(cards_text)
     except CardError as error:
         raise MatchStateError(f"bad cards {cards_text!r}: {error}") from None
     position = int(position_text)
     if position >= len(holes):
         raise MatchStateError(f"position {position} has no hole-card group in {cards_text!r}")
     return MatchState(position, int(hand_text), betting, holes, board)
+
+
+@lru_cache(maxsize=4096)
+def _parse_cards_field(
+    cards_text: str,
+) -> tuple[tuple[tuple[int, ...], ...], tuple[tuple[int, ...], ...]]:
+    """Hole cards per position and board cards per round of a cards field; cached, since a
+    client sees the same field in most lines of a hand (it changes only with a new round)."""
+    groups = cards_text.split("/")
+    holes = tuple([cards_from_str(h) for h in groups[0].split("|")])
+    return holes, tuple([cards_from_str(b) for b in groups[1:]])
 
 
 def format_matchstate(view: MatchState) -> str:

@@ -120,6 +120,17 @@ class State:
         other.actions = [list(r) for r in self.actions]
         return other
 
+    def with_cards(
+        self, hole_cards: Sequence[Sequence[int]], board_cards: Sequence[int]
+    ) -> State:
+        """A copy holding every card, for a state replayed without them (a client learns the
+        other hands only at the showdown). Raises ``ValueError`` for impossible cards."""
+        other = self.copy()
+        other.hole_cards = tuple(tuple(h) for h in hole_cards)
+        other.board_cards = tuple(board_cards)
+        other._check_cards()
+        return other
+
     # -- derived facts -----------------------------------------------------------------
     def _is_all_in(self, player: int) -> bool:
         return self.spent[player] >= self.game.stack[player]

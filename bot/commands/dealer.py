@@ -8,9 +8,11 @@ exits 0 after a complete match, 1 after a fatal error (timeout, disconnect, bad 
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 
 import click
 
+from bot.errors import PokerbotError
 from protocol.dealer import Dealer, DealerOptions
 from protocol.gamedef import load_game
 
@@ -82,6 +84,9 @@ def dealer(
 ) -> None:
     """Deal a match to ACPC clients, as the reference dealer does."""
     options["ports"] = _ports(options["ports"])
+    folder = Path(match_name).parent
+    if (options["write_log"] or options["write_tlog"]) and not folder.is_dir():
+        raise PokerbotError(f"match name {match_name}: folder {folder} does not exist")
     game = load_game(gamedef)
     server = Dealer(DealerOptions(match_name, gamedef, game, hands, seed, tuple(names), **options))
     try:

@@ -255,14 +255,16 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as scratch:
         script = hand_script(game, args.hands)
         short = script[: args.client_hands]
-        figures = [
-            run_echo("echo bound, fast clients", ("fast", "fast"), script),
-            run_dealer("our dealer, fast clients", ("fast", "fast"), args.hands, scratch),
-            run_dealer("our dealer, our clients", ("ours", "ours"), args.client_hands, scratch),
-            run_echo("echo server, our client + fast", ("ours", "fast"), short),
+        setups = [
+            lambda: run_echo("echo bound, fast clients", ("fast", "fast"), script),
+            lambda: run_dealer("our dealer, fast clients", ("fast", "fast"), args.hands, scratch),
+            lambda: run_dealer(
+                "our dealer, our clients", ("ours", "ours"), args.client_hands, scratch
+            ),
+            lambda: run_echo("echo server, our client + fast", ("ours", "fast"), short),
         ]
-        for figure in figures:
-            print(figure.line(), flush=True)
+        for setup in setups:
+            print(setup().line(), flush=True)
     print(f"load after: {', '.join(f'{x:.2f}' for x in os.getloadavg())}")
 
 

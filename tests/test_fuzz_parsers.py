@@ -18,7 +18,7 @@ from bot.errors import PokerbotError
 from bot.tabular_policy import load_policy
 from protocol.acpc_client import HandTracker, interpret
 from protocol.cards import RANKS, SUITS
-from protocol.dealer import judge_reply
+from protocol.dealer import judge_reply, parse_reply
 from protocol.errors import ProtocolError
 from protocol.gamedef import load_game, parse_gamedef
 from protocol.match_log import read_match_log
@@ -227,3 +227,12 @@ def test_policy_nested_deeper_than_the_json_parser_recurses(tmp_path: Path) -> N
         assert str(error) == f"{path}: JSON nested too deeply to be a policy file"
     else:
         raise AssertionError("a 100,000-deep document loaded")
+
+
+@FUZZ
+@given(LINES, st.text(alphabet=":cfrkbCFRKB \r", max_size=4), st.sampled_from(REAL_LINES))
+def test_dealer_fast_path_judges_exactly_as_the_full_parse(line: str, tail: str, expected: str):
+    """``judge_reply`` (verbatim echo checked without parsing) agrees with ``parse_reply``."""
+    view = parse_matchstate(expected)
+    for reply in (line + tail, expected + tail, expected + ":" + tail):
+        assert judge_reply(reply, expected, ("c", "r")) == parse_reply(reply, view, ("c", "r"))

@@ -49,6 +49,11 @@ def known_names() -> list[str]:
     return sorted(_NAMED)
 
 
+def factory_of(name: str) -> AgentFactory:
+    """The factory registered for ``name`` (``pokerbot agents`` reads its docstring)."""
+    return _NAMED[name]
+
+
 def resolve_agent(spec: str, game: Game) -> Agent:
     """The agent named ``spec`` (a registered name or a path) for ``game``."""
     load_plugins()

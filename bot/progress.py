@@ -179,8 +179,9 @@ def shown(console: Console | None = None, transient: bool = True) -> Iterator[Ti
 
         def reporter(description: str, done: float, total: float | None) -> None:
             if description not in tasks:
-                tasks[description] = progress.add_task(description, total=total)
-            progress.update(tasks[description], completed=done, total=total)
+                tasks[description] = progress.add_task(description, total=total, completed=done)
+            else:
+                progress.update(tasks[description], completed=done, total=total)
 
         token = _REPORTER.set(reporter)
         try:

@@ -144,3 +144,17 @@ def test_exploit_of_a_uniform_leduc_bundle_is_the_uniform_figure(tmp_path) -> No
     result = invoke("exploit", str(_bundle(tmp_path, "leduc")))
     assert result.exit_code == 0, result.output
     assert "= 1186.8" in result.output.replace("1186.79", "1186.8")
+
+
+def test_solve_resume_names_the_policy_like_train_resume_names_the_run(tmp_path) -> None:
+    """``solve --resume OUT`` (train's shape) continues as ``--out OUT --resume`` does."""
+    out, flag = tmp_path / "a.json", tmp_path / "b.json"
+    for path in (out, flag):
+        assert invoke("solve", "--game", "kuhn", "--iterations", "20", "--eval-every", "10", "--out", str(path)).exit_code == 0
+    assert invoke("solve", "--game", "kuhn", "--iterations", "40", "--eval-every", "10", "--resume", str(out)).exit_code == 0
+    result = invoke("solve", "--game", "kuhn", "--iterations", "40", "--eval-every", "10", "--out", str(flag), "--resume")
+    assert result.exit_code == 0, result.output
+    assert json.loads(out.read_text())["policy"] == json.loads(flag.read_text())["policy"]
+    assert json.loads(out.read_text())["meta"]["iterations_done"] == 40
+    result = invoke("solve", "--game", "kuhn")
+    assert result.exit_code == 2 and "give --out POLICY.json for a new solve, or --resume POLICY.json" in result.output

@@ -225,25 +225,17 @@ class StackAverage:
 
 
 def bundle_strategy(bundle: Bundle) -> np.ndarray:
-    """The exact ``[num_infosets, 3]`` strategy a bundle plays (small games only).
-
-    Torch runs on one thread meanwhile: these are forward passes of ~1,000 rows through small
-    networks, where a second thread only adds synchronisation, and on a shared 2-core machine
-    waits for a busy core (``benchmarks/bench_exploit_run.py``: 10x slower under load)."""
+    """The exact ``[num_infosets, 3]`` strategy a bundle plays (small games only); the stack's
+    progress goes to :func:`bot.progress.report` (a few hundred entries take minutes)."""
     batch = InfosetBatch(bundle.game)
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        if bundle.kind == "deep-cfr":
-            return batch.strategy(bundle.network(bundle.average), kind="average")
-        average = StackAverage(bundle.game)
-        for done, entry in enumerate(bundle.stack):  # one entry's networks in memory at a time
-            nets = None if entry.get("uniform") else tuple(bundle.network(f) for f in entry["files"])
-            average.add(batch.strategy(nets, argmax_fallback=bundle.argmax_fallback), float(entry["weight"]))
-            report("averaging the SD-CFR stack", done + 1, len(bundle.stack))
-        return average.strategy()
-    finally:
-        torch.set_num_threads(threads)
+    if bundle.kind == "deep-cfr":
+        return batch.strategy(bundle.network(bundle.average), kind="average")
+    average = StackAverage(bundle.game)
+    for done, entry in enumerate(bundle.stack):  # one entry's networks in memory at a time
+        nets = None if entry.get("uniform") else tuple(bundle.network(f) for f in entry["files"])
+        average.add(batch.strategy(nets, argmax_fallback=bundle.argmax_fallback), float(entry["weight"]))
+        report("averaging the SD-CFR stack", done + 1, len(bundle.stack))
+    return average.strategy()
 
 
 # -- the agent ------------------------------------------------------------------------------

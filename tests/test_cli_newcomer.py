@@ -158,3 +158,13 @@ def test_solve_resume_names_the_policy_like_train_resume_names_the_run(tmp_path)
     assert json.loads(out.read_text())["meta"]["iterations_done"] == 40
     result = invoke("solve", "--game", "kuhn")
     assert result.exit_code == 2 and "give --out POLICY.json for a new solve, or --resume POLICY.json" in result.output
+
+
+def test_match_against_a_run_without_a_finished_iteration_says_so(tmp_path) -> None:
+    run = tmp_path / "run"
+    (run / "policy").mkdir(parents=True)
+    (run / "config.toml").write_text('game = "leduc"\nalgo = "sd-cfr"\n')
+    result = invoke("match", "--game", "leduc", "--agent", str(run), "--hands", "10")
+    assert result.exit_code == 2
+    assert result.output.strip() == (f"error: {run}: the run has no finished iteration yet (no policy in {run / 'policy'}); "
+                                     f"continue it with pokerbot train --resume {run}")

@@ -102,7 +102,7 @@ class PokerApp(App[Path | None]):
     def on_mount(self) -> None:
         self.set_class(self.four_colour, "-four-colour")
         if self.notice:
-            self.log_line(f"[i]{self.notice}[/i]")
+            self.log_line(f"[i]{escape(self.notice)}[/i]")  # a manifest's text is not markup
         self.start_hand()
 
     # -- refreshing ----------------------------------------------------------------------

@@ -168,3 +168,12 @@ def test_match_against_a_run_without_a_finished_iteration_says_so(tmp_path) -> N
     assert result.exit_code == 2
     assert result.output.strip() == (f"error: {run}: the run has no finished iteration yet (no policy in {run / 'policy'}); "
                                      f"continue it with pokerbot train --resume {run}")
+
+
+def test_exploit_of_an_agent_name_says_how_to_measure_an_agent() -> None:
+    result = invoke("exploit", "abstraction_3e6")
+    assert result.exit_code == 2
+    line = result.output.strip()
+    assert line.startswith("error: abstraction_3e6 is an agent name, not a stored strategy")
+    assert "pokerbot lbr abstraction_3e6 --game holdem" in line or "pokerbot match --game holdem --agent abstraction_3e6" in line
+    assert invoke("exploit", "no-such-file").output.strip() == "error: no-such-file: no such file or directory"

@@ -201,7 +201,7 @@ def _meta(config: SolveConfig, result: SolveResult) -> dict:
 
 
 @click.command(context_settings={"show_default": True})
-@click.option("--game", default="leduc", help="kuhn, leduc, or a gamedef path of a small game.")
+@click.option("--game", default="leduc", help="kuhn, leduc, or a gamedef path of a small game (the default is not holdem, as elsewhere: hold'em and FHP are too large to tabulate).")
 @click.option("--algo", default="cfr+", help="One of: " + ", ".join(SOLVE_ALGORITHMS) + ".")
 @click.option("--iterations", default=1000, type=int, help="Iterations (one update per player each).")
 @click.option("--out", type=click.Path(dir_okay=False), help="Policy JSON to write (a resumed solve: the one it continues).")

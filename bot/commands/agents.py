@@ -82,8 +82,9 @@ def _shipped(games: tuple[str, ...]) -> AgentInfo:
         figures = "; ".join(f"{k} {v}" for k, v in dict(manifest.get("strength", {})).items())
         strengths.append(f"{alias}: {figures or 'not measured'}")
     what = "The bot that ships inside pokerbot for the game (no training needed)."
-    return AgentInfo("default", " ".join([what, *whats]), ", ".join(g for g in SHIPPED_GAMES if g in games),
-                     "; ".join(statuses) or "no bot ships for this game", "; ".join(strengths))
+    served = ", ".join(g for g in SHIPPED_GAMES if g in games)
+    return AgentInfo("default", " ".join([what, *whats]), served or ", ".join(games),
+                     "; ".join(statuses) or f"no bot ships for {', '.join(games)}", "; ".join(strengths))
 
 
 def abstraction_info(name: str) -> AgentInfo:
@@ -101,10 +102,11 @@ def abstraction_info(name: str) -> AgentInfo:
     if solved:
         return AgentInfo(name, what, spec.game, status, _abstraction_strength(policy_path(spec).with_name("policy.json")))
     cost = estimate(spec, built=built)
-    hours = _duration(cost.feature_seconds + cost.cluster_seconds + cost.solve_seconds)
+    seconds = cost.feature_seconds + cost.cluster_seconds + cost.solve_seconds
+    hours = f"~{_duration(seconds)}" if seconds >= 60 else "under a minute"  # start-up included
     return AgentInfo(name, what, spec.game, status, "",
                      f"pokerbot train --algo abstraction --game {spec.game} --size {size_name(spec)} --out runs/{spec.name}",
-                     f"~{hours} on this 2-core machine ({cost.iterations:,} iterations), "
+                     f"{hours} on this 2-core machine ({cost.iterations:,} iterations), "
                      f"{_size(cost.table_bytes)} RAM, {_size(cost.disk_bytes)} disk")
 
 

@@ -199,43 +199,60 @@ class State:
         return self.is_finished and self.num_folded < self.game.num_players - 1
 
     # -- verify / can / act ---------------------------------------------------------------
-    def _verify_turn(self) -> int:
+    # Each rule is written once, as a ``_*_problem`` method that names what forbids the act (or
+    # None): ``verify_*`` raises it, ``can_*`` and ``legal_actions`` test it without raising,
+    # which keeps the dealer's and the client's per-action checks cheap.
+    def _turn_problem(self) -> str | None:
         if self.is_finished or self.actor is None:
-            raise IllegalActionError("the hand is over: nobody may act")
-        return self.actor
+            return "the hand is over: nobody may act"
+        return None
+
+    def _fold_problem(self) -> str | None:
+        """Folding is illegal when checking is free."""
+        turn = self._turn_problem()
+        if turn is not None:
+            return turn
+        assert self.actor is not None
+        if self.spent[self.actor] >= self.max_spent:
+            return "cannot fold: checking is free"
+        return None
+
+    def _raise_problem(self) -> str | None:
+        """A raise needs room under the round's cap, two players able to act, and chips."""
+        turn = self._turn_problem()
+        if turn is not None:
+            return turn
+        cap = self.game.max_raises[self.round]
+        if self.num_raises >= cap:
+            return f"cannot raise: round {self.round} allows {cap} raises"
+        if self._num_acting() <= 1:
+            return "cannot raise: nobody else can act"
+        if len(self.actions[self.round]) + self.game.num_players > MAX_ACTIONS_PER_ROUND:
+            return "cannot raise: too many actions this round"
+        if self.raise_to_amount() <= self.max_spent:
+            return "cannot raise: no chips left to raise with"
+        return None
 
     def verify_fold(self) -> None:
         """Raise unless the actor may fold: folding is illegal when checking is free."""
-        player = self._verify_turn()
-        if self.spent[player] >= self.max_spent:
-            raise IllegalActionError("cannot fold: checking is free")
+        _raise_if(self._fold_problem())
 
     def verify_check_or_call(self) -> None:
         """Raise unless the actor may check or call (always legal while the hand runs)."""
-        self._verify_turn()
+        _raise_if(self._turn_problem())
 
     def verify_bet_or_raise(self) -> None:
         """Raise unless the actor may raise: the round's cap, two players able to act, room."""
-        self._verify_turn()
-        if self.num_raises >= self.game.max_raises[self.round]:
-            raise IllegalActionError(
-                f"cannot raise: round {self.round} allows {self.game.max_raises[self.round]} raises"
-            )
-        if self._num_acting() <= 1:
-            raise IllegalActionError("cannot raise: nobody else can act")
-        if len(self.actions[self.round]) + self.game.num_players > MAX_ACTIONS_PER_ROUND:
-            raise IllegalActionError("cannot raise: too many actions this round")
-        if self.raise_to_amount() <= self.max_spent:
-            raise IllegalActionError("cannot raise: no chips left to raise with")
+        _raise_if(self._raise_problem())
 
     def can_fold(self) -> bool:
-        return _permits(self.verify_fold)
+        return self._fold_problem() is None
 
     def can_check_or_call(self) -> bool:
-        return _permits(self.verify_check_or_call)
+        return self._turn_problem() is None
 
     def can_bet_or_raise(self) -> bool:
-        return _permits(self.verify_bet_or_raise)
+        return self._raise_problem() is None
 
     can_raise = can_bet_or_raise
 
@@ -243,13 +260,9 @@ class State:
         """The legal ACPC letters, in the order fold, call, raise."""
         if self.is_finished:
             return ()
-        return tuple(
-            kind
-            for kind, allowed in zip(
-                ACTIONS, (self.can_fold(), True, self.can_bet_or_raise()), strict=True
-            )
-            if allowed
-        )
+        fold = (FOLD,) if self._fold_problem() is None else ()
+        raise_ = (RAISE,) if self._raise_problem() is None else ()
+        return fold + (CALL,) + raise_
 
     def fold(self) -> Action:
         self.verify_fold()
@@ -295,8 +308,8 @@ class State:
         """Move the turn on, close the round, or end the hand (ACPC ``doAction``)."""
         if self.num_folded + 1 >= self.game.num_players:
             self.is_finished, self.actor = True, None
-        elif self._num_called() >= self._num_acting():
-            if self._num_acting() > 1 and self.round + 1 < self.game.num_rounds:
+        elif self._num_called() >= (acting := self._num_acting()):
+            if acting > 1 and self.round + 1 < self.game.num_rounds:
                 self.round += 1
                 self.actions.append([])
                 self._betting += "/"
@@ -366,9 +379,6 @@ def split_pots(spent: Sequence[int], strength: dict[int, int]) -> tuple[int, ...
     return tuple(int(x) if float(x).is_integer() else x for x in net)  # type: ignore[misc]
 
 
-def _permits(verify) -> bool:
-    try:
-        verify()
-    except IllegalActionError:
-        return False
-    return True
+def _raise_if(problem: str | None) -> None:
+    if problem is not None:
+        raise IllegalActionError(problem)

@@ -34,6 +34,7 @@ from typing import TextIO
 
 from protocol.cards import CardError, cards_from_str, cards_to_str
 from protocol.errors import ProtocolError
+from protocol.matchstate import MAX_HAND_DIGITS
 from protocol.state import State
 
 Number = int | float
@@ -126,8 +127,8 @@ def parse_state_line(line: str) -> HandRecord:
     if len(parts) != 6 or parts[0] != "STATE":
         raise MatchLogError(f"not a STATE line: {line[:120]!r}")
     _, hand_text, betting, cards_text, values_text, names_text = parts
-    if not hand_text.isdigit():
-        raise MatchLogError(f"bad hand number {hand_text!r}")
+    if not hand_text.isdigit() or len(hand_text) > MAX_HAND_DIGITS:
+        raise MatchLogError(f"bad hand number {hand_text[:40]!r}")
     groups = cards_text.split("/")
     try:
         holes = tuple(cards_from_str(h) for h in groups[0].split("|"))

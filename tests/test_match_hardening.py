@@ -166,7 +166,9 @@ def test_torn_last_line_is_reported_with_a_notice(tmp_path: Path) -> None:
     log = tmp_path / "m.log"
     run_in_process(game, (RandomAgent(game), CallAgent(game)), ("r", "c"), 20, 1, log_path=str(log))
     lines = log.read_text().splitlines(keepends=True)
-    torn = "".join(lines[:-2]) + lines[-2][:25]  # 4 header lines, hands 0-18, then hand 19 cut (line 24)
+    torn = (
+        "".join(lines[:-2]) + lines[-2][:25]
+    )  # 4 header lines, hands 0-18, then hand 19 cut (line 24)
     log.write_text(torn)
     result = run("report", str(log), "--player", "r", "--json", str(tmp_path / "r.json"))
     assert result.exit_code == 0, result.output
@@ -175,3 +177,18 @@ def test_torn_last_line_is_reported_with_a_notice(tmp_path: Path) -> None:
     )
     data = json.loads((tmp_path / "r.json").read_text())
     assert len(data["per_hand"]["chips"]) == 19
+
+
+def test_five_thousand_digit_numbers_are_one_line_errors(tmp_path: Path) -> None:
+    """Python refuses to convert integers over 4,300 digits with its own message; every parser
+    bounds the digits first and names the problem."""
+    huge = "9" * 5000
+    log = tmp_path / "huge.log"
+    log.write_text(f"STATE:{huge}:cc:Ks|Qs:1|-1:a|b\n")
+    one_line_error(run("report", str(log)), "huge.log:1: bad hand number '9999")
+    gamedef = tmp_path / "huge.game"
+    gamedef.write_text(THREE_PLAYER.replace("numPlayers = 3", f"numPlayers = {huge}"))
+    one_line_error(
+        run("match", "--game", str(gamedef), "--agent", "call"),
+        "key 'numPlayers' needs whole numbers of at most 19 digits",
+    )

@@ -11,7 +11,8 @@ the reference ``example_player`` clients run beside the reference ``dealer``):
 3. **our dealer, our clients**: the dealer with two ``pokerbot connect``-equivalent clients
    (:func:`bot.match.run_as_client` with the ``call`` agent, in their own processes).
 4. **our client alone**: the echo server with one of our clients and one fast client, so the
-   client's own speed shows without our dealer's cost.
+   client's own speed shows without our dealer's cost; and first, its logic alone in this
+   process without sockets (parsing, checks, replay, the agent's decisions).
 
 Every set-up plays always-call heads-up limit hold'em: 8 actions and 18 state lines per hand.
 
@@ -145,6 +146,25 @@ class Figure:
         )
 
 
+def client_logic_cpu(game: Game, script) -> float:
+    """CPU microseconds per hand of our client's logic alone, no sockets: every line seat 1
+    receives, interpreted as the connection does (one tracker), with the ``call`` agent
+    deciding on its turns through the same hooks as over the wire."""
+    from bot.agent import CallAgent
+    from bot.match import AgentClient
+    from protocol.acpc_client import HandTracker, interpret
+
+    lines = [to_first.decode().rstrip("\r\n") for steps in script for to_first, _, _ in steps]
+    tracker, client = HandTracker(game), AgentClient(CallAgent(game), seed=0)
+    start = time.process_time()
+    for line in lines:
+        turn = interpret(line, game, tracker)
+        client._on_turn(turn)
+        if turn.is_our_turn:
+            client.decide(turn.view)
+    return 1e6 * (time.process_time() - start) / len(script)
+
+
 # -- the echo bound ---------------------------------------------------------------------------
 def hand_script(game: Game, hands: int) -> list[list[tuple[bytes, bytes, int | None]]]:
     """Per hand, per state: (line to seat 1, line to seat 2, the seat that must reply or None),
@@ -245,6 +265,9 @@ def main() -> None:
     parser.add_argument("--hands", type=int, default=20000, help="hands with fast clients")
     parser.add_argument("--client-hands", type=int, default=5000, help="hands with our clients")
     parser.add_argument("--client", nargs=2, metavar=("KIND", "PORT"), help=argparse.SUPPRESS)
+    parser.add_argument(
+        "--logic-only", action="store_true", help="only our client's logic without sockets"
+    )
     args = parser.parse_args()
     if args.client:
         CLIENTS[args.client[0]](int(args.client[1]), load_game(GAME))
@@ -255,6 +278,10 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as scratch:
         script = hand_script(game, args.hands)
         short = script[: args.client_hands]
+        logic = client_logic_cpu(game, short)
+        print(f"our client's logic alone, no sockets: CPU {logic:.0f} us/hand", flush=True)
+        if args.logic_only:
+            return
         setups = [
             lambda: run_echo("echo bound, fast clients", ("fast", "fast"), script),
             lambda: run_dealer("our dealer, fast clients", ("fast", "fast"), args.hands, scratch),

@@ -1,4 +1,4 @@
-"""An ACPC-compatible dealer (asyncio TCP), behaving as the reference ``dealer`` does.
+"""An ACPC-compatible dealer (TCP, blocking sockets), behaving as the reference ``dealer`` does.
 
 ``shared/acpc-protocol.md`` §1 (life cycle), §3 (which reply counts), §4 (bad input, timeouts,
 disconnects), §6 (seats and rotation) and §8 (arguments, stdout, stderr, ``.log``). Limit games.
@@ -12,7 +12,13 @@ transaction log (the ``.tlog`` itself is written).
 
     dealer = Dealer(options)        # DealerOptions: the reference's arguments and options
     ports = dealer.listen()         # binds, prints the ports line on ``out``
-    status = asyncio.run(dealer.serve())   # 0 on a complete match, 1 on any fatal error
+    status = dealer.run()           # 0 on a complete match, 1 on any fatal error
+    status = await dealer.serve()   # the same from asyncio code (run in a worker thread)
+
+Speed (``benchmarks/bench_dealer.py``): the dealer only ever waits on one seat, so it uses
+blocking sockets with deadlines rather than an event loop; every line a seat gets between two
+waits goes out in one write; view strings come from per-hand pieces (:class:`HandViews`); a
+reply that echoes the state verbatim is judged without parsing (:mod:`protocol.replies`).
 """
 
 from __future__ import annotations
@@ -31,25 +37,13 @@ from protocol.acpc_client import LineBuffer, is_comment
 from protocol.dealing import deal_hand
 from protocol.gamedef import Game
 from protocol.match_log import MatchHeader, MatchLogWriter, format_score_line, record_of
-from protocol.matchstate import HandViews, MatchState, MatchStateError, parse_matchstate
+from protocol.matchstate import HandViews
+from protocol.replies import judge_reply
 from protocol.state import State
 
 #: Port draws per seat when no port is given (the reference retries 10 extra times).
 PORT_ATTEMPTS = 11
 _VERSION = re.compile(r"^VERSION:(\d+)\.(\d+)\.(\d+)")
-_REPLY = re.compile(r"^(MATCHSTATE:\d+:\d+:[^:]*:(?:[2-9TJQKA][cdhs]|[|/])*)(.*)$", re.DOTALL)
-_LETTERS = {
-    "f": "f",
-    "F": "f",
-    "c": "c",
-    "C": "c",
-    "k": "c",
-    "K": "c",
-    "r": "r",
-    "R": "r",
-    "b": "r",
-    "B": "r",
-}
 
 
 @dataclass(frozen=True)
@@ -100,72 +94,6 @@ class DealerOptions:
             self.t_hand,
             self.t_per_hand,
         )
-
-
-@dataclass(frozen=True)
-class Reply:
-    """How the dealer reads one line on a player's turn: an action (possibly changed to a call),
-    or None to keep waiting; ``warning`` is the reference dealer's WARNING text, if any."""
-
-    action: str | None
-    warning: str | None = None
-
-
-def parse_reply(line: str, expected: MatchState, legal: tuple[str, ...]) -> Reply:
-    """Judge a client's line against the state the dealer waits on (§3, §4).
-
-    >>> from protocol.matchstate import parse_matchstate
-    >>> waiting = parse_matchstate("MATCHSTATE:0:1:c:9h6s|")
-    >>> parse_reply("MATCHSTATE:0:1:c:9h6s|:r", waiting, ("c", "r"))
-    Reply(action='r', warning=None)
-    >>> parse_reply("MATCHSTATE:0:1:c:9h6s|\\r:r", waiting, ("c", "r")).warning
-    'bad action format in response, changed to call'
-    >>> parse_reply("MATCHSTATE:0:1:c:9h6s|:f", waiting, ("c", "r"))
-    Reply(action='c', warning='invalid action, changed to call')
-    >>> parse_reply("MATCHSTATE:0:0::9h6s|:c", waiting, ("c", "r"))
-    Reply(action=None, warning='ignoring un-requested response')
-    """
-    match = _REPLY.match(line)
-    if match is None:
-        return Reply(None, "bad state format in response")
-    try:
-        echoed = parse_matchstate(match.group(1))
-    except MatchStateError:
-        return Reply(None, "bad state format in response")
-    if (
-        echoed.position != expected.position
-        or echoed.hand_number != expected.hand_number
-        or echoed.betting != expected.betting
-        or len(echoed.hole_cards) <= expected.position
-        or echoed.own_hole_cards != expected.own_hole_cards
-        or echoed.board != expected.board
-    ):
-        return Reply(None, "ignoring un-requested response")
-    rest = match.group(2)
-    if not rest.startswith(":"):
-        return Reply("c", "bad action format in response, changed to call")
-    return _judge_action(rest[1:2], legal)
-
-
-def judge_reply(line: str, expected: str, legal: tuple[str, ...]) -> Reply:
-    """:func:`parse_reply` against the exact text the dealer sent: a reply that echoes it
-    verbatim and then ``:`` (what every correct client sends) is judged without parsing, since
-    it parses to the same state; anything else takes the full path.
-
-    >>> judge_reply("MATCHSTATE:0:1:c:9h6s|:r", "MATCHSTATE:0:1:c:9h6s|", ("c", "r"))
-    Reply(action='r', warning=None)
-    """
-    size = len(expected)
-    if line.startswith(expected) and line[size : size + 1] == ":":
-        return _judge_action(line[size + 1 : size + 2], legal)
-    return parse_reply(line, parse_matchstate(expected), legal)
-
-
-def _judge_action(letter: str, legal: tuple[str, ...]) -> Reply:
-    action = _LETTERS.get(letter)
-    if action is None or action not in legal:
-        return Reply("c", "invalid action, changed to call")
-    return Reply(action)
 
 
 class DealerAbort(Exception):

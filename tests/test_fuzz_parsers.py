@@ -18,7 +18,7 @@ from bot.errors import PokerbotError
 from bot.tabular_policy import load_policy
 from protocol.acpc_client import HandTracker, interpret
 from protocol.cards import RANKS, SUITS
-from protocol.dealer import judge_reply, parse_reply
+from protocol.replies import judge_reply, parse_reply
 from protocol.errors import ProtocolError
 from protocol.gamedef import load_game, parse_gamedef
 from protocol.match_log import read_match_log

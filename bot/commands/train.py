@@ -36,6 +36,7 @@ ALGORITHMS: dict[str, str] = {
 @click.option("--threads", type=int, help="Worker threads (default: all cores).")
 @click.option("--out", type=click.Path(file_okay=False), help="Run directory to create.")
 @click.option("--resume", type=click.Path(file_okay=False), help="Continue the run in this directory.")
+@click.option("--watch", is_flag=True, help="Train in the background and follow the run in `pokerbot watch`.")
 def train(**options: object) -> None:
     """Train a policy; writes a run directory (config.toml, metrics.jsonl, checkpoints, policy).
 
@@ -47,5 +48,10 @@ def train(**options: object) -> None:
         raise PokerbotError(f"unknown --algo {algo!r}; known: {known}")
     if options["out"] is None and options["resume"] is None:
         raise PokerbotError("give --out RUN_DIR for a new run or --resume RUN_DIR to continue one")
+    if options.pop("watch"):
+        from bot.commands.watch import train_and_watch
+
+        train_and_watch(ALGORITHMS[algo], options)
+        return
     module = importlib.import_module(ALGORITHMS[algo])
     module.run_from_cli(options)

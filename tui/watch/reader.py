@@ -20,7 +20,15 @@ from pathlib import Path
 from typing import Any
 
 from bot.errors import PokerbotError
-from training.rundir import CONFIG_FILE, METRICS_FILE, STATUS_FILE, RunDir, RunDirError, load_torch, read_toml
+from training.rundir import (
+    CONFIG_FILE,
+    METRICS_FILE,
+    STATUS_FILE,
+    RunDir,
+    RunDirError,
+    load_torch,
+    read_toml,
+)
 
 #: Algorithms whose run directories hold value networks and a ``traversal_p*`` per metrics line.
 CFR_KINDS = ("sd-cfr", "deep-cfr", "dream")

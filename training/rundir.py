@@ -83,7 +83,7 @@ def load_torch(path: Path) -> Any:
 
     try:
         return torch.load(path, map_location="cpu", weights_only=True)
-    except (RuntimeError, EOFError, OSError, ValueError, pickle.UnpicklingError) as error:
+    except (RuntimeError, EOFError, OSError, ValueError, KeyError, pickle.UnpicklingError) as error:  # KeyError: a damaged pickle memo
         raise RunDirError(f"{path}: cannot load checkpoint file ({str(error).splitlines()[0]})") from None
 
 

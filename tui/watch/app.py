@@ -154,17 +154,23 @@ class WatchApp(App[None]):
         self.refresh_views()
 
     def action_tab(self, name: str) -> None:
-        tabs = self.query_one(TabbedContent)
+        tabs = self.main.query_one(TabbedContent)
         if tabs.query(f"#{name}"):
             tabs.active = name
-            self.refresh_views(force=True)
+
+    def on_tabbed_content_tab_activated(self, event: TabbedContent.TabActivated) -> None:
+        """Draw the new tab and give its table the keys (↑/↓ move its cursor)."""
+        self.refresh_views(force=True)
+        tables = event.pane.query(DataTable)
+        if tables:
+            tables.first().focus()
 
     def action_traverser(self) -> None:
         self.traverser = 1 - self.traverser
         self.refresh_views(force=True)
 
     def action_axis(self) -> None:
-        plot = self.query_one(ExploitabilityPlot)
+        plot = self.main.query_one(ExploitabilityPlot)
         plot.axis = "seconds" if plot.axis == "iterations" else "iterations"
         self.refresh_views(force=True)
 
@@ -173,50 +179,55 @@ class WatchApp(App[None]):
 
     # -- drawing --------------------------------------------------------------------------------
 
+    @property
+    def main(self):
+        """The panels' screen (queries on the app itself would search a help screen on top)."""
+        return self.screen_stack[0]
+
     def title_text(self) -> str:
         iterations = self.model.iterations
         latest = iterations[-1] if iterations else 0
         mode = "[b]following[/b]" if self.selected is None else "[b]stepping[/b] (end: follow)"
-        return f" pokerbot watch · {self.reader.path} · iteration ◀ {self.iteration} / {latest} ▶ · {mode}"
+        return f" pokerbot watch · {self.reader.path.name} · iteration ◀ {self.iteration} / {latest} ▶ · {mode}"
 
     def refresh_views(self, force: bool = False) -> None:
         """Redraw what changed (the phase line and title every poll; panels on new data)."""
-        self.query_one("#title", Static).update(self.title_text())
-        key = (self.model.version(), self.iteration, self.query_one(TabbedContent).active)
+        self.main.query_one("#title", Static).update(self.title_text())
+        key = (self.model.version(), self.iteration, self.main.query_one(TabbedContent).active)
         if key == self._shown and not force:
-            run = self.query_one(RunPanel)
+            run = self.main.query_one(RunPanel)
             run.show(self.model, self.iteration)  # the phase's age moves on
             return
         self._shown = key
         iteration = self.iteration
-        self.query_one(RunPanel).show(self.model, iteration)
-        plot = self.query_one(ExploitabilityPlot)
+        self.main.query_one(RunPanel).show(self.model, iteration)
+        plot = self.main.query_one(ExploitabilityPlot)
         plot.display = plot.has_data(self.model)
         plot.show(self.model, iteration)
-        self.query_one(MemoryPanel).show(self.model, iteration)
+        self.main.query_one(MemoryPanel).show(self.model, iteration)
         if self.model.small:
-            self.query_one(AdvantageTable).show(self.model, iteration)
+            self.main.query_one(AdvantageTable).show(self.model, iteration)
             self.show_walkthrough()
-        if self.query(ConvergenceTable):
-            self.query_one(ConvergenceTable).show(self.model, iteration)
+        if self.main.query(ConvergenceTable):
+            self.main.query_one(ConvergenceTable).show(self.model, iteration)
             self.show_convergence_plot()
-        if self.query(TraversalPanel):
+        if self.main.query(TraversalPanel):
             example = self.model.record(iteration).get(f"traversal_p{self.traverser}")
             tree = self.model.tree if example is not None else None
-            self.query_one(TraversalPanel).show_example(example, tree, iteration, self.traverser)
+            self.main.query_one(TraversalPanel).show_example(example, tree, iteration, self.traverser)
 
     def show_walkthrough(self) -> None:
-        table = self.query_one(AdvantageTable)
+        table = self.main.query_one(AdvantageTable)
         if not table.row_count:
             return
         infoset = self.model.infoset(table.cursor_row, self.iteration)
-        self.query_one(Walkthrough).show_infoset(infoset, bool(self.model.config.get("argmax_fallback", True)))
+        self.main.query_one(Walkthrough).show_infoset(infoset, bool(self.model.config.get("argmax_fallback", True)))
 
     def show_convergence_plot(self) -> None:
-        table = self.query_one(ConvergenceTable)
+        table = self.main.query_one(ConvergenceTable)
         if table.row_count:
             key = list(kuhn.TARGETS)[table.cursor_row]
-            self.query_one(ConvergencePlot).show(self.model, self.iteration, key)
+            self.main.query_one(ConvergencePlot).show(self.model, self.iteration, key)
 
     def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
         if isinstance(event.data_table, AdvantageTable):

@@ -4,7 +4,7 @@ features -> network output -> positive parts -> strategy, next to the targets th
 from __future__ import annotations
 
 import numpy as np
-from rich.markup import escape
+from textual.markup import escape
 from textual.widgets import Static
 
 from tui.watch.model import Infoset

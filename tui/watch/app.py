@@ -187,8 +187,8 @@ class WatchApp(App[None]):
     def title_text(self) -> str:
         iterations = self.model.iterations
         latest = iterations[-1] if iterations else 0
-        mode = "[b]following[/b]" if self.selected is None else "[b]stepping[/b] (end: follow)"
-        return f" pokerbot watch · {self.reader.path.name} · iteration ◀ {self.iteration} / {latest} ▶ · {mode}"
+        mode = "following" if self.selected is None else "stepping (end: follow)"
+        return f" pokerbot watch · {self.reader.path.name} · iteration {self.iteration} of {latest} · {mode}"
 
     def refresh_views(self, force: bool = False) -> None:
         """Redraw what changed (the phase line and title every poll; panels on new data)."""

@@ -10,8 +10,8 @@ from tui.watch.model import WatchModel
 from tui.watch.text import seconds
 
 #: config keys shown per algorithm family, with their labels.
-CFR_SETTINGS = (("iterations", "iterations"), ("traversals", "traversals/player"), ("width", "width"),
-                ("advantage_memory", "memory"), ("sgd_steps", "Adam steps"))
+CFR_SETTINGS = (("iterations", "iterations"), ("traversals", "traversals"), ("width", "width"),
+                ("sgd_steps", "Adam steps"))
 NFSP_SETTINGS = (("steps", "steps"), ("num_envs", "hands in parallel"), ("width", "width"),
                  ("rl_capacity", "M_RL"), ("sl_capacity", "M_SL"))
 
@@ -19,7 +19,7 @@ NFSP_SETTINGS = (("steps", "steps"), ("num_envs", "hands in parallel"), ("width"
 def config_line(model: WatchModel) -> str:
     config = model.config
     settings = NFSP_SETTINGS if model.kind == "nfsp" else CFR_SETTINGS
-    parts = [f"[b]{model.kind}[/b] on [b]{config.get('game', '?')}[/b]", f"seed {config.get('seed', '?')}"]
+    parts = [f"[b]{model.kind} on {config.get('game', '?')}[/b]", f"seed {config.get('seed', '?')}"]
     parts += [f"{label} {config[key]:,}" for key, label in settings if isinstance(config.get(key), int)]
     return " · ".join(parts)
 
@@ -48,12 +48,9 @@ def timing_line(model: WatchModel, iteration: int) -> str:
     if model.kind == "nfsp":
         return (f"step {iteration:,}: {record.get('hands', 0):,} hands · ε {record.get('epsilon', 0):.4f} · "
                 f"η {record.get('eta', 0):.3f} · training {seconds(record.get('train_seconds'))}")
-    parts = [f"iteration {iteration}: traverse {seconds(record.get('traversal_s'))}",
-             f"fit {seconds(record.get('training_s'))}", f"evaluate {seconds(record.get('evaluation_s'))}",
-             f"elapsed {seconds(record.get('elapsed_s'))}"]
-    if record.get("infosets_per_s"):
-        parts.append(f"{record['infosets_per_s']:,.0f} infosets/s")
-    return " · ".join(parts)
+    return " · ".join([f"iteration {iteration}: traverse {seconds(record.get('traversal_s'))}",
+                       f"fit {seconds(record.get('training_s'))}", f"eval {seconds(record.get('evaluation_s'))}",
+                       f"run total {seconds(record.get('elapsed_s'))}"])
 
 
 class RunPanel(Static):

@@ -22,25 +22,27 @@ def walkthrough_lines(infoset: Infoset, argmax_fallback: bool = True) -> list[st
     lines = [f"[b]{infoset.key}[/b] · player {infoset.player} acts · networks of iteration {infoset.row}"]
     bets = " ".join("–" if b < 0 else f"{b:g}" for b in infoset.bets)
     cards = " ".join(card(c) for c in infoset.cards)
-    lines.append(escape(f"1 features   cards [{cards}] · bets per slot (big blinds, – none) [{bets}]"))
+    lines.append(escape(f"1 features  cards {cards} · bet per slot (big blinds, – none) {bets}"))
     if infoset.advantages is None:
-        lines.append("2 network    no value network for this iteration yet")
+        lines.append("2 network   no value network for this iteration yet")
         return lines + target_lines(infoset)
     advantages = chips(infoset)
     raw = infoset.advantages.raw[infoset.index]
-    unit = "chips" if infoset.scale is not None else "fit units (scale not logged)"
-    scaled = f" × scale {infoset.scale:.3g} = {actions_text(advantages, legal)} {unit}" if infoset.scale is not None else f" {unit}"
-    lines.append(f"2 network    V(I,·) = {actions_text(raw, legal)}{scaled}")
+    if infoset.scale is not None:
+        lines.append(f"2 network   V = {actions_text(raw, legal)} × {infoset.scale:.3g} = "
+                     f"{actions_text(advantages, legal)} chips")
+    else:
+        lines.append(f"2 network   V = {actions_text(raw, legal)} (fit units: scale not logged)")
     positive = np.where(legal, np.maximum(advantages, 0.0), 0.0)
     total = float(positive.sum())
-    strategy = infoset.advantages.strategy[infoset.index]
+    strategy = actions_text(infoset.advantages.strategy[infoset.index], legal, prob)
     if total > 0:
-        lines.append(f"3 regret matching  max(V,0) = {actions_text(positive, legal)} · sum {total:.3f} · "
-                     "σ(a) = max(V(a),0) / sum")
+        lines.append(f"3 regret matching  max(V, 0) = {actions_text(positive, legal)} · sum {total:.3f}")
+        lines.append(f"4 strategy  σ = max(V, 0) / sum = {strategy}")
     else:
-        rule = "the highest advantage gets probability 1 (argmax fallback)" if argmax_fallback else "uniform (ablation)"
-        lines.append(f"3 regret matching  no advantage is positive: {rule}")
-    lines.append(f"4 strategy   σ = {actions_text(strategy, legal, prob)}")
+        rule = "argmax fallback" if argmax_fallback else "uniform (the ablation)"
+        lines.append("3 regret matching  no advantage is positive")
+        lines.append(f"4 strategy  σ = {strategy}  ({rule})")
     return lines + target_lines(infoset)
 
 
@@ -48,12 +50,12 @@ def target_lines(infoset: Infoset) -> list[str]:
     legal = infoset.legal
     lines = []
     if infoset.memory_mean is not None and not np.isnan(infoset.memory_mean).any():
-        lines.append(f"  memory mean target (sampled, what the fit saw): {actions_text(infoset.memory_mean, legal)}")
+        lines.append(f"  memory mean target (sampled; the fit's data): {actions_text(infoset.memory_mean, legal)}")
     if infoset.exact is not None and not np.isnan(infoset.exact).any():
-        lines.append(f"  exact target Σ t·r(I,a) / Σ t·π₋ᵢ(I): {actions_text(infoset.exact, legal)} → "
+        lines.append(f"  exact Σt·r(I,a)/Σt·π₋ᵢ(I): {actions_text(infoset.exact, legal)} → "
                      f"σ {actions_text(infoset.exact_strategy, legal, prob)}")
     elif infoset.exact is not None:
-        lines.append("  exact target: this infoset was never reached (its network output is untrained)")
+        lines.append("  exact target: never reached, so the network is untrained here")
     return lines
 
 

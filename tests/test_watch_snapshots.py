@@ -1,0 +1,41 @@
+"""Snapshots of ``pokerbot watch`` on a Kuhn SD-CFR run trained here (wall-clock figures fixed,
+see ``frozen_kuhn_run``): the overview at 80x24 and 120x36, and the networks, strategy and
+traversal tabs. Update after an intended change with
+``pytest tests/test_watch_snapshots.py --snapshot-update`` and look at the SVGs in
+``tests/__snapshots__/``."""
+
+from __future__ import annotations
+
+from tui.watch.app import WatchApp
+
+
+def keys(*pressed: str):
+    async def run(pilot) -> None:
+        await pilot.app.workers.wait_for_complete()
+        await pilot.pause()
+        for key in pressed:
+            await pilot.press(key)
+            await pilot.app.workers.wait_for_complete()
+            await pilot.pause()
+
+    return run
+
+
+def test_overview_80x24(snap_compare, frozen_kuhn_run) -> None:
+    assert snap_compare(WatchApp(frozen_kuhn_run), terminal_size=(80, 24), run_before=keys())
+
+
+def test_overview_120x36(snap_compare, frozen_kuhn_run) -> None:
+    assert snap_compare(WatchApp(frozen_kuhn_run), terminal_size=(120, 36), run_before=keys())
+
+
+def test_networks_80x24(snap_compare, frozen_kuhn_run) -> None:
+    assert snap_compare(WatchApp(frozen_kuhn_run), terminal_size=(80, 24), run_before=keys("2", "down", "down"))
+
+
+def test_strategy_120x36(snap_compare, frozen_kuhn_run) -> None:
+    assert snap_compare(WatchApp(frozen_kuhn_run), terminal_size=(120, 36), run_before=keys("3", "down", "down"))
+
+
+def test_traversal_stepped_back_120x36(snap_compare, frozen_kuhn_run) -> None:
+    assert snap_compare(WatchApp(frozen_kuhn_run), terminal_size=(120, 36), run_before=keys("4", "left", "t"))

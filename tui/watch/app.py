@@ -188,7 +188,11 @@ class WatchApp(App[None]):
         iterations = self.model.iterations
         latest = iterations[-1] if iterations else 0
         mode = "following" if self.selected is None else "stepping (end: follow)"
-        return f" pokerbot watch · {self.reader.path.name} · iteration {self.iteration} of {latest} · {mode}"
+        title = f" pokerbot watch · {self.reader.path.name} · iteration {self.iteration} of {latest} · {mode}"
+        history = self.model.history
+        if history is not None and history.entries < self.model.listed_entries:
+            title += f" · reading networks {history.entries}/{self.model.listed_entries}"
+        return title
 
     def refresh_views(self, force: bool = False) -> None:
         """Redraw what changed (the phase line and title every poll; panels on new data)."""

@@ -56,13 +56,20 @@ class WatchModel:
         self.checkpoint_advantages: tuple[int, Advantages] | None = None
         self.memory_means: tuple[int, list[np.ndarray]] | None = None
         self.stack_error: str | None = None
+        #: Stack entries the bundle listed at the last look (the title shows loading progress).
+        self.listed_entries = 0
         self._by_iteration: tuple[int, dict[int, dict]] = (-1, {})
         self._exact_strategies: dict[int, np.ndarray] = {}
         game_name = str(self.config.get("game", ""))
         if self.kind in CFR_KINDS and game_name.split(".")[0] in SMALL_GAMES:
+            import torch
+
             from bot.deep_cfr_agent import InfosetBatch
             from protocol.gamedef import load_game
 
+            # One thread: these networks are tiny, and a second thread on a busy machine (a
+            # trainer next door) made each forward pass 10x slower, as in training's presets.
+            torch.set_num_threads(1)
             self.game = load_game(game_name)
             self.batch = InfosetBatch(self.game)
             if self.kind == "sd-cfr":  # DREAM's targets are another estimator; Deep CFR keeps no stack
@@ -115,7 +122,9 @@ class WatchModel:
         """Stack entries listed by the bundle that the history has not taken yet."""
         if self.history is None:
             return []
-        return self.reader.bundle_stack()[self.history.entries:]
+        listed = self.reader.bundle_stack()
+        self.listed_entries = len(listed)
+        return listed[self.history.entries:]
 
     def load_stack(self) -> int:
         """Take every pending stack entry into the history (worker thread); entries taken."""

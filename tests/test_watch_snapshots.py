@@ -6,19 +6,9 @@ traversal tabs. Update after an intended change with
 
 from __future__ import annotations
 
+from test_tui_snapshots import keys  # press keys, letting workers finish after each
+
 from tui.watch.app import WatchApp
-
-
-def keys(*pressed: str):
-    async def run(pilot) -> None:
-        await pilot.app.workers.wait_for_complete()
-        await pilot.pause()
-        for key in pressed:
-            await pilot.press(key)
-            await pilot.app.workers.wait_for_complete()
-            await pilot.pause()
-
-    return run
 
 
 def test_overview_80x24(snap_compare, frozen_kuhn_run) -> None:

@@ -15,7 +15,7 @@ from pathlib import Path
 from textual import work
 from textual.app import App, ComposeResult
 from textual.binding import Binding
-from textual.containers import Vertical
+from textual.containers import ScrollableContainer, Vertical
 from textual.screen import ModalScreen
 from textual.widgets import DataTable, Footer, Static, TabbedContent, TabPane
 
@@ -104,7 +104,8 @@ class WatchApp(App[None]):
                         yield ConvergencePlot(id="convergence-plot")
             if self.model.kind != "nfsp":
                 with TabPane("4 traversal", id="traversal"):
-                    yield TraversalPanel(id="traversal-tree")
+                    with ScrollableContainer():  # long trees scroll instead of wrapping
+                        yield TraversalPanel(id="traversal-tree")
         yield Footer()
 
     def on_mount(self) -> None:
@@ -159,11 +160,11 @@ class WatchApp(App[None]):
             tabs.active = name
 
     def on_tabbed_content_tab_activated(self, event: TabbedContent.TabActivated) -> None:
-        """Draw the new tab and give its table the keys (↑/↓ move its cursor)."""
+        """Draw the new tab and give its table (or scrolling tree) the keys ↑/↓."""
         self.refresh_views(force=True)
-        tables = event.pane.query(DataTable)
-        if tables:
-            tables.first().focus()
+        scrolling = event.pane.query("DataTable, ScrollableContainer")
+        if scrolling:
+            scrolling.first().focus()
 
     def action_traverser(self) -> None:
         self.traverser = 1 - self.traverser

@@ -46,6 +46,8 @@ def traversal_lines(example: dict, tree: BettingTree) -> list[str]:
     def walk(row: int, prefix: str, last: bool, top: bool) -> None:
         joint = "" if top else ("└─ " if last else "├─ ")
         label = "root" if top else action_of(row)
+        if not top and tree.round[nodes[row]] > tree.round[nodes[parent[row]]]:
+            label += " / new round"
         lines.append(f"{prefix}{joint}{label}  {describe(row)}")
         kids = children.get(row, [])
         below = prefix if top else prefix + ("   " if last else "│  ")

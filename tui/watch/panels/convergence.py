@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import numpy as np
 from textual.widgets import DataTable
-from textual_plotext import PlotextPlot
 
 from tui.watch import kuhn
 from tui.watch.model import WatchModel
+from tui.watch.panels.plot import SafePlot
 from tui.watch.text import sparkline
 
 SPARK_WIDTH = 30
@@ -51,7 +51,7 @@ class ConvergenceTable(DataTable):
         self.move_cursor(row=min(row, self.row_count - 1))
 
 
-class ConvergencePlot(PlotextPlot):
+class ConvergencePlot(SafePlot):
     """The highlighted infoset's average probability against iterations; targets dashed."""
 
     def show(self, model: WatchModel, iteration: int, key: str) -> None:

@@ -28,8 +28,7 @@ def phase_line(model: WatchModel, now: float | None = None) -> str:
     """What the trainer does now (``status.json``), or why that is not known."""
     status = model.reader.status()
     if status is None:
-        latest = model.iterations[-1] if model.iterations else 0
-        return f"phase: not recorded by this run · {latest:,} iterations logged"
+        return f"phase: not recorded by {model.kind} runs · {len(model.iterations):,} metrics lines"
     phase, iteration = status.get("phase", "?"), status.get("iteration", "?")
     if phase == "finished":
         return f"phase: [b]finished[/b] after iteration {iteration}"

@@ -56,6 +56,8 @@ def target_lines(infoset: Infoset) -> list[str]:
                      f"σ {actions_text(infoset.exact_strategy, legal, prob)}")
     elif infoset.exact is not None:
         lines.append("  exact target: never reached, so the network is untrained here")
+    else:
+        lines.append("  exact target: needs every iteration's value networks (an SD-CFR run's policy stack)")
     return lines
 
 

@@ -3,6 +3,7 @@ the web mode fetched over HTTP on loopback."""
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import socket
@@ -16,9 +17,11 @@ from click.testing import CliRunner
 from textual.widgets import Static, TabbedContent
 
 from bot.cli import main
+from protocol.betting_tree import BettingTree
+from protocol.gamedef import load_game
 from tui.watch.app import HelpScreen, WatchApp
 from tui.watch.panels.advantages import AdvantageTable, chips, triple
-from tui.watch.panels.traversal import TraversalPanel
+from tui.watch.panels.traversal import TraversalPanel, traversal_lines
 from tui.watch.panels.walkthrough import Walkthrough
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -120,6 +123,37 @@ async def test_panels_that_do_not_apply_are_left_out(tmp_path) -> None:
         assert panes == {"overview"}
         assert "step 500" in text(app.query_one("#run", Static))
         assert text(app.query_one("#memory", Static)).startswith("M_RL        p0 ")
+
+
+async def test_a_large_game_shows_overview_and_traversal(tmp_path) -> None:
+    fhp = tmp_path / "fhp"
+    fhp.mkdir()
+    (fhp / "config.toml").write_text('algo = "sd-cfr"\ngame = "fhp"\n')
+    example = {"nodes": [0, 1], "parent": [-1, 0], "value": [50.0, 50.0], "sigma": [None, None],
+               "traverser": 0, "holes": [[20, 44], [24, 36]], "board": [15, 26, 0]}
+    (fhp / "metrics.jsonl").write_text(json.dumps({"iteration": 1, "loss_p0": 1.4, "advantage_fill_p0": 0.01,
+                                                   "traversal_p0": example}) + "\n")
+    app = WatchApp(fhp)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(app, pilot)
+        panes = {pane.id for pane in app.query_one(TabbedContent).query("TabPane")}
+        assert panes == {"overview", "traversal"}
+        assert app.query_one("#no-plot", Static).display and not app.query_one("#plot").display
+        await pilot.press("4")
+        await settle(app, pilot)
+        lines = text(app.query_one(TraversalPanel)).splitlines()
+        assert lines[2:] == ["root  p1 samples f", "└─ f  p1 folds → +50.00"]
+
+
+def test_traversal_regrets_are_child_minus_node_values(kuhn_run) -> None:
+    """The tree's regrets are exactly v(h a) - v(h) of the recorded traversal."""
+    record = [json.loads(line) for line in (kuhn_run / "metrics.jsonl").read_text().splitlines()][-1]
+    example = record["traversal_p0"]
+    lines = traversal_lines(example, BettingTree.build(load_game("kuhn")))
+    kids = [row for row, up in enumerate(example["parent"]) if up == 0]
+    expected = "  ".join(f"{BettingTree.build(load_game('kuhn')).history[example['nodes'][k]][-1]} "
+                         f"{example['value'][k] - example['value'][0]:+.2f}" for k in kids)
+    assert lines[1].startswith("root  p0: σ ") and lines[1].endswith(f"regret {expected}")
 
 
 def test_cli_errors_are_one_line(tmp_path) -> None:

@@ -92,6 +92,8 @@ class WatchApp(App[None]):
             with TabPane("1 overview", id="overview"):
                 yield RunPanel(id="run")
                 yield ExploitabilityPlot(id="plot")
+                yield Static("no exact exploitability in this run: it is computed on Kuhn and Leduc "
+                             "(use pokerbot match / report against baselines on larger games)", id="no-plot")
                 yield MemoryPanel(id="memory")
             if self.model.small:
                 with TabPane("2 networks", id="networks"):
@@ -197,6 +199,8 @@ class WatchApp(App[None]):
 
     def refresh_views(self, force: bool = False) -> None:
         """Redraw what changed (the phase line and title every poll; panels on new data)."""
+        if not self.main.query("#title"):
+            return  # the screen is not (or no longer) composed: a timer tick at start or exit
         self.main.query_one("#title", Static).update(self.title_text())
         key = (self.model.version(), self.iteration, self.main.query_one(TabbedContent).active)
         if key == self._shown and not force:
@@ -208,6 +212,7 @@ class WatchApp(App[None]):
         self.main.query_one(RunPanel).show(self.model, iteration)
         plot = self.main.query_one(ExploitabilityPlot)
         plot.display = plot.has_data(self.model)
+        self.main.query_one("#no-plot", Static).display = not plot.display
         plot.show(self.model, iteration)
         self.main.query_one(MemoryPanel).show(self.model, iteration)
         if self.model.small:

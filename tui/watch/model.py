@@ -80,7 +80,8 @@ class WatchModel:
     def poll(self) -> bool:
         """Read what is new; True when anything changed."""
         changed = bool(self.reader.poll_metrics())
-        if self.reader.poll_checkpoint():
+        # only small games use the checkpoint (NFSP's holds whole replay memories: not read)
+        if self.small and self.reader.poll_checkpoint():
             changed = True
             self._read_checkpoint()
         return changed

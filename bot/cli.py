@@ -18,6 +18,7 @@ from bot.errors import PokerbotError
 
 #: command name -> "module:attribute" of its click command.
 COMMANDS: dict[str, str] = {
+    "agents": "bot.commands.agents:agents",
     "games": "bot.commands.games:games",
     "match": "bot.commands.match:match",
     "report": "bot.commands.report:report",

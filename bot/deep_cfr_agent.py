@@ -36,6 +36,7 @@ from bot.agent import Agent
 from bot.encoding import ENCODER_VERSION, InfosetEncoder
 from bot.errors import PokerbotError
 from bot.network import DeepCFRNetwork, masked_softmax, regret_matching
+from bot.progress import report
 from protocol.betting_tree import DECISION
 from protocol.gamedef import Game, parse_gamedef
 from protocol.matchstate import MatchState
@@ -227,14 +228,16 @@ class StackAverage:
 
 
 def bundle_strategy(bundle: Bundle) -> np.ndarray:
-    """The exact ``[num_infosets, 3]`` strategy a bundle plays (small games only)."""
+    """The exact ``[num_infosets, 3]`` strategy a bundle plays (small games only); the stack's
+    progress goes to :func:`bot.progress.report` (a few hundred entries take minutes)."""
     batch = InfosetBatch(bundle.game)
     if bundle.kind == "deep-cfr":
         return batch.strategy(bundle.network(bundle.average), kind="average")
     average = StackAverage(bundle.game)
-    for entry in bundle.stack:  # one entry's networks in memory at a time
+    for done, entry in enumerate(bundle.stack):  # one entry's networks in memory at a time
         nets = None if entry.get("uniform") else tuple(bundle.network(f) for f in entry["files"])
         average.add(batch.strategy(nets, argmax_fallback=bundle.argmax_fallback), float(entry["weight"]))
+        report("averaging the SD-CFR stack", done + 1, len(bundle.stack))
     return average.strategy()
 
 

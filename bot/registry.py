@@ -49,6 +49,11 @@ def known_names() -> list[str]:
     return sorted(_NAMED)
 
 
+def factory_of(name: str) -> AgentFactory:
+    """The factory registered for ``name`` (``pokerbot agents`` reads its docstring)."""
+    return _NAMED[name]
+
+
 def resolve_agent(spec: str, game: Game) -> Agent:
     """The agent named ``spec`` (a registered name or a path) for ``game``."""
     load_plugins()
@@ -56,6 +61,7 @@ def resolve_agent(spec: str, game: Game) -> Agent:
         return _NAMED[spec](game)
     path = Path(spec)
     if path.exists():
+        require_finished_run(path)
         for loader in _PATH_LOADERS:
             agent = loader(game, path)
             if agent is not None:
@@ -65,6 +71,16 @@ def resolve_agent(spec: str, game: Game) -> Agent:
     if spec in _BUILD_HINTS:
         message = f"agent {spec!r} is not built yet: {_BUILD_HINTS[spec]}"
     raise AgentNotFound(message)
+
+
+def require_finished_run(path: Path) -> None:
+    """A run directory (it has ``config.toml``) whose ``policy/`` is still empty has no finished
+    iteration: say so, and how to continue it, rather than "not a policy"."""
+    if (path / "config.toml").is_file() and not any((path / "policy").glob("*")):
+        raise AgentNotFound(
+            f"{path}: the run has no finished iteration yet (no policy in {path / 'policy'}); "
+            f"continue it with pokerbot train --resume {path}"
+        )
 
 
 _PLUGINS_LOADED = False

@@ -27,6 +27,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import shutil
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -49,6 +50,7 @@ from training.reservoir import Reservoir
 from training.rundir import (
     Progress,
     RunDir,
+    RunDirError,
     atomic_write,
     load_torch,
     parse_duration,
@@ -139,6 +141,11 @@ class DeepCFRConfig:
     """Deep CFR: also train and evaluate the average network every this many iterations (0: end only)."""
     checkpoint_every: int = 1
     """Write a checkpoint every this many iterations (and at the end)."""
+    keep_memories: bool = True
+    """Keep ``memories/`` when ``pokerbot train`` ends normally (iterations or time budget
+    reached). Only a run that keeps them can be extended with ``--resume``; an interrupted run
+    always keeps them. The Kuhn and Leduc presets drop them: a Leduc run's memories reach
+    ~750 MB and the run takes minutes to redo, while FHP/HULH runs take hours to redo."""
 
     def validate(self) -> DeepCFRConfig:
         if self.algo not in ALGOS:
@@ -176,7 +183,7 @@ PRESETS: dict[str, dict] = {
     "kuhn": dict(iterations=60, traversals=400, width=32, sgd_steps=150, batch_size=512,
                  advantage_memory=200_000, strategy_memory=200_000, average_sgd_steps=1500,
                  average_batch_size=512, traversal_batch=400, threads=1, merge_duplicates=True,
-                 normalize_targets=True),
+                 normalize_targets=True, keep_memories=False),
     # Leduc, tuned for exploitability per wall-clock second on 2 CPU cores. The exact-regret
     # oracle (benchmarks/bench_deep_cfr_oracle.py) reaches 5.9 mbb/g at iteration 640 with
     # K = 10,000, so iterations must be cheap and each network must fit well: a player's memory
@@ -190,7 +197,7 @@ PRESETS: dict[str, dict] = {
     "leduc": dict(iterations=600, traversals=10_000, width=64, sgd_steps=600, batch_size=2048, learning_rate=2e-3,
                   lr_schedule="cosine", advantage_memory=10_000_000, strategy_memory=10_000_000,
                   average_sgd_steps=3000, average_batch_size=2048, traversal_batch=5000, threads=1,
-                  merge_duplicates=True, normalize_targets=True),
+                  merge_duplicates=True, normalize_targets=True, keep_memories=False),
     "fhp": dict(_PAPER, sgd_steps=4000, batch_size=10_000, average_batch_size=10_000, traversal_batch=2000),
     "holdem": dict(_PAPER, sgd_steps=32_000, batch_size=20_000, average_batch_size=20_000, traversal_batch=500),
 }
@@ -299,6 +306,8 @@ class DeepCFRTrainer:
         if self.average is not None:
             self.average.add(self.batch.strategy(None), 1.0)  # sigma^1 = uniform, weight 1
         self.stack: list[dict] = [{"weight": 1, "uniform": True}]
+        #: Where iterations and fits report how far they are (:meth:`train` sets the display).
+        self.progress: Progress | _Silent = _Silent()
 
     # -- construction ---------------------------------------------------------------------------
 
@@ -358,7 +367,7 @@ class DeepCFRTrainer:
     # -- training ---------------------------------------------------------------------------------
 
     def _fit(self, net: DeepCFRNetwork, optimizer: torch.optim.Optimizer, memory: Reservoir, steps: int,
-             batch_size: int, rng: np.random.Generator, average: bool) -> tuple[float, str]:
+             batch_size: int, rng: np.random.Generator, average: bool, label: str = "SGD") -> tuple[float, str]:
         """Weighted MSE over legal actions (Brown et al. 2019, algorithm 1 losses).
 
         Returns the mean loss of the last 10% of steps and the batch form used: ``rows`` (uniform
@@ -366,7 +375,9 @@ class DeepCFRTrainer:
         distinct input each step: the exact full-memory gradient) or ``weighted`` (distinct
         inputs drawn by total weight); see :mod:`training.merged_memory`. Value networks on
         merged batches train in the compiled kernels of :mod:`training.fused_network` when
-        ``fit_backend`` resolves to ``fused`` (a fresh Adam state, like ``optimizer`` here)."""
+        ``fit_backend`` resolves to ``fused`` (a fresh Adam state, like ``optimizer`` here).
+        Torch steps are reported to the progress display as ``label`` (FHP/HULH fits take
+        minutes); a fused fit is one compiled call of well under a second on the small games."""
         cfg = self.config
         normalize = cfg.normalize_targets and not average
         if self.fused_fit and not average:
@@ -396,6 +407,7 @@ class DeepCFRTrainer:
             optimizer.step()
             if step >= tail_from:  # read back only then, so a step costs no synchronisation
                 losses.append(loss.item())
+            self.progress.advance_iteration(step + 1, steps, label)
         net.eval()
         return float(np.mean(losses)), form
 
@@ -480,7 +492,8 @@ class DeepCFRTrainer:
         else:
             net, optimizer = self.nets[player], self.optimizers[player]
         fitted = self._fit(net, optimizer, self.advantage[player], cfg.sgd_steps, cfg.batch_size,
-                           self.rng(self.iteration, player, 3), average=False)
+                           self.rng(self.iteration, player, 3), average=False,
+                           label=f"iteration {self.iteration}: SGD p{player}")
         self.nets[player], self.optimizers[player] = net, optimizer
         return fitted
 
@@ -490,7 +503,7 @@ class DeepCFRTrainer:
         net = self.make_net().to(self.device)
         optimizer = self.make_optimizer(net)
         loss, form = self._fit(net, optimizer, self.strategy_memory, cfg.average_sgd_steps, cfg.average_batch_size,
-                               self.rng(self.iteration, 2, 5), average=True)
+                               self.rng(self.iteration, 2, 5), average=True, label="average network SGD")
         return net, loss, form
 
     # -- one iteration ----------------------------------------------------------------------------
@@ -519,10 +532,9 @@ class DeepCFRTrainer:
                 evaluated += result.infosets_evaluated
                 example = result.example
                 done += n
-                progress.advance_iteration(done + player * cfg.traversals, 2 * cfg.traversals, f"iteration {t}: traversals p{player}")
+                progress.advance_iteration(done, cfg.traversals, f"iteration {t}: traversals p{player}")
             traversal_s += time.perf_counter() - started
             started = time.perf_counter()
-            progress.advance_iteration(1, 1, f"iteration {t}: training p{player}")
             self.run.write_status(t, f"fitting p{player}")
             record[f"loss_p{player}"], record[f"batch_form_p{player}"] = self.train_value_net(player)
             record[f"target_scale_p{player}"] = self.target_scale
@@ -609,6 +621,10 @@ class DeepCFRTrainer:
         data = manifest(self.config.algo, self.game, self.make_net().architecture(), self.config.argmax_fallback, stack, average)
         atomic_write(self.run.policy_path / BUNDLE_FILE, lambda h: h.write(json.dumps(data, indent=1).encode()))
 
+    def drop_memories(self) -> None:
+        """Delete ``memories/`` (a finished run that need not be extended: see ``keep_memories``)."""
+        shutil.rmtree(self.run.path / MEMORY_DIR, ignore_errors=True)
+
     @property
     def memories(self) -> list[Reservoir]:
         """The memories in the order of ``memory_logs``."""
@@ -642,7 +658,11 @@ class DeepCFRTrainer:
             self.run.truncate_metrics(0)
             return  # killed before the first checkpoint: start over in the same directory
         state = load_torch(folder / "state.pt")
-        for log, memory, chain in zip(self.memory_logs, self.memories, json.loads(state["memory_chains"]), strict=True):
+        chains = json.loads(state["memory_chains"])
+        if any(chains) and not (self.run.path / MEMORY_DIR).is_dir():
+            raise RunDirError(f"{self.run.path}: this run finished and dropped its memories (keep_memories = false), "
+                              "so it cannot be extended; start a new run with keep_memories = true in a --config file")
+        for log, memory, chain in zip(self.memory_logs, self.memories, chains, strict=True):
             log.restore(memory, chain)
         MemoryLog.prune(self.run.path / MEMORY_DIR, self.memory_logs)  # a killed iteration's rows
         saved_tables = iter(state.get("merged_tables", []))
@@ -679,6 +699,7 @@ class DeepCFRTrainer:
         cfg = self.config
         budget = parse_duration(cfg.time_budget)
         progress = Progress(cfg.iterations, self.iteration + 1, budget) if self.show_progress else _Silent()
+        self.progress = progress
         records = []
         try:
             while self.iteration < cfg.iterations and (budget is None or self.elapsed < budget):
@@ -703,6 +724,7 @@ class DeepCFRTrainer:
             self.run.write_status(self.iteration, "finished")
         finally:
             progress.close()
+            self.progress = _Silent()
         if self.small:
             plot_exploitability(self.run)
         return records
@@ -759,6 +781,9 @@ def run_from_cli(options: dict) -> None:
         trainer.train()
     except KeyboardInterrupt:
         raise PokerbotError(f"interrupted; continue with: pokerbot train --algo {trainer.config.algo} --resume {trainer.run.path}") from None
+    if not trainer.config.keep_memories:
+        trainer.drop_memories()
+        print(f"dropped {trainer.run.path / MEMORY_DIR} (keep_memories = false: the run cannot be extended)")
     print(f"run directory: {trainer.run.path} (policy in {trainer.run.policy_path})")
 
 

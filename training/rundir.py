@@ -209,6 +209,21 @@ class RunDir:
     def policy_path(self) -> Path:
         return self.path / POLICY_DIR
 
+    def resume_summary(self) -> str:
+        """What ``--resume`` continues from, in one line (printed with or without a terminal)."""
+        config = self.config()
+        what = " on ".join(str(config[k]) for k in ("algo", "game") if k in config) or "run"
+        checkpoint = self.checkpoint_path
+        if checkpoint is None:
+            return f"resuming {self.path} ({what}): no complete checkpoint yet, so it starts over in the same directory"
+        records = [r for r in self.read_metrics() if "iteration" in r and not r.get("final")]
+        logged = f"iteration {records[-1]['iteration']}" if records else "no iteration"
+        seconds = next((r[k] for r in reversed(records) for k in ("elapsed_s", "wall_s", "train_seconds") if k in r), None)
+        spent = f", {seconds / 60:.1f} min of training so far" if isinstance(seconds, int | float) else ""
+        age = time.time() - (checkpoint / "COMPLETE").stat().st_mtime
+        return (f"resuming {self.path} ({what}) from its last complete checkpoint (written {age / 60:.0f} min ago; "
+                f"metrics.jsonl reaches {logged}{spent})")
+
 
 def parse_duration(text: str | None) -> float | None:
     """Seconds in ``90``, ``90s``, ``10m``, ``2h`` or ``1h30m``; None stays None."""
@@ -226,17 +241,25 @@ def parse_duration(text: str | None) -> float | None:
 class Progress:
     """Overall and per-iteration progress: a rich bar with ETA on a terminal, else plain lines.
 
-    ``start_iteration(i)`` / ``advance_iteration(done, total)`` / ``end_iteration(summary)``;
-    the overall bar counts iterations (or the time budget, whichever ends first).
+    ``start_iteration(i)`` / ``advance_iteration(done, total, phase)`` / ``end_iteration(summary)``;
+    the overall bar counts iterations (or the time budget, whichever ends first), the step bar
+    the current phase (traversals, SGD steps). Without a terminal, a line per finished
+    iteration, and within a long iteration a line per :func:`bot.progress.plain_interval`
+    (a minute) saying the phase, how far it is and its ETA.
     """
 
     def __init__(self, total_iterations: int, first_iteration: int = 1, time_budget: float | None = None, stream=None) -> None:
+        from bot.progress import PlainTicker
+
         self.stream = stream or sys.stderr
         self.total = total_iterations
         self.budget = time_budget
         self.live = self.stream.isatty()
         self.started = time.monotonic()
         self._rich = None
+        self._ticker = PlainTicker()
+        self._ticker.due()  # the first plain line comes a full interval after the start
+        self._phase, self._phase_started = "", self.started
         if self.live:
             from rich.console import Console
 
@@ -248,13 +271,25 @@ class Progress:
             self._step = self._rich.add_task("iteration", total=1)
 
     def start_iteration(self, iteration: int, phase: str = "") -> None:
+        self._phase, self._phase_started = f"iteration {iteration} {phase}".strip(), time.monotonic()
         if self._rich is not None:
-            self._rich.reset(self._step, total=1, description=f"iteration {iteration} {phase}".strip())
+            self._rich.reset(self._step, total=1, description=self._phase)
 
     def advance_iteration(self, done: float, total: float, phase: str | None = None) -> None:
+        new_phase = bool(phase) and phase != self._phase
+        if new_phase:
+            self._phase, self._phase_started = phase, time.monotonic()
         if self._rich is not None:
-            kwargs = {"description": phase} if phase else {}
-            self._rich.update(self._step, completed=done, total=total, **kwargs)
+            if new_phase:  # a new phase restarts the step bar, so its ETA is the phase's own
+                self._rich.reset(self._step, total=total, completed=done, description=phase)
+            else:
+                self._rich.update(self._step, completed=done, total=total)
+        elif self._ticker.due():
+            from bot.progress import plain_line
+
+            elapsed = time.monotonic() - self._phase_started
+            remaining = elapsed * (total - done) / done if done else None
+            print(plain_line(self._phase, done, total, elapsed, remaining), file=self.stream, flush=True)
 
     def end_iteration(self, iteration: int, summary: str) -> None:
         if self._rich is not None:
@@ -262,6 +297,7 @@ class Progress:
             self._rich.console.print(f"iteration {iteration}: {summary}")
         else:
             print(f"iteration {iteration}/{self.total}: {summary}", file=self.stream, flush=True)
+        self._ticker.due()  # the next plain line a full interval after this one
 
     def close(self) -> None:
         if self._rich is not None:

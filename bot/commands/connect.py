@@ -5,6 +5,7 @@ from __future__ import annotations
 import click
 from rich.console import Console
 
+from bot.commands.agents import AGENT_HELP
 from bot.match import run_as_client
 from bot.registry import resolve_agent
 from protocol.gamedef import load_game
@@ -24,7 +25,7 @@ from protocol.gamedef import load_game
     "agent_spec",
     default="call",
     show_default=True,
-    help="A registered agent name or a policy path.",
+    help=AGENT_HELP,
 )
 @click.option(
     "--seed",

@@ -20,6 +20,7 @@ from rich.progress import (
 
 from bot.agent import Agent
 from bot.aivat import aivat_values
+from bot.commands.agents import AGENT_HELP
 from bot.errors import PokerbotError
 from bot.match import MatchResult, run_as_client, run_in_process, run_wire
 from bot.match_report import (
@@ -110,14 +111,18 @@ def _play_against_dealer(
     help="kuhn, leduc, fhp, holdem, or a gamedef path.",
 )
 @click.option(
-    "--agent", "agent_spec", required=True, help="Agent A (evaluated): a name or a policy path."
+    "--agent",
+    "agent_spec",
+    default="default",
+    show_default=True,
+    help="Agent A (evaluated; default: the bot shipped for the game). " + AGENT_HELP,
 )
 @click.option(
     "--opponent",
     "opponent_spec",
     default="random",
     show_default=True,
-    help="Agent B: a name or a policy path.",
+    help="Agent B: a name or a path, as for --agent.",
 )
 @click.option(
     "--hands",

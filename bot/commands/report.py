@@ -7,6 +7,7 @@ from pathlib import Path
 
 import click
 import numpy as np
+from rich.console import Console
 
 from bot.aivat import aivat_values
 from bot.errors import PokerbotError
@@ -19,6 +20,7 @@ from bot.match_report import (
     table,
     write_json,
 )
+from bot.progress import progress_bar
 from bot.registry import resolve_agent
 from protocol.gamedef import Game, GamedefError, load_game
 from protocol.match_log import HandRecord, MatchLog, read_match_log
@@ -107,7 +109,10 @@ def report(
     aivat = None
     if agent_spec is not None:  # every hole card is in the log, which is what AIVAT needs
         agents = (resolve_agent(agent_spec, loaded), resolve_agent(opponent_spec, loaded))
-        aivat = aivat_values([(hand, position) for hand, position, _ in rows], agents, loaded)
+        with progress_bar(Console(stderr=True), transient=True) as progress:
+            task = progress.add_task("AIVAT", total=len(rows))
+            aivat = aivat_values([(hand, position) for hand, position, _ in rows], agents, loaded,
+                                 lambda: progress.advance(task))
     series = series_of_logs(rows, aivat)
     if len(series.chips) < 2:
         raise PokerbotError("fewer than 2 hands: no statistics")

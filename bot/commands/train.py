@@ -24,7 +24,8 @@ ALGORITHMS: dict[str, str] = {
 
 
 @click.command(context_settings={"show_default": True})
-@click.option("--game", help="kuhn, leduc, fhp, holdem, or a gamedef path  [default: the --config file's game, else leduc]")
+@click.option("--game", help="kuhn, leduc, fhp, holdem, or a gamedef path. Required for a new run (or from the "
+              "--config file): no default, as a run's cost differs by hours between games.")
 @click.option("--algo", required=True, help="Training algorithm: " + ", ".join(ALGORITHMS or ["(none built)"]))
 @click.option("--config", "config_path", type=click.Path(dir_okay=False), help="TOML file of defaults (flags override).")
 @click.option("--iterations", type=int, help="CFR iterations (Deep CFR / SD-CFR / abstraction) or training steps (NFSP).")
@@ -48,10 +49,19 @@ def train(**options: object) -> None:
         raise PokerbotError(f"unknown --algo {algo!r}; known: {known}")
     if options["out"] is None and options["resume"] is None:
         raise PokerbotError("give --out RUN_DIR for a new run or --resume RUN_DIR to continue one")
+<<<<<<< HEAD
     if options.pop("watch"):
         from bot.commands.watch import train_and_watch
 
         train_and_watch(ALGORITHMS[algo], options)
         return
+=======
+    if options["resume"] is None and options["game"] is None and options["config_path"] is None:
+        raise PokerbotError("--game is required for a new run: kuhn, leduc (minutes), fhp, holdem (hours), or a gamedef path")
+    if options["resume"] is not None:  # say what continues, terminal or not
+        from training.rundir import RunDir
+
+        click.echo(RunDir.open(str(options["resume"])).resume_summary(), err=True)
+>>>>>>> main
     module = importlib.import_module(ALGORITHMS[algo])
     module.run_from_cli(options)

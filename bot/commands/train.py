@@ -49,19 +49,16 @@ def train(**options: object) -> None:
         raise PokerbotError(f"unknown --algo {algo!r}; known: {known}")
     if options["out"] is None and options["resume"] is None:
         raise PokerbotError("give --out RUN_DIR for a new run or --resume RUN_DIR to continue one")
-<<<<<<< HEAD
-    if options.pop("watch"):
-        from bot.commands.watch import train_and_watch
-
-        train_and_watch(ALGORITHMS[algo], options)
-        return
-=======
     if options["resume"] is None and options["game"] is None and options["config_path"] is None:
         raise PokerbotError("--game is required for a new run: kuhn, leduc (minutes), fhp, holdem (hours), or a gamedef path")
     if options["resume"] is not None:  # say what continues, terminal or not
         from training.rundir import RunDir
 
         click.echo(RunDir.open(str(options["resume"])).resume_summary(), err=True)
->>>>>>> main
+    if options.pop("watch"):
+        from bot.commands.watch import train_and_watch
+
+        train_and_watch(ALGORITHMS[algo], options)
+        return
     module = importlib.import_module(ALGORITHMS[algo])
     module.run_from_cli(options)

@@ -29,6 +29,7 @@ COMMANDS: dict[str, str] = {
     "exploit": "bot.commands.exploit:exploit",
     "play": "bot.commands.play:play",
     "export-policy": "bot.commands.export_policy:export_policy",
+    "watch": "bot.commands.watch:watch",
 }
 
 #: Exceptions that are the user's input, not our bug; shown as one line.

@@ -151,19 +151,22 @@ class InfosetBatch:
         self.player = space.player
 
     @torch.no_grad()
+    def outputs(self, nets: tuple[DeepCFRNetwork, DeepCFRNetwork] | DeepCFRNetwork) -> torch.Tensor:
+        """Raw network outputs ``[num_infosets, 3]`` (float32, CPU): each player's rows from its net."""
+        per_player = nets if isinstance(nets, tuple) else (nets, nets)
+        out = torch.zeros((self.space.num_infosets, 3))
+        for p, net in enumerate(per_player):
+            rows = torch.from_numpy(np.flatnonzero(self.player == p))
+            device = next(net.parameters()).device
+            out[rows] = net(self.cards[rows].to(device), self.bets[rows].to(device)).float().cpu()
+        return out
+
     def strategy(self, nets: tuple[DeepCFRNetwork, DeepCFRNetwork] | DeepCFRNetwork | None, kind: str = "value",
                  argmax_fallback: bool = True) -> np.ndarray:
         """``[num_infosets, 3]``: each player's rows from its network (None: uniform)."""
         if nets is None:
             return self.space.uniform_strategy()
-        per_player = nets if isinstance(nets, tuple) else (nets, nets)
-        out = np.zeros((self.space.num_infosets, 3))
-        for p, net in enumerate(per_player):
-            rows = torch.from_numpy(np.flatnonzero(self.player == p))
-            device = next(net.parameters()).device
-            outputs = net(self.cards[rows].to(device), self.bets[rows].to(device)).float().cpu()
-            out[rows.numpy()] = strategy_from_outputs(kind, outputs, self.legal[rows], argmax_fallback).double().numpy()
-        return out
+        return strategy_from_outputs(kind, self.outputs(nets), self.legal, argmax_fallback).double().numpy()
 
 
 class StackAverage:

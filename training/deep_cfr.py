@@ -287,6 +287,9 @@ class DeepCFRTrainer:
         self.optimizers: list[torch.optim.Optimizer | None] = [None, None]
         self.iteration = 0
         self.elapsed = 0.0
+        #: The divisor of the last fit's targets (``normalize_targets``; 1.0 otherwise): network
+        #: outputs times it are chips, logged as ``target_scale_p<player>`` for ``pokerbot watch``.
+        self.target_scale = 1.0
         enumerable = self.game.name.split(".")[0] in SMALL_GAMES
         self.small = enumerable and config.evaluate_every > 0
         self.average = StackAverage(self.game) if self.small else None
@@ -448,6 +451,7 @@ class DeepCFRTrainer:
         else:
             merged = merge_rows(memory.stored(), self.input_keys, cfg.linear_weighting)
         divisor = _rms(merged.target, self.encoder.legal[merged.node], merged.weight) if normalize else 1.0
+        self.target_scale = divisor
         target = (merged.target / divisor).astype(np.float32)
         if len(merged) <= batch_size:
             return MergedProblem(merged, target, (merged.weight * scale).astype(np.float32), merged.rows, None, "full")
@@ -470,6 +474,7 @@ class DeepCFRTrainer:
             raw = memory.stored()
             weights = raw["iteration"].astype(np.float64) if cfg.linear_weighting else np.ones(len(memory))
             divisor = _rms(raw["target"], self.encoder.legal[raw["node"]], weights)
+        self.target_scale = divisor
         for p in picks:
             node = stored["node"][p].long().to(device)
             iteration = stored["iteration"][p].to(device, torch.float32)
@@ -512,6 +517,7 @@ class DeepCFRTrainer:
         evaluated = 0
         for player in (0, 1):
             started = time.perf_counter()
+            self.run.write_status(t, f"traversing p{player}")
             rng = self.rng(t, player, 0)
             reservoir_rng = self.rng(t, player, 1)
             done = 0
@@ -524,11 +530,16 @@ class DeepCFRTrainer:
                     rows["iteration"] = np.full(len(rows["node"]), t, dtype=np.int32)
                     memory.add(rows, reservoir_rng)
                 evaluated += result.infosets_evaluated
+                example = result.example
                 done += n
                 progress.advance_iteration(done, cfg.traversals, f"iteration {t}: traversals p{player}")
             traversal_s += time.perf_counter() - started
             started = time.perf_counter()
+            self.run.write_status(t, f"fitting p{player}")
             record[f"loss_p{player}"], record[f"batch_form_p{player}"] = self.train_value_net(player)
+            record[f"target_scale_p{player}"] = self.target_scale
+            if example is not None:  # the batch's first traversal, drawn by ``pokerbot watch``
+                record[f"traversal_p{player}"] = example
             self.refresh_strategy(player)
             training_s += time.perf_counter() - started
             record[f"advantage_samples_p{player}"] = self.advantage[player].seen
@@ -539,6 +550,7 @@ class DeepCFRTrainer:
         record["infosets_per_s"] = evaluated / traversal_s if traversal_s else 0.0
         self.save_stack_entry()
         started = time.perf_counter()
+        self.run.write_status(t, "evaluating")
         if self.average is not None:
             self.accumulate_average()
             if t % cfg.evaluate_every == 0:
@@ -700,13 +712,16 @@ class DeepCFRTrainer:
                 records.append(record)
                 if self.iteration % cfg.checkpoint_every == 0 or self.iteration >= cfg.iterations:
                     started = time.perf_counter()
+                    self.run.write_status(self.iteration, "checkpointing")
                     self.save_checkpoint()
                     self.elapsed += time.perf_counter() - started  # wall clock: shows in the next line
                 progress.end_iteration(self.iteration, _summary(record))
             if cfg.algo == "deep-cfr" and self.iteration > 0:
+                self.run.write_status(self.iteration, "fitting the average network")
                 final = self.finish_average()
                 self.run.append_metrics({"iteration": self.iteration, "final": True, **final})
                 records.append(final)
+            self.run.write_status(self.iteration, "finished")
         finally:
             progress.close()
             self.progress = _Silent()

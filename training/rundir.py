@@ -5,6 +5,7 @@ Layout (algorithm-neutral; Deep CFR, SD-CFR and NFSP all use it)::
     runs/NAME/
       config.toml        the resolved config (preset < --config file < flags), seed included
       metrics.jsonl      one JSON object per iteration ("iteration" key first)
+      status.json        what the trainer is doing now (iteration, phase, since), for ``pokerbot watch``
       checkpoint/        the last complete checkpoint (files written by the algorithm)
       policy/            the playable artefact (bundle format owned by the algorithm's agent)
 
@@ -40,6 +41,7 @@ from bot.errors import PokerbotError
 
 CONFIG_FILE = "config.toml"
 METRICS_FILE = "metrics.jsonl"
+STATUS_FILE = "status.json"
 CHECKPOINT_DIR = "checkpoint"
 POLICY_DIR = "policy"
 
@@ -81,7 +83,7 @@ def load_torch(path: Path) -> Any:
 
     try:
         return torch.load(path, map_location="cpu", weights_only=True)
-    except (RuntimeError, EOFError, OSError, ValueError, pickle.UnpicklingError) as error:
+    except (RuntimeError, EOFError, OSError, ValueError, KeyError, pickle.UnpicklingError) as error:  # KeyError: a damaged pickle memo
         raise RunDirError(f"{path}: cannot load checkpoint file ({str(error).splitlines()[0]})") from None
 
 
@@ -163,6 +165,15 @@ class RunDir:
         """Keep only records up to ``last_iteration`` (those the checkpoint covers)."""
         kept = [r for r in self.read_metrics() if r.get("iteration", 0) <= last_iteration]
         atomic_write(self.metrics_path, lambda h: h.write("".join(json.dumps(r) + "\n" for r in kept).encode()))
+
+    # -- live status ---------------------------------------------------------------------------
+
+    def write_status(self, iteration: int, phase: str) -> None:
+        """Replace ``status.json`` with the current phase (a rename, so a reader never sees half
+        a file; not fsynced: a status lost in a crash is stale anyway)."""
+        tmp = self.path / (STATUS_FILE + ".tmp")
+        tmp.write_text(json.dumps({"iteration": iteration, "phase": phase, "since": time.time(), "pid": os.getpid()}))
+        os.replace(tmp, self.path / STATUS_FILE)
 
     # -- checkpoints ---------------------------------------------------------------------------
 

@@ -37,6 +37,7 @@ ALGORITHMS: dict[str, str] = {
 @click.option("--threads", type=int, help="Worker threads (default: all cores).")
 @click.option("--out", type=click.Path(file_okay=False), help="Run directory to create.")
 @click.option("--resume", type=click.Path(file_okay=False), help="Continue the run in this directory.")
+@click.option("--watch", is_flag=True, help="Train in the background and follow the run in `pokerbot watch`.")
 def train(**options: object) -> None:
     """Train a policy; writes a run directory (config.toml, metrics.jsonl, checkpoints, policy).
 
@@ -54,5 +55,10 @@ def train(**options: object) -> None:
         from training.rundir import RunDir
 
         click.echo(RunDir.open(str(options["resume"])).resume_summary(), err=True)
+    if options.pop("watch"):
+        from bot.commands.watch import train_and_watch
+
+        train_and_watch(ALGORITHMS[algo], options)
+        return
     module = importlib.import_module(ALGORITHMS[algo])
     module.run_from_cli(options)

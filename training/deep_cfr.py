@@ -44,8 +44,8 @@ from training import plots
 from training.fused_network import Features, fit_weighted_mse
 from training.input_keys import InputKeys
 from training.memory_log import MEMORY_DIR, MemoryLog
-from training.merged_memory import MergedRows, MergedTable, merge_rows
-from training.reservoir import Reservoir
+from training.merged_memory import MergedRows, MergedTable, merge_rows, row_weights
+from training.reservoir import FieldSpec, Reservoir
 from training.rundir import (
     Progress,
     RunDir,
@@ -262,8 +262,7 @@ class DeepCFRTrainer:
         import numba
 
         numba.set_num_threads(min(threads, numba.config.NUMBA_NUM_THREADS))
-        fields = {"node": ((), np.int32), "cards": ((self.encoder.num_card_slots,), np.int8),
-                  "target": ((3,), np.float32), "iteration": ((), np.int32)}
+        fields = self.memory_fields()
         self.advantage = [Reservoir(config.advantage_memory, fields, config.memory_mode) for _ in (0, 1)]
         self.strategy_memory = Reservoir(config.strategy_memory, fields, config.memory_mode)
         #: SD-CFR never trains an average network, so it keeps no strategy memory (Steinberger 2019).
@@ -321,6 +320,11 @@ class DeepCFRTrainer:
         trainer = cls(config, run, progress)
         trainer.load_checkpoint()
         return trainer
+
+    def memory_fields(self) -> FieldSpec:
+        """The rows of the advantage and strategy memories (subclasses may add fields)."""
+        return {"node": ((), np.int32), "cards": ((self.encoder.num_card_slots,), np.int8),
+                "target": ((3,), np.float32), "iteration": ((), np.int32)}
 
     def make_net(self) -> DeepCFRNetwork:
         return DeepCFRNetwork(self.encoder.group_sizes, self.encoder.num_bet_slots, self.config.width)
@@ -451,17 +455,15 @@ class DeepCFRTrainer:
         trip."""
         cfg, device = self.config, self.device
         scale = 2.0 / max(self.iteration, 1) if cfg.linear_weighting else 1.0
-        stored = {name: torch.from_numpy(array) for name, array in memory.stored().items()}
+        raw = memory.stored()
+        stored = {name: torch.from_numpy(array) for name, array in raw.items()}
+        weights = row_weights(raw, cfg.linear_weighting)
+        row_weight = torch.from_numpy((weights * scale).astype(np.float32))
         picks = torch.from_numpy(rng.integers(0, len(memory), size=(steps, batch_size)))
-        divisor = 1.0
-        if normalize:
-            raw = memory.stored()
-            weights = raw["iteration"].astype(np.float64) if cfg.linear_weighting else np.ones(len(memory))
-            divisor = _rms(raw["target"], self.encoder.legal[raw["node"]], weights)
+        divisor = _rms(raw["target"], self.encoder.legal[raw["node"]], weights) if normalize else 1.0
         for p in picks:
             node = stored["node"][p].long().to(device)
-            iteration = stored["iteration"][p].to(device, torch.float32)
-            weight = iteration * scale if cfg.linear_weighting else torch.ones_like(iteration)
+            weight = row_weight[p].to(device)
             yield (stored["cards"][p].to(device), self.bets[node], self.legal[node],
                    stored["target"][p].to(device) / divisor, weight, batch_size)
 
@@ -499,20 +501,7 @@ class DeepCFRTrainer:
         evaluated = 0
         for player in (0, 1):
             started = time.perf_counter()
-            rng = self.rng(t, player, 0)
-            reservoir_rng = self.rng(t, player, 1)
-            done = 0
-            while done < cfg.traversals:
-                n = min(cfg.traversal_batch, cfg.traversals - done)
-                result = traverse(self.encoder, deal_batch(self.encoder, n, rng), player, self.strategy_fn, rng)
-                for rows, memory in ((result.advantage, self.advantage[player]), (result.strategy, self.strategy_memory)):
-                    if memory is self.strategy_memory and not self.keeps_strategy_memory:
-                        continue
-                    rows["iteration"] = np.full(len(rows["node"]), t, dtype=np.int32)
-                    memory.add(rows, reservoir_rng)
-                evaluated += result.infosets_evaluated
-                done += n
-                progress.advance_iteration(done + player * cfg.traversals, 2 * cfg.traversals, f"iteration {t}: traversals p{player}")
+            evaluated += self.collect_samples(player, progress, record)
             traversal_s += time.perf_counter() - started
             started = time.perf_counter()
             progress.advance_iteration(1, 1, f"iteration {t}: training p{player}")
@@ -538,6 +527,27 @@ class DeepCFRTrainer:
         record["fit_backend"] = "fused" if self.fused_fit else "torch"
         record["evaluation_s"] = time.perf_counter() - started
         return record
+
+    def collect_samples(self, player: int, progress: Progress, record: dict) -> int:
+        """Run this iteration's ``K`` external-sampling traversals of ``player`` into the
+        memories (algorithm 2); returns the infosets evaluated. Subclasses sample differently
+        (outcome sampling, :mod:`training.dream`) and may add metrics to ``record``."""
+        cfg, t = self.config, self.iteration
+        rng = self.rng(t, player, 0)
+        reservoir_rng = self.rng(t, player, 1)
+        done = evaluated = 0
+        while done < cfg.traversals:
+            n = min(cfg.traversal_batch, cfg.traversals - done)
+            result = traverse(self.encoder, deal_batch(self.encoder, n, rng), player, self.strategy_fn, rng)
+            for rows, memory in ((result.advantage, self.advantage[player]), (result.strategy, self.strategy_memory)):
+                if memory is self.strategy_memory and not self.keeps_strategy_memory:
+                    continue
+                rows["iteration"] = np.full(len(rows["node"]), t, dtype=np.int32)
+                memory.add(rows, reservoir_rng)
+            evaluated += result.infosets_evaluated
+            done += n
+            progress.advance_iteration(done + player * cfg.traversals, 2 * cfg.traversals, f"iteration {t}: traversals p{player}")
+        return evaluated
 
     def accumulate_average(self) -> None:
         """Add this iteration's networks to the exact SD-CFR average (small games)."""

@@ -196,24 +196,25 @@ PRESETS: dict[str, dict] = {
 }
 
 
-def resolve_config(options: dict) -> DeepCFRConfig:
-    """Preset for the game < ``--config`` TOML < explicit flags."""
+def resolve_config(options: dict, config_class: type = DeepCFRConfig, presets: dict[str, dict] | None = None):
+    """Preset for the game < ``--config`` TOML < explicit flags (``config_class``: the algorithm's
+    config dataclass, e.g. :class:`training.dream.DreamConfig`, with its ``presets``)."""
     values: dict = {}
     file_values: dict = {}
     if options.get("config_path"):
         file_values = read_toml(Path(options["config_path"]))
-        unknown = set(file_values) - {f.name for f in dataclasses.fields(DeepCFRConfig)}
+        unknown = set(file_values) - {f.name for f in dataclasses.fields(config_class)}
         if unknown:
             raise ValueError(f"{options['config_path']}: unknown setting(s) {', '.join(sorted(unknown))}")
     game = options.get("game") or file_values.get("game") or "leduc"
-    values.update(PRESETS.get(Path(str(game)).stem.split(".")[0], {}))
+    values.update((PRESETS if presets is None else presets).get(Path(str(game)).stem.split(".")[0], {}))
     values.update(file_values)
     flags = {"game": "game", "algo": "algo", "iterations": "iterations", "traversals": "traversals",
              "time_budget": "time_budget", "seed": "seed", "device": "device", "threads": "threads"}
     for option, name in flags.items():
         if options.get(option) is not None:
             values[name] = options[option]
-    return DeepCFRConfig(**values).validate()
+    return config_class(**values).validate()
 
 
 @dataclass(frozen=True)
@@ -245,6 +246,9 @@ class MergedProblem:
 
 class DeepCFRTrainer:
     """The training loop over a run directory (create with :meth:`new` or :meth:`resume`)."""
+
+    #: The config dataclass of the run directory's ``config.toml`` (subclasses extend it).
+    config_class: type = DeepCFRConfig
 
     def __init__(self, config: DeepCFRConfig, run: RunDir, progress: bool = True) -> None:
         self.config = config
@@ -309,10 +313,11 @@ class DeepCFRTrainer:
     @classmethod
     def resume(cls, path: str | Path, options: dict | None = None, progress: bool = True) -> DeepCFRTrainer:
         run = RunDir.open(path)
-        config = DeepCFRConfig(**run.config()).validate()
+        saved = run.config()
         algo = (options or {}).get("algo")
-        if algo is not None and algo != config.algo:
-            raise ValueError(f"{path} is a {config.algo} run; resume it with --algo {config.algo}")
+        if algo is not None and algo != saved.get("algo"):
+            raise ValueError(f"{path} is a {saved.get('algo')} run; resume it with --algo {saved.get('algo')}")
+        config = cls.config_class(**saved).validate()
         overrides = {k: v for k, v in (options or {}).items() if k in ("iterations", "time_budget", "device", "threads") and v is not None}
         if overrides:  # extending a run (more iterations, a new budget) is allowed; nothing else
             config = dataclasses.replace(config, **overrides).validate()
@@ -630,8 +635,16 @@ class DeepCFRTrainer:
             tables = [m.listener.state() for m in self.memories if m.listener is not None]
             if tables:  # saved, not rebuilt on resume: a rebuild could round differently
                 state["merged_tables"] = [{k: torch.from_numpy(v) for k, v in t.items()} for t in tables]
+            state.update(self.extra_checkpoint_state())
             save_torch(folder / "state.pt", state)
         MemoryLog.prune(self.run.path / MEMORY_DIR, self.memory_logs)
+
+    def extra_checkpoint_state(self) -> dict:
+        """What a subclass adds to the checkpoint's state (tensors, lists, numbers)."""
+        return {}
+
+    def load_extra_checkpoint_state(self, state: dict) -> None:
+        """Restore what :meth:`extra_checkpoint_state` saved."""
 
     def load_checkpoint(self) -> None:
         folder = self.run.checkpoint_path
@@ -666,6 +679,7 @@ class DeepCFRTrainer:
                     self.optimizers[p] = optimizer
         if self.average is not None and "average" in state:
             self.average.load_state({k: v.numpy() for k, v in state["average"].items()})
+        self.load_extra_checkpoint_state(state)
         if self.config.algo == "sd-cfr":
             self.write_manifest()  # drop stack entries of the iteration the kill interrupted
         self.run.truncate_metrics(self.iteration)

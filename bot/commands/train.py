@@ -19,6 +19,8 @@ ALGORITHMS: dict[str, str] = {
     "nfsp": "training.nfsp",
     "deep-cfr": "training.deep_cfr",
     "sd-cfr": "training.deep_cfr",
+    "dream": "training.dream",
+    "os-sd-cfr": "training.dream",
     "abstraction": "training.abstraction.run",
 }
 
@@ -32,6 +34,7 @@ ALGORITHMS: dict[str, str] = {
 @click.option("--time-budget", help="Stop after this much wall time, e.g. 90s, 10m, 2h.")
 @click.option("--seed", type=int, help="Random seed (recorded in config.toml).")
 @click.option("--device", type=click.Choice(["auto", "cpu", "cuda"]), help="Where networks run  [default: auto, i.e. cuda when available]")
+@click.option("--preset", type=click.Choice(["tuned", "paper"]), help="DREAM / OS-SD-CFR: the game's preset table  [default: tuned]")
 @click.option("--size", help="Abstraction size name (abstraction algo), e.g. 3e6.")
 @click.option("--threads", type=int, help="Worker threads (default: all cores).")
 @click.option("--out", type=click.Path(file_okay=False), help="Run directory to create.")

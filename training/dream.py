@@ -1,0 +1,189 @@
+"""DREAM and OS-SD-CFR (Steinberger, Lerer & Brown 2020, "DREAM: Deep Regret minimization with
+Advantage baselines and Model-free learning", secs. 5-6).
+
+Both are Single Deep CFR with outcome sampling instead of external sampling: each iteration ``t``
+and each player ``i`` in turn plays ``K`` trajectories (:mod:`training.outcome_sampling`; the
+traverser explores with ``epsilon``, the opponent follows ``sigma^t``), adds the sampled
+advantages to ``i``'s reservoir memory with their importance weights ``1 / x_i^xi(I)`` (sec. 5.1;
+times ``t`` under linear CFR), and trains ``i``'s value network from scratch as SD-CFR does. The
+policy is the SD-CFR stack (a standard ``sd-cfr`` policy bundle, so ``match``, ``play`` and
+``exploit`` load it), and on Kuhn/Leduc the exact SD-CFR average is measured every iteration.
+**OS-SD-CFR** uses no baseline. **DREAM** adds the learned history-action baseline ``Q_i``
+(:mod:`training.q_baseline`): its trajectory steps go to ``B_i^q`` and it is fine-tuned by
+expected SARSA after ``i``'s trajectories of each iteration, then used as the baseline of eq. 6
+in the next iteration's trajectories.
+
+Everything else (memories, fits, the exact average, stack files, checkpoints, ``--resume``) is
+:class:`training.deep_cfr.DeepCFRTrainer`'s: this module only changes how samples are collected.
+The optional Deep CFR average network of sec. 5.3 is not implemented (the stack is exact).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from bot.errors import PokerbotError
+from training import deep_cfr
+from training.deep_cfr import DeepCFRConfig, DeepCFRTrainer, resolve_config
+from training.outcome_sampling import sample_trajectories
+from training.q_baseline import QBaseline
+from training.reservoir import FieldSpec
+from training.rundir import Progress
+from training.traversal import deal_batch
+
+ALGOS = ("dream", "os-sd-cfr")
+#: Preset tables: ``tuned`` (wall clock on one CPU core) and ``paper`` (sec. 6.2's settings).
+PRESET_NAMES = ("tuned", "paper")
+
+
+@dataclass(frozen=True)
+class DreamConfig(DeepCFRConfig):
+    """:class:`~training.deep_cfr.DeepCFRConfig` plus outcome sampling and the Q baseline;
+    ``traversals`` counts trajectories per player per iteration."""
+
+    algo: str = "dream"
+    """``dream`` (learned Q baseline) or ``os-sd-cfr`` (no baseline)."""
+    preset: str = "tuned"
+    """The preset table the run started from (``tuned`` or ``paper``; recorded, not re-read)."""
+    epsilon: float = 0.6
+    """Exploration at the traverser's nodes, eq. 3 (Lanctot et al. 2009's outcome sampling
+    used 0.6; the DREAM paper sweeps it in fig. 3 and its text gives no single value)."""
+    q_memory: int = 200_000
+    """Capacity of each circular buffer ``B_i^q`` (paper: 200,000)."""
+    q_sgd_steps: int = 1000
+    """Adam minibatches of ``Q_i`` per iteration (paper: 1,000)."""
+    q_batch_size: int = 512
+    """Minibatch size of ``Q_i`` (paper: 512)."""
+    q_learning_rate: float = 1e-3
+    """Adam learning rate of ``Q_i`` (paper: 0.001; gradient-norm clip ``grad_clip``)."""
+
+    def validate(self) -> DreamConfig:
+        if self.algo not in ALGOS:
+            raise ValueError(f"algo must be one of {', '.join(ALGOS)}, got {self.algo!r}")
+        if self.preset not in PRESET_NAMES:
+            raise ValueError(f"preset must be one of {', '.join(PRESET_NAMES)}, got {self.preset!r}")
+        if not 0.0 < self.epsilon <= 1.0:
+            raise ValueError(f"epsilon must be in (0, 1], got {self.epsilon}")
+        for name in ("q_memory", "q_sgd_steps", "q_batch_size"):
+            if getattr(self, name) <= 0:
+                raise ValueError(f"{name} must be positive, got {getattr(self, name)}")
+        self.sd_cfr_config().validate()
+        return self
+
+    def sd_cfr_config(self) -> DeepCFRConfig:
+        """The SD-CFR settings the shared trainer runs with (policy = the stack)."""
+        shared = {f.name: getattr(self, f.name) for f in dataclasses.fields(DeepCFRConfig)}
+        return DeepCFRConfig(**{**shared, "algo": "sd-cfr"})
+
+
+_SD_CFR = deep_cfr.PRESETS
+#: Tuned for wall clock on one CPU core (README "pokerbot train --algo dream | os-sd-cfr"): the
+#: SD-CFR presets' exact-objective fits (merged duplicate inputs, the fused numba kernels) and
+#: more trajectories per iteration than the paper's 900 (they are cheap next to a fit), with the
+#: Q baseline fine-tuned for fewer minibatches (fig. 3 right: few are needed).
+PRESETS: dict[str, dict] = {
+    "kuhn": _SD_CFR["kuhn"] | dict(iterations=80, traversals=2000, traversal_batch=2000, q_memory=20_000,
+                                   q_sgd_steps=100, q_batch_size=256),
+    "leduc": _SD_CFR["leduc"] | dict(iterations=1000, traversals=20_000, traversal_batch=20_000,
+                                     advantage_memory=10_000_000, q_sgd_steps=100, q_batch_size=512),
+}
+#: Sec. 6.2: value networks as SD-CFR's (from scratch, Adam 0.001, clip 1; D = 64 in all games),
+#: Leduc: 900 trajectories, 2M advantage buffers, 3,000 batches of 2,048; FHP: 50,000
+#: trajectories, 40M buffers, 10,000 batches (of 10,000 rows, the Deep CFR paper's FHP batch);
+#: Q: 1,000 batches of 512, buffer 200,000.
+PAPER_PRESETS: dict[str, dict] = {
+    "leduc": dict(iterations=1000, traversals=900, traversal_batch=900, width=64, advantage_memory=2_000_000,
+                  strategy_memory=2_000_000, sgd_steps=3000, batch_size=2048, threads=1),
+    "fhp": dict(iterations=450, traversals=50_000, traversal_batch=10_000, width=64, advantage_memory=40_000_000,
+                strategy_memory=40_000_000, sgd_steps=10_000, batch_size=10_000, evaluate_every=0,
+                normalize_targets=True),
+}
+PAPER_PRESETS["kuhn"] = PAPER_PRESETS["leduc"]
+
+
+class DreamTrainer(DeepCFRTrainer):
+    """The SD-CFR loop with outcome-sampling trajectories and, for DREAM, the Q baselines."""
+
+    config_class = DreamConfig
+
+    def __init__(self, config: DreamConfig, run, progress: bool = True) -> None:
+        self.dream = config
+        super().__init__(config.sd_cfr_config(), run, progress)
+        self.nodes_touched = 0
+        self.baselines: list[QBaseline] | None = None
+        if config.algo == "dream":
+            torch.manual_seed(int(self.rng(0, 0, 6).integers(2**62)))
+            self.baselines = [QBaseline(self.encoder, p, config.width, config.q_memory, config.q_learning_rate,
+                                        config.grad_clip, self.device) for p in (0, 1)]
+
+    def memory_fields(self) -> FieldSpec:
+        return super().memory_fields() | {"weight": ((), np.float32)}
+
+    def collect_samples(self, player: int, progress: Progress, record: dict) -> int:
+        """``K`` outcome-sampling trajectories of ``player`` into its advantage memory (and
+        ``B^q``), then DREAM's Q fine-tuning; returns the decision nodes visited."""
+        cfg, t = self.dream, self.iteration
+        rng, reservoir_rng = self.rng(t, player, 0), self.rng(t, player, 1)
+        baseline = None if self.baselines is None else self.baselines[player]
+        done = evaluated = 0
+        while done < cfg.traversals:
+            n = min(cfg.traversal_batch, cfg.traversals - done)
+            deals = deal_batch(self.encoder, n, rng)
+            result = sample_trajectories(self.encoder, deals, player, self.strategy_fn, rng, cfg.epsilon,
+                                         None if baseline is None else baseline.baseline(deals))
+            rows = result.advantage
+            rows["iteration"] = np.full(len(rows["node"]), t, dtype=np.int32)
+            self.advantage[player].add(rows, reservoir_rng)
+            if baseline is not None:
+                baseline.add(result.transitions, deals)
+            evaluated += result.infosets_evaluated
+            done += n
+            progress.advance_iteration(done + player * cfg.traversals, 2 * cfg.traversals, f"iteration {t}: trajectories p{player}")
+        if baseline is not None:
+            started = time.perf_counter()
+            progress.advance_iteration(1, 1, f"iteration {t}: Q baseline p{player}")
+            record[f"q_loss_p{player}"] = baseline.train(cfg.q_sgd_steps, cfg.q_batch_size, self.strategy_fn,
+                                                         self.rng(t, player, 7))
+            record[f"q_training_s_p{player}"] = time.perf_counter() - started
+        self.nodes_touched += evaluated
+        record["nodes_touched"] = self.nodes_touched
+        return evaluated
+
+    def extra_checkpoint_state(self) -> dict:
+        state: dict = {"nodes_touched": self.nodes_touched}
+        if self.baselines is not None:
+            state["q_baselines"] = [b.state() for b in self.baselines]
+        return state
+
+    def load_extra_checkpoint_state(self, state: dict) -> None:
+        self.nodes_touched = int(state["nodes_touched"])
+        if self.baselines is not None:
+            for baseline, saved in zip(self.baselines, state["q_baselines"], strict=True):
+                baseline.load_state(saved)
+
+
+def resolve_dream_config(options: dict) -> DreamConfig:
+    """The game's preset (``--preset tuned|paper``) < ``--config`` TOML < flags."""
+    preset = options.get("preset") or "tuned"
+    if preset not in PRESET_NAMES:
+        raise ValueError(f"--preset must be one of {', '.join(PRESET_NAMES)} for {options.get('algo')}, got {preset!r}")
+    config = resolve_config(options, DreamConfig, PAPER_PRESETS if preset == "paper" else PRESETS)
+    return dataclasses.replace(config, preset=preset).validate()
+
+
+def run_from_cli(options: dict) -> None:
+    """``pokerbot train --algo dream|os-sd-cfr`` entry point (see :mod:`bot.commands.train`)."""
+    if options.get("resume"):
+        trainer = DreamTrainer.resume(options["resume"], options)
+    else:
+        trainer = DreamTrainer.new(resolve_dream_config(options), options["out"])
+    try:
+        trainer.train()
+    except KeyboardInterrupt:
+        raise PokerbotError(f"interrupted; continue with: pokerbot train --algo {trainer.dream.algo} --resume {trainer.run.path}") from None
+    print(f"run directory: {trainer.run.path} (policy in {trainer.run.policy_path})")

@@ -9,8 +9,9 @@ from pathlib import Path
 Panel = tuple[str, dict[str, tuple[Sequence[float], Sequence[float]]]]
 
 
-def plot_exploitability(path: Path, panels: Sequence[Panel], title: str = "", dpi: int = 110) -> Path:
-    """Draw side-by-side log-scale panels of exact exploitability (mbb/g, NashConv / 2)."""
+def plot_exploitability(path: Path, panels: Sequence[Panel], title: str = "", dpi: int = 110, xlog: bool = False) -> Path:
+    """Draw side-by-side log-scale panels of exact exploitability (mbb/g, NashConv / 2); ``xlog``:
+    log-scale x axes too."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -23,6 +24,8 @@ def plot_exploitability(path: Path, panels: Sequence[Panel], title: str = "", dp
         axis.set_xlabel(xlabel)
         axis.set_ylabel("exploitability, mbb/g (NashConv / 2)")
         axis.set_yscale("log")
+        if xlog:
+            axis.set_xscale("log")
         axis.grid(True, which="both", alpha=0.3)
         if len(curves) > 1:
             axis.legend()

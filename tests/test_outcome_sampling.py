@@ -7,10 +7,17 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from test_deep_cfr_traversal import ENC, GAME, TREE, exact_regrets, random_profile, strategy_fn
+from test_deep_cfr_traversal import (
+    ENC,
+    GAME,
+    TREE,
+    exact_regrets,
+    random_profile,
+    strategy_fn,
+    terminal_value,
+)
 
-from protocol.betting_tree import DECISION, FOLD_END
-from protocol.evaluator import hand_strength
+from protocol.betting_tree import DECISION
 from training.outcome_sampling import exploration_policy, sample_trajectories
 from training.traversal import deal_batch
 
@@ -22,11 +29,7 @@ def exact_q(profile, traverser: int) -> dict[tuple[int, int, int], np.ndarray]:
 
     def value(node: int, holes: tuple[int, int]) -> float:
         if TREE.kind[node] != DECISION:
-            spent = TREE.spent[node]
-            if TREE.kind[node] == FOLD_END:
-                return -spent[traverser] if TREE.folder[node] == traverser else spent[1 - traverser]
-            mine, theirs = hand_strength([holes[traverser]]), hand_strength([holes[1 - traverser]])
-            return spent[1 - traverser] if mine > theirs else -spent[traverser]
+            return terminal_value(node, holes, traverser)
         q = np.array([value(int(TREE.child[node, a]), holes) if TREE.legal[node, a] else 0.0 for a in range(3)])
         table[(*holes, node)] = q
         return float(profile[(holes[int(TREE.actor[node])], node)] @ q)

@@ -40,7 +40,7 @@ class QBaseline:
         game = encoder.game
         hole, board = game.num_hole_cards, game.total_board_cards
         self.net = DeepCFRNetwork((*encoder.group_sizes, hole), encoder.num_bet_slots, width).to(device)
-        self.optimizer = torch.optim.Adam(self.net.parameters(), lr=learning_rate)
+        self.optimizer = torch.optim.Adam(self.net.parameters(), lr=learning_rate, fused=True)
         self.buffer = Reservoir(capacity, {
             "holes": ((2, hole), np.int8), "board": ((board,), np.int8), "winner_sign": ((), np.int8),
             "node": ((), np.int32), "action": ((), np.int8), "next_node": ((), np.int32)}, mode="window")
@@ -63,7 +63,13 @@ class QBaseline:
 
         @torch.no_grad()
         def baseline(nodes: np.ndarray, rows: np.ndarray) -> np.ndarray:
-            return self.values(deals.holes[rows], deals.board[rows], nodes).double().cpu().numpy()
+            # many trajectories share a history (Leduc: ~20k rows, a few thousand histories):
+            # run the network once per distinct (node, cards) input
+            inputs = np.column_stack([nodes, self.inputs(deals.holes[rows], deals.board[rows], nodes)])
+            distinct, inverse = np.unique(inputs, axis=0, return_inverse=True)
+            cards = torch.from_numpy(distinct[:, 1:].astype(np.int8)).to(self.device)
+            values = self.net(cards, self.bets[torch.from_numpy(distinct[:, 0]).to(self.device)])
+            return values.double().cpu().numpy()[inverse.reshape(-1)]
 
         return baseline
 

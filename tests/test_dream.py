@@ -80,6 +80,8 @@ def test_config_resolution_and_cli_errors(tmp_path) -> None:
     assert (paper.q_memory, paper.q_sgd_steps, paper.q_batch_size, paper.preset) == (200_000, 1000, 512, "paper")
     fhp = resolve_dream_config({"game": "fhp", "algo": "os-sd-cfr", "preset": "paper", "seed": 5})
     assert (fhp.traversals, fhp.advantage_memory, fhp.sgd_steps, fhp.seed) == (50_000, 40_000_000, 10_000, 5)
+    with pytest.raises(ValueError, match="gives settings for leduc and fhp only"):
+        resolve_dream_config({"game": "kuhn", "algo": "dream", "preset": "paper"})
     (tmp_path / "c.toml").write_text("epsilon = 0.3\n")
     assert resolve_dream_config({"game": "kuhn", "algo": "dream", "config_path": str(tmp_path / "c.toml")}).epsilon == 0.3
     runner = CliRunner()

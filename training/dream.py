@@ -23,6 +23,7 @@ from __future__ import annotations
 import dataclasses
 import time
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 import torch
@@ -106,7 +107,7 @@ PAPER_PRESETS: dict[str, dict] = {
                 strategy_memory=40_000_000, sgd_steps=10_000, batch_size=10_000, evaluate_every=0,
                 normalize_targets=True),
 }
-PAPER_PRESETS["kuhn"] = PAPER_PRESETS["leduc"]
+PRESETS["fhp"] = PRESETS["holdem"] = PAPER_PRESETS["fhp"]  # no cheaper settings measured there
 
 
 class DreamTrainer(DeepCFRTrainer):
@@ -176,6 +177,10 @@ def resolve_dream_config(options: dict) -> DreamConfig:
     if preset not in PRESET_NAMES:
         raise ValueError(f"--preset must be one of {', '.join(PRESET_NAMES)} for {options.get('algo')}, got {preset!r}")
     config = resolve_config(options, DreamConfig, PAPER_PRESETS if preset == "paper" else PRESETS)
+    game = Path(config.game).stem.split(".")[0]
+    if preset == "paper" and game not in PAPER_PRESETS:
+        raise ValueError(f"the DREAM paper gives settings for {' and '.join(PAPER_PRESETS)} only, not {game!r}; "
+                         "leave --preset out or pass --config")
     return dataclasses.replace(config, preset=preset).validate()
 
 

@@ -9,8 +9,7 @@ leduc --time-budget M``), one after another, into ``--out/ALGO``. Nodes touched 
 whose strategy a traversal or self-play step evaluated (both players): for SD-CFR the infosets its
 external-sampling traversals evaluated, for DREAM/OS-SD-CFR the nodes of the outcome-sampling
 trajectories, for NFSP its transitions (one per decision). Prints the machine, per algorithm the
-final point, each one's exploitability at the largest node count all of them reached and at a
-common wall time, and whether DREAM reaches SD-CFR's exploitability at equal nodes touched.
+final point, and each one's exploitability at equal nodes touched and at equal wall clock.
 Writes docs/leduc_dream_comparison.png.
 """
 
@@ -18,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -65,43 +65,54 @@ def value_at(xs: list[float], ys: list[float], x: float) -> float | None:
     return best
 
 
+def train(algo: str, minutes: float, seed: int, run: Path) -> None:
+    """One ``pokerbot train`` run of ``algo`` with its Leduc preset (NFSP evaluated every 250
+    steps instead of its preset's 1,000, for a curve with more than a handful of points)."""
+    command = [sys.executable, "-m", "bot", "train", "--algo", algo, "--game", "leduc", "--seed", str(seed),
+               "--time-budget", f"{minutes * 60:.0f}s", "--out", str(run)]
+    if algo == "nfsp":
+        run.parent.mkdir(parents=True, exist_ok=True)
+        settings = run.parent / "nfsp-eval.toml"
+        settings.write_text("eval_every = 250\n")
+        command += ["--config", str(settings)]
+    print("$", " ".join(command[1:]), flush=True)
+    subprocess.run(command, cwd=ROOT, check=True, stdout=subprocess.DEVNULL)
+    print(f"  done; load average now: {machine().split('load average ')[1].split(';')[0]}", flush=True)
+
+
+def print_at(curves: dict, index: int, points: list[float], axis: str, unit: str) -> None:
+    """Each algorithm's exploitability at each of ``points`` on one axis ('-': not reached)."""
+    print(f"\nexploitability (mbb/g, NashConv/2) at equal {axis} (the last evaluation at or before it):")
+    print(f"{'':28s}" + "".join(f"{unit.format(x):>12s}" for x in points))
+    for algo, c in curves.items():
+        cells = [value_at(c[index], c[2], x) if c[index][-1] >= x else None for x in points]
+        print(f"{LABELS[algo]:28s}" + "".join(f"{'-' if v is None else f'{v:.1f}':>12s}" for v in cells))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--minutes", type=float, default=5.0, help="training budget per algorithm")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out", default="runs/bench-dream-leduc")
-    parser.add_argument("--algos", default=",".join(ALGOS))
+    parser.add_argument("--algos", default=",".join(ALGOS), help="the algorithms to compare")
+    parser.add_argument("--train", help="train only these (default: every one of --algos); the others are read from --out")
     parser.add_argument("--plot", default="docs/leduc_dream_comparison.png")
     parser.add_argument("--plot-only", action="store_true", help="do not train; read the runs in --out")
     args = parser.parse_args()
     algos = args.algos.split(",")
     out = Path(args.out)
     print(f"machine: {machine()}")
-    for algo in algos:
-        if args.plot_only:
-            continue
-        command = [sys.executable, "-m", "bot", "train", "--algo", algo, "--game", "leduc", "--seed", str(args.seed),
-                   "--time-budget", f"{args.minutes * 60:.0f}s", "--out", str(out / algo)]
-        print("$", " ".join(command[1:]), flush=True)
-        subprocess.run(command, cwd=ROOT, check=True, stdout=subprocess.DEVNULL)
-        print(f"  done; load average now: {machine().split('load average ')[1].split(';')[0]}", flush=True)
+    for algo in [] if args.plot_only else (args.train or args.algos).split(","):
+        shutil.rmtree(out / algo, ignore_errors=True)
+        train(algo, args.minutes, args.seed, out / algo)
     curves = {algo: curve(algo, out / algo) for algo in algos}
     print(f"\n{'algorithm':28s} {'evaluations':>11s} {'nodes touched':>14s} {'seconds':>8s} {'mbb/g':>8s}")
     for algo, (nodes, seconds, mbb) in curves.items():
         print(f"{LABELS[algo]:28s} {len(nodes):11d} {nodes[-1]:14,.0f} {seconds[-1]:8.0f} {mbb[-1]:8.1f}")
-    for axis, index, unit in (("nodes touched", 0, "{:,.0f} nodes"), ("wall clock", 1, "{:.0f} s")):
-        common = min(c[index][-1] for c in curves.values())
-        print(f"\nat equal {axis} ({unit.format(common)}, the least any run reached), exploitability mbb/g (NashConv/2):")
-        for algo, c in curves.items():
-            value = value_at(c[index], c[2], common)
-            print(f"  {LABELS[algo]:28s} {'-' if value is None else f'{value:.1f}'}")
-    if "dream" in curves and "sd-cfr" in curves:
-        nodes, _, mbb = curves["sd-cfr"]
-        target, at = mbb[-1], nodes[-1]
-        dream_nodes, _, dream_mbb = curves["dream"]
-        reached = next((n for n, m in zip(dream_nodes, dream_mbb, strict=True) if m <= target), None)
-        print(f"\nSD-CFR's final {target:.1f} mbb/g took it {at:,.0f} nodes; DREAM "
-              + (f"reached it after {reached:,.0f} nodes" if reached else f"did not reach it (best {min(dream_mbb):.1f})"))
+    most_nodes = max(c[0][-1] for c in curves.values())
+    node_points = [x for x in (2.5e5, 5e5, 1e6, 2e6, 4e6, 8e6, 1.6e7, 3.2e7) if x <= most_nodes]
+    print_at(curves, 0, node_points, "nodes touched", "{:,.0f}")
+    print_at(curves, 1, [30, 60, 120, 240, 480], "wall clock", "{:.0f} s")
     panels = [(label, {LABELS[a]: (c[i], c[2]) for a, c in curves.items()})
               for label, i in (("nodes touched (decision nodes evaluated)", 0), ("wall-clock seconds (training)", 1))]
     path = plots.plot_exploitability(ROOT / args.plot, panels, xlog=True,

@@ -16,6 +16,7 @@ def plot_exploitability(path: Path, panels: Sequence[Panel], title: str = "", dp
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    import matplotlib.ticker
 
     figure, axes = plt.subplots(1, len(panels), figsize=(5 * len(panels) + 1, 4), squeeze=False)
     for axis, (xlabel, curves) in zip(axes[0], panels, strict=True):
@@ -26,6 +27,7 @@ def plot_exploitability(path: Path, panels: Sequence[Panel], title: str = "", dp
         axis.set_yscale("log")
         if xlog:
             axis.set_xscale("log")
+            axis.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
         axis.grid(True, which="both", alpha=0.3)
         if len(curves) > 1:
             axis.legend()

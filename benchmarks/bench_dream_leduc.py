@@ -27,6 +27,7 @@ sys.path.insert(0, str(ROOT))
 
 from benchmarks.bench_cfr_leduc import machine  # noqa: E402
 from training import plots  # noqa: E402
+from training.rundir import RunDir, parse_duration  # noqa: E402
 
 ALGOS = ("dream", "os-sd-cfr", "sd-cfr", "nfsp")
 LABELS = {"dream": "DREAM", "os-sd-cfr": "OS-SD-CFR", "sd-cfr": "SD-CFR (external sampling)", "nfsp": "NFSP"}
@@ -54,6 +55,11 @@ def curve(algo: str, run: Path) -> tuple[list[float], list[float], list[float]]:
         seconds.append(record["elapsed_s"])
         mbb.append(record["sdcfr_exploitability_mbb"])
     return nodes, seconds, mbb
+
+
+def budget_minutes(run: Path) -> float:
+    """The run's ``time_budget`` in minutes (its config.toml)."""
+    return parse_duration(str(RunDir(run).config()["time_budget"])) / 60
 
 
 def value_at(xs: list[float], ys: list[float], x: float) -> float | None:
@@ -113,10 +119,10 @@ def main() -> None:
     node_points = [x for x in (2.5e5, 5e5, 1e6, 2e6, 4e6, 8e6, 1.6e7, 3.2e7) if x <= most_nodes]
     print_at(curves, 0, node_points, "nodes touched", "{:,.0f}")
     print_at(curves, 1, [30, 60, 120, 240, 480], "wall clock", "{:.0f} s")
-    panels = [(label, {LABELS[a]: (c[i], c[2]) for a, c in curves.items()})
+    labels = {a: f"{LABELS[a]}, {budget_minutes(out / a):g} min" for a in algos}
+    panels = [(label, {labels[a]: (c[i], c[2]) for a, c in curves.items()})
               for label, i in (("nodes touched (decision nodes evaluated)", 0), ("wall-clock seconds (training)", 1))]
-    path = plots.plot_exploitability(ROOT / args.plot, panels, xlog=True,
-                                     title=f"Leduc, {args.minutes:g} minutes per algorithm, seed {args.seed}")
+    path = plots.plot_exploitability(ROOT / args.plot, panels, xlog=True, title=f"Leduc, seed {args.seed}")
     print(f"\nplot: {path}")
 
 

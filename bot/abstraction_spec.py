@@ -32,6 +32,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from bot.errors import ConfigError
 from protocol.betting_tree import BettingTree
 from protocol.evaluator import cache_dir
 from protocol.gamedef import Game, load_game
@@ -153,5 +154,5 @@ def resolve_size(game: str, size: str) -> AbstractionSpec:
     name = SIZE_NAMES.get(key)
     if name is None:
         sizes = ", ".join(s for g, s in SIZE_NAMES if g == key[0]) or "none"
-        raise ValueError(f"no abstraction of size {size!r} for game {game!r}; sizes: {sizes}")
+        raise ConfigError(f"no abstraction of size {size!r} for game {game!r}; sizes: {sizes}")
     return SPECS[name]

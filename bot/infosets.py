@@ -36,6 +36,7 @@ from math import comb
 
 import numpy as np
 
+from bot.errors import UnsupportedGameError
 from protocol.betting_tree import BettingTree
 from protocol.cards import cards_to_str
 from protocol.gamedef import Game
@@ -105,7 +106,7 @@ class InfosetSpace:
     @classmethod
     def build(cls, game: Game) -> InfosetSpace:
         if game.num_players != 2 or not game.is_limit:
-            raise ValueError(f"{game.name}: infoset spaces are built for two-player limit games only")
+            raise UnsupportedGameError(f"{game.name}: infoset spaces are built for two-player limit games only")
         tree = BettingTree.build(game)
         hands = np.array(_combos(list(game.deck), game.num_hole_cards), dtype=np.int16)
         boards, parents = _build_boards(game)
@@ -290,10 +291,10 @@ def count_slots(game: Game) -> int:
 
 
 def require_tabular_size(game: Game) -> None:
-    """ValueError when a game is too large for tabular tables over every infoset here."""
+    """UnsupportedGameError when a game is too large for tabular tables over every infoset here."""
     slots = count_slots(game)
     if slots > MAX_TABULAR_SLOTS:
-        raise ValueError(
+        raise UnsupportedGameError(
             f"{game.name} has {slots:,} infoset slots: too large for tabular tables here "
             f"(limit {MAX_TABULAR_SLOTS:,}); use a card abstraction or a network"
         )

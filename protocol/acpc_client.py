@@ -27,6 +27,7 @@ import socket
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
+from protocol.errors import PokerbotError
 from protocol.gamedef import Game
 from protocol.matchstate import MatchState, MatchStateError, parse_matchstate
 
@@ -35,11 +36,11 @@ VERSION_LINE = "VERSION:2.0.0\r\n"
 MAX_LINE = 1 << 20
 
 
-class ACPCConnectionError(OSError):
+class ACPCConnectionError(PokerbotError, OSError):
     """The network failed: refused, reset, timed out."""
 
 
-class ACPCProtocolError(ValueError):
+class ACPCProtocolError(PokerbotError, ValueError):
     """The dealer sent something that breaks the protocol (a malformed line, EOF mid-hand)."""
 
 

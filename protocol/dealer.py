@@ -28,6 +28,7 @@ from typing import TextIO
 
 from protocol.acpc_client import LineBuffer, is_comment
 from protocol.dealing import deal_hand
+from protocol.errors import ConfigError, PokerbotError, UnsupportedGameError
 from protocol.gamedef import Game
 from protocol.match_log import MatchHeader, MatchLogWriter, format_score_line, record_of
 from protocol.matchstate import (
@@ -82,18 +83,18 @@ class DealerOptions:
 
     def __post_init__(self) -> None:
         if self.hands <= 0:
-            raise ValueError(f"invalid number of hands {self.hands}")
+            raise ConfigError(f"invalid number of hands {self.hands}")
         if len(self.names) != self.game.num_players:
-            raise ValueError(
+            raise ConfigError(
                 f"{self.game.name} needs {self.game.num_players} player names, got {len(self.names)}"
             )
         for name in self.names:
             if not name or any(c in name for c in ":| \t\r\n"):
-                raise ValueError(
+                raise ConfigError(
                     f"player name {name!r} must be non-empty without ':', '|' or spaces"
                 )
         if not self.game.is_limit:
-            raise ValueError(f"{self.game.name}: the dealer plays limit games only")
+            raise UnsupportedGameError(f"{self.game.name}: the dealer plays limit games only")
 
     def header(self) -> MatchHeader:
         return MatchHeader(
@@ -153,6 +154,10 @@ def parse_reply(line: str, expected: MatchState, legal: tuple[str, ...]) -> Repl
     if action is None or action not in legal:
         return Reply("c", "invalid action, changed to call")
     return Reply(action)
+
+
+class DealerSocketError(PokerbotError, OSError):
+    """A listening socket the dealer could not open (port taken, no permission)."""
 
 
 class DealerAbort(Exception):
@@ -257,7 +262,7 @@ class Dealer:
                 break
             if listener is None:
                 self._close_listeners()
-                raise OSError(f"could not create listen socket for player {seat + 1}")
+                raise DealerSocketError(f"could not create listen socket for player {seat + 1}")
             listener.setblocking(False)
             self.listeners.append(listener)
             ports.append(listener.getsockname()[1])

@@ -27,6 +27,7 @@ from importlib import resources
 from pathlib import Path
 
 from protocol.cards import deck
+from protocol.errors import PokerbotError
 
 #: Stack used when the gamedef gives none (the reference server's INT32_MAX).
 UNLIMITED_STACK = 2**31 - 1
@@ -65,7 +66,7 @@ _FLAG_KEYS = {"gamedef", "end gamedef", "limit", "nolimit"}
 _LINE = re.compile(r"^(end\s+gamedef|[a-z]+)\s*(.*)$", re.IGNORECASE)
 
 
-class GamedefError(ValueError):
+class GamedefError(PokerbotError, ValueError):
     """A game definition that cannot be used; the message names file, line and key."""
 
 

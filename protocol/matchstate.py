@@ -20,6 +20,7 @@ import re
 from dataclasses import dataclass
 
 from protocol.cards import CardError, cards_from_str, cards_to_str
+from protocol.errors import PokerbotError
 from protocol.gamedef import Game
 from protocol.state import State
 
@@ -28,7 +29,7 @@ _LIMIT_BETTING = re.compile(r"^[fcr/]*$")
 _NOLIMIT_BETTING = re.compile(r"^(?:[fc/]|r\d+)*$")
 
 
-class MatchStateError(ValueError):
+class MatchStateError(PokerbotError, ValueError):
     """Text that is not a well-formed MATCHSTATE line."""
 
 
@@ -96,10 +97,6 @@ class MatchState:
             return self._replay(State(game, self.hole_cards, board), game).payoffs()
         except ValueError as error:
             raise MatchStateError(f"impossible showdown {format_matchstate(self)}: {error}") from None
-
-    def with_action(self, kind: str) -> MatchState:
-        """The view after appending an action letter (no round bookkeeping: use ``to_state``)."""
-        return MatchState(self.position, self.hand_number, self.betting + kind, self.hole_cards, self.board)
 
 
 def parse_matchstate(line: str) -> MatchState:

@@ -32,6 +32,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from protocol.errors import PokerbotError
 from protocol.gamedef import Game
 
 FOLD, CALL, RAISE = "f", "c", "r"
@@ -40,7 +41,7 @@ ACTIONS = (FOLD, CALL, RAISE)
 MAX_ACTIONS_PER_ROUND = 64
 
 
-class IllegalActionError(ValueError):
+class IllegalActionError(PokerbotError, ValueError):
     """An action that the rules do not allow in the current state."""
 
 

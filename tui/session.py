@@ -33,6 +33,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from bot.agent import Agent
+from bot.errors import UnsupportedGameError
 from bot.statistics import estimate
 from protocol.dealing import deal_hand
 from protocol.gamedef import Game
@@ -247,7 +248,7 @@ class TableSession(Table):
         human_name: str = "human",
     ) -> None:
         if game.num_players != 2:
-            raise ValueError(f"{game.name}: the table is heads-up only (2 players)")
+            raise UnsupportedGameError(f"{game.name}: the table is heads-up only (2 players)")
         self.game = game
         self.agent = agent
         self.seed = seed

@@ -34,7 +34,7 @@ from pathlib import Path
 
 from bot.errors import ConfigError
 from protocol.betting_tree import BettingTree
-from protocol.evaluator import cache_dir
+from protocol.files import cache_dir
 from protocol.gamedef import Game, load_game
 from protocol.isomorphism import round_indexer
 

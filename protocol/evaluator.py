@@ -48,7 +48,6 @@ second; they are written once as ``.npy`` files under ``$POKERBOT_CACHE`` (defau
 from __future__ import annotations
 
 import itertools
-import os
 import threading
 import time
 from collections import Counter
@@ -60,11 +59,11 @@ import numpy as np
 from numba import njit, prange
 
 from protocol.cards import NUM_RANKS, NUM_SUITS
+from protocol.files import atomic_write, cache_dir
 
 __all__ = [
     "MAX_CARDS",
     "build_tables",
-    "cache_dir",
     "class_key",
     "class_name",
     "five_card_classes",
@@ -276,24 +275,10 @@ def _compute_tables() -> tuple[np.ndarray, np.ndarray]:
 # --------------------------------------------------------------------------------------------
 
 
-def cache_dir() -> Path:
-    """Where tables live: ``$POKERBOT_CACHE`` or ``~/.cache/pokerbot``."""
-    env = os.environ.get("POKERBOT_CACHE")
-    return Path(env) if env else Path.home() / ".cache" / "pokerbot"
-
-
 def _table_paths() -> tuple[Path, Path]:
     base = cache_dir()
     return (base / f"evaluator_v{TABLE_VERSION}_nonflush.npy",
             base / f"evaluator_v{TABLE_VERSION}_flush.npy")  # fmt: skip
-
-
-def _save_atomic(path: Path, array: np.ndarray) -> None:
-    """Write via a temporary file and rename, so a concurrent reader never sees half a file."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f"{path.stem}.{os.getpid()}.{threading.get_ident()}.tmp.npy")
-    np.save(tmp, array)
-    os.replace(tmp, path)
 
 
 def _load_valid() -> tuple[np.ndarray, np.ndarray] | None:
@@ -331,7 +316,7 @@ def build_tables(force: bool = False) -> tuple[np.ndarray, np.ndarray]:
             cached = _compute_tables()
             last_build_seconds, last_load_seconds = time.perf_counter() - start, None
             for path, array in zip(_table_paths(), cached, strict=True):
-                _save_atomic(path, array)
+                atomic_write(path, lambda handle, array=array: np.save(handle, array))
         else:
             last_build_seconds, last_load_seconds = None, time.perf_counter() - start
         _tables = cached

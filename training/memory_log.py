@@ -24,7 +24,7 @@ from pathlib import Path
 import numpy as np
 
 from training.reservoir import Reservoir
-from training.rundir import RunDirError, fsync_dir
+from training.rundir import RunDirError
 
 MEMORY_DIR = "memories"
 
@@ -49,10 +49,7 @@ class MemoryLog:
             slots, kind = changed, "delta"
         self.folder.mkdir(parents=True, exist_ok=True)
         file = f"{self.name}.{iteration:06d}.{kind}.npz"
-        tmp = self.folder / (file + ".tmp")
-        memory.save_rows(tmp, slots)
-        tmp.replace(self.folder / file)
-        fsync_dir(self.folder)
+        memory.save_rows(self.folder / file, slots)
         self.chain.append(file)
         self.chain_rows += len(slots)
         return list(self.chain)

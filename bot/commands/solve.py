@@ -11,7 +11,6 @@ checkpoint reached so far.
 from __future__ import annotations
 
 import json
-import os
 import time
 import zipfile
 from collections.abc import Callable
@@ -29,6 +28,7 @@ from bot.best_response import exploitability
 from bot.errors import PokerbotError
 from bot.infosets import require_tabular_size
 from bot.progress import progress_bar
+from protocol.files import atomic_write
 from protocol.gamedef import Game, load_game
 
 SOLVE_ALGORITHMS = ("cfr", "cfr+", "linear-cfr", "dcfr", "es-mccfr")
@@ -158,13 +158,7 @@ def _save_checkpoint(path: Path, config: SolveConfig, game: Game, solver, result
     arrays["config"] = np.array(json.dumps({**asdict(config), "game_name": game.name}))
     arrays["curve"] = np.array(result.curve, dtype=np.float64).reshape(-1, 2)
     arrays["seconds"] = np.array(result.seconds)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    temporary = path.with_name(path.name + ".tmp")
-    with open(temporary, "wb") as out:
-        np.savez(out, **arrays)
-        out.flush()
-        os.fsync(out.fileno())
-    os.replace(temporary, path)
+    atomic_write(path, lambda handle: np.savez(handle, **arrays))
 
 
 def _load_checkpoint(path: Path, config: SolveConfig, game: Game, solver, result: SolveResult) -> None:

@@ -48,7 +48,7 @@ class LazyGroup(click.Group):
             if os.environ.get("POKERBOT_DEBUG"):
                 raise
             click.echo(f"error: {error}", err=True)
-            sys.exit(2)
+            sys.exit(getattr(error, "exit_code", 2))
 
 
 @click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})

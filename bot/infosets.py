@@ -304,3 +304,21 @@ def require_tabular_size(game: Game) -> None:
 def space_for(game: Game) -> InfosetSpace:
     """The (cached) infoset space of a game."""
     return InfosetSpace.build(game)
+
+
+def normalise_average(strategy_sum: np.ndarray, legal: np.ndarray) -> np.ndarray:
+    """Rows of a strategy sum as distributions; uniform over legal actions where the sum is 0."""
+    total = strategy_sum.sum(axis=1, keepdims=True)
+    uniform = legal / legal.sum(axis=1, keepdims=True)
+    return np.where(total > 0, strategy_sum / np.where(total > 0, total, 1.0), uniform)
+
+
+#: Slots up to which exact exploitability is cheap enough to measure during training and to
+#: write as a tabular file (Kuhn 12, Leduc 1,116; FHP's 1.6e9 are not).
+MAX_EVALUATION_SLOTS = 100_000
+
+
+def is_small(game: Game) -> bool:
+    """Whether ``game`` is small enough for exact exploitability during training: the one test
+    Deep CFR, NFSP, the abstraction solver and ``export-policy`` share."""
+    return game.num_players == 2 and game.is_limit and count_slots(game) <= MAX_EVALUATION_SLOTS

@@ -77,9 +77,11 @@ def load_plugins() -> None:
 
 #: Modules whose import registers more agents (each registers names or loaders).
 _PLUGIN_MODULES: list[str] = [
+    "bot.bundle",
     "bot.tabular_policy",
     "bot.nfsp_agent",
     "bot.deep_cfr_agent",
     "bot.abstraction_agent",
+    "bot.abstraction_policy",
     "bot.shipped.register",
 ]

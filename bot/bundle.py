@@ -187,6 +187,8 @@ def network_shape(bundle_or_arch: dict[str, Any], source: object) -> tuple[tuple
     """``(group_sizes, bet_slots, width)`` of an ``architecture`` mapping, every value checked
     (a string, a negative or an absurd width is a one-line error naming ``source``)."""
     try:
+        if not isinstance(bundle_or_arch["group_sizes"], list):
+            raise TypeError
         groups = tuple(int(g) for g in bundle_or_arch["group_sizes"])
         bets, width = int(bundle_or_arch["bet_slots"]), int(bundle_or_arch["width"])
     except (KeyError, TypeError, ValueError):

@@ -27,7 +27,7 @@ import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -36,6 +36,9 @@ from bot.encoding import ENCODER_VERSION
 from bot.errors import CorruptFileError
 from protocol.files import atomic_write_text, confined, sha256_file, verify_sha256
 from protocol.gamedef import Game, parse_gamedef
+
+if TYPE_CHECKING:
+    from bot.network import DeepCFRNetwork
 
 BUNDLE_FILE = "bundle.json"
 #: Format written now (2: files with sha256 and provenance); format 1 bundles still load.
@@ -88,7 +91,7 @@ def bundle_root(path: Path) -> Path | None:
     return None
 
 
-def manifest(kind: str, game: Game, files: dict[str, str], provenance: dict[str, Any], **fields: Any) -> dict:
+def manifest(kind: str, game: Game, files: dict[str, str], provenance: dict[str, Any], **fields: Any) -> dict[str, Any]:
     """The ``bundle.json`` content of a bundle (``files``: relative name -> sha256)."""
     return {"format": BUNDLE_FORMAT, "kind": kind, "encoder_version": ENCODER_VERSION,
             "game_name": game.name, "game": game.to_text(), "files": dict(sorted(files.items())),
@@ -96,7 +99,7 @@ def manifest(kind: str, game: Game, files: dict[str, str], provenance: dict[str,
 
 
 def write_bundle(root: Path, kind: str, game: Game, files: list[str] | dict[str, str], provenance: dict[str, Any],
-                 **fields: Any) -> dict:
+                 **fields: Any) -> dict[str, Any]:
     """Write ``root/bundle.json`` (atomically, after the files it names). ``files`` is a list of
     relative names (hashed now) or a name -> sha256 map of files hashed when they were written."""
     digests = files if isinstance(files, dict) else {name: sha256_file(confined(root, name)) for name in files}
@@ -198,7 +201,7 @@ def network_shape(bundle_or_arch: dict[str, Any], source: object) -> tuple[tuple
     return groups, bets, width
 
 
-def load_network(architecture: dict[str, Any], weights: Path | dict, source: object):
+def load_network(architecture: dict[str, Any], weights: Path | dict[str, Any], source: object) -> DeepCFRNetwork:
     """The Deep CFR appendix C network of ``architecture`` with ``weights`` (a file read with
     ``torch.load(weights_only=True)``, or a state dict), on CPU in eval mode. The one place a
     network is built from a stored architecture: NFSP and Deep CFR bundles both come here."""

@@ -54,7 +54,7 @@ class LineBuffer:
 
     def feed(self, data: bytes) -> list[str]:
         self._pending += data
-        lines = []
+        lines: list[str] = []
         while True:
             end = self._pending.find(b"\n")
             if end >= 0:

@@ -54,6 +54,7 @@ from collections import Counter
 from collections.abc import Sequence
 from functools import lru_cache
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 from numba import njit, prange
@@ -203,7 +204,8 @@ _NF_OFFSETS = np.cumsum([0] + _NF_SIZES[1:], dtype=np.int64)
 def _colex_index(sorted_ranks: np.ndarray) -> np.ndarray:
     """Colex index of each row of ascending ranks (n, k) -> (n,)."""
     k = sorted_ranks.shape[1]
-    return _COLEX[np.arange(k), sorted_ranks].sum(axis=1)
+    index: np.ndarray = _COLEX[np.arange(k), sorted_ranks].sum(axis=1)
+    return index
 
 
 def _small_table(k: int) -> np.ndarray:
@@ -275,6 +277,10 @@ def _compute_tables() -> tuple[np.ndarray, np.ndarray]:
 # --------------------------------------------------------------------------------------------
 
 
+def _save_table(path: Path, array: np.ndarray) -> None:
+    atomic_write(path, lambda handle: np.save(handle, array))
+
+
 def _table_paths() -> tuple[Path, Path]:
     base = cache_dir()
     return (base / f"evaluator_v{TABLE_VERSION}_nonflush.npy",
@@ -316,7 +322,7 @@ def build_tables(force: bool = False) -> tuple[np.ndarray, np.ndarray]:
             cached = _compute_tables()
             last_build_seconds, last_load_seconds = time.perf_counter() - start, None
             for path, array in zip(_table_paths(), cached, strict=True):
-                atomic_write(path, lambda handle, array=array: np.save(handle, array))
+                _save_table(path, array)
         else:
             last_build_seconds, last_load_seconds = None, time.perf_counter() - start
         _tables = cached
@@ -395,7 +401,7 @@ def _sort2(a: int, b: int) -> tuple[int, int]:
 
 
 @njit(cache=True, inline="always")
-def _sort7(r0: int, r1: int, r2: int, r3: int, r4: int, r5: int, r6: int) -> tuple:
+def _sort7(r0: int, r1: int, r2: int, r3: int, r4: int, r5: int, r6: int) -> tuple[int, ...]:
     """Ascending order of seven values: an optimal 16-comparator sorting network.
 
     Branch-free min/max pairs beat an insertion sort whose branches mispredict on random hands.
@@ -421,7 +427,7 @@ def _sort7(r0: int, r1: int, r2: int, r3: int, r4: int, r5: int, r6: int) -> tup
 
 
 @njit(cache=True, inline="always")
-def _card_parts(card: int, ok: bool) -> tuple[int, int, int, bool]:
+def _card_parts(card: Any, ok: bool) -> tuple[int, int, int, bool]:
     """(rank, suit-count increment, suit-lane rank bit, still valid) of one card slot."""
     card = np.int64(card)  # narrow input dtypes (int8, uint8) must not overflow the shifts
     if card < 0 or card >= 52:
@@ -432,7 +438,7 @@ def _card_parts(card: int, ok: bool) -> tuple[int, int, int, bool]:
 
 
 @njit(cache=True, inline="always")
-def _eval_row(row, k: int, nonflush, flush, colex, offset: int) -> int:
+def _eval_row(row: np.ndarray, k: int, nonflush: np.ndarray, flush: np.ndarray, colex: np.ndarray, offset: int) -> Any:
     """Strength of one row of ``k`` cards; -1 if a card code is out of range.
 
     Missing slots (k < 7) get a sentinel rank that sorts last and weighs 0 in the colex sum.
@@ -482,14 +488,16 @@ def _eval_row(row, k: int, nonflush, flush, colex, offset: int) -> int:
 
 
 @njit(cache=True)
-def _batch_serial(cards, nonflush, flush, colex, offset, out) -> None:
+def _batch_serial(cards: np.ndarray, nonflush: np.ndarray, flush: np.ndarray, colex: np.ndarray, offset: int,
+                  out: np.ndarray) -> None:
     k = cards.shape[1]
     for i in range(cards.shape[0]):
         out[i] = _eval_row(cards[i], k, nonflush, flush, colex, offset)
 
 
 @njit(cache=True, parallel=True)
-def _batch_parallel(cards, nonflush, flush, colex, offset, out) -> None:
+def _batch_parallel(cards: np.ndarray, nonflush: np.ndarray, flush: np.ndarray, colex: np.ndarray, offset: int,
+                    out: np.ndarray) -> None:
     k = cards.shape[1]
     for i in prange(cards.shape[0]):
         out[i] = _eval_row(cards[i], k, nonflush, flush, colex, offset)

@@ -29,7 +29,7 @@ Action(kind='r', player=0, round=0, spent_after=3)
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from protocol.errors import PokerbotError
@@ -349,7 +349,7 @@ def split_pots(spent: Sequence[int], strength: dict[int, int]) -> tuple[int, ...
     return tuple(int(x) if float(x).is_integer() else x for x in net)  # type: ignore[misc]
 
 
-def _permits(verify) -> bool:
+def _permits(verify: Callable[[], object]) -> bool:
     try:
         verify()
     except IllegalActionError:

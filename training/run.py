@@ -76,12 +76,12 @@ class Trainer:
     """``pokerbot train`` option -> config field, for the options that apply to this algorithm."""
     resumable: frozenset[str]
     """Config fields that ``--resume`` may change; every other field is fixed by the run."""
-    presets: Mapping[str, dict]
+    presets: Mapping[str, dict[str, Any]]
     """Settings per shipped game alias (kuhn, leduc, fhp, holdem)."""
     train: Train
     """Runs or continues the config in a run directory (``force``: a run with no usable
     checkpoint starts over instead of stopping with an error)."""
-    prepare: Callable[[dict, dict], dict] | None = None
+    prepare: Callable[[dict[str, Any], dict[str, Any]], dict[str, Any]] | None = None
     """``(values, options) -> values`` for fields that are not plain flags (abstraction: the
     ``--game``/``--size`` pair becomes the abstraction's name)."""
     cpu_only: Mapping[str, tuple[Any, Any]] = field(default_factory=dict)
@@ -176,7 +176,7 @@ def _flag(name: str) -> str:
     return "--" + name.replace("_", "-")
 
 
-def build_config(trainer: Trainer, values: dict, device_notes: bool = True) -> Resolved:
+def build_config(trainer: Trainer, values: dict[str, Any], device_notes: bool = True) -> Resolved:
     """The config from ``values`` (names checked, shared field types converted, CPU-only options
     turned off on cuda with a note)."""
     known = _field_names(trainer.config_class)
@@ -207,7 +207,7 @@ def resolve_new(trainer: Trainer, options: Mapping[str, Any]) -> Resolved:
     stray = sorted(set(given) - set(trainer.flags) - {"game"})
     if stray:
         raise ConfigError(f"{', '.join(_flag(s) for s in stray)} does not apply to --algo {trainer.algo}")
-    from_file: dict = {}
+    from_file: dict[str, Any] = {}
     config_path = options.get("config_path")
     if config_path:
         from_file = read_toml(Path(config_path))
@@ -223,7 +223,7 @@ def resolve_new(trainer: Trainer, options: Mapping[str, Any]) -> Resolved:
     game = load_game(game_name)  # an unknown game or bad gamedef fails here, before any directory
     alias = shipped_alias(game)
     notes: list[str] = []
-    values: dict = {}
+    values: dict[str, Any] = {}
     if alias is not None:
         values.update(trainer.presets.get(alias, {}))
     else:

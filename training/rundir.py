@@ -37,11 +37,11 @@ import zipfile
 try:
     import tomllib
 except ModuleNotFoundError:  # Python 3.10
-    import tomli as tomllib  # type: ignore[no-redef]
+    import tomli as tomllib  # type: ignore[no-redef,import-not-found,unused-ignore]
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 import tomli_w
 
@@ -83,7 +83,7 @@ def load_torch(path: Path) -> Any:
         raise RunDirError(f"{path}: cannot load checkpoint file ({str(error).splitlines()[0]})") from None
 
 
-def read_toml(path: Path) -> dict:
+def read_toml(path: Path) -> dict[str, Any]:
     try:
         with open(path, "rb") as handle:
             return tomllib.load(handle)
@@ -93,9 +93,9 @@ def read_toml(path: Path) -> dict:
         raise RunDirError(f"{path}: cannot read ({error.strerror or error})") from None
 
 
-def config_to_dict(config: Any) -> dict:
+def config_to_dict(config: Any) -> dict[str, Any]:
     """A dataclass config as a TOML-ready dict (None values dropped: TOML has no null)."""
-    raw = dataclasses.asdict(config) if dataclasses.is_dataclass(config) else dict(config)
+    raw = dataclasses.asdict(config) if dataclasses.is_dataclass(config) and not isinstance(config, type) else dict(config)
     return {k: v for k, v in raw.items() if v is not None}
 
 
@@ -148,7 +148,7 @@ class RunDir:
         except (OSError, ValueError, KeyError, TypeError):
             raise CorruptFileError(f"{path}: damaged (expected {{\"format\": 1, \"algo\": ...}})") from None
 
-    def config(self) -> dict:
+    def config(self) -> dict[str, Any]:
         return read_toml(self.path / CONFIG_FILE)
 
     def save_config(self, config: Any, algo: str | None = None, notes: tuple[str, ...] = ()) -> None:
@@ -164,14 +164,14 @@ class RunDir:
     def metrics_path(self) -> Path:
         return self.path / METRICS_FILE
 
-    def append_metrics(self, record: dict) -> None:
+    def append_metrics(self, record: dict[str, Any]) -> None:
         """Append one JSON line (flushed and fsynced: a crash loses at most this line)."""
         with open(self.metrics_path, "a") as handle:
             handle.write(json.dumps(record) + "\n")
             handle.flush()
             os.fsync(handle.fileno())
 
-    def read_metrics(self) -> list[dict]:
+    def read_metrics(self) -> list[dict[str, Any]]:
         if not self.metrics_path.exists():
             return []
         records = []
@@ -205,7 +205,7 @@ class RunDir:
         file matches its sha256, else ``checkpoint.old/`` (announced on ``stream``). None when the
         run has nothing to lose (no checkpoint and no metrics yet) or with ``force``; otherwise a
         one-line error, since starting over would silently discard the run's progress."""
-        problems = []
+        problems: list[str] = []
         for name in (CHECKPOINT_DIR, CHECKPOINT_DIR + ".old"):
             candidate = self.path / name
             if not candidate.is_dir():
@@ -283,7 +283,8 @@ class Progress:
     the overall bar counts iterations (or the time budget, whichever ends first).
     """
 
-    def __init__(self, total_iterations: int, first_iteration: int = 1, time_budget: float | None = None, stream=None) -> None:
+    def __init__(self, total_iterations: int, first_iteration: int = 1, time_budget: float | None = None,
+                 stream: TextIO | None = None) -> None:
         self.stream = stream or sys.stderr
         self.total = total_iterations
         self.budget = time_budget
@@ -306,8 +307,10 @@ class Progress:
 
     def advance_iteration(self, done: float, total: float, phase: str | None = None) -> None:
         if self._rich is not None:
-            kwargs = {"description": phase} if phase else {}
-            self._rich.update(self._step, completed=done, total=total, **kwargs)
+            if phase:
+                self._rich.update(self._step, completed=done, total=total, description=phase)
+            else:
+                self._rich.update(self._step, completed=done, total=total)
 
     def end_iteration(self, iteration: int, summary: str) -> None:
         if self._rich is not None:

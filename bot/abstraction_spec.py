@@ -2,7 +2,7 @@
 
 An abstraction maps a player's cards in a round to a bucket (imperfect recall: hole cards plus
 the whole visible board, :func:`protocol.isomorphism.round_indexer`). Each round has a *method*
-(``shared/methods.md`` §1.1; built by :mod:`training.abstraction.build`):
+(Johanson et al. 2013; built by :mod:`training.abstraction.build`):
 
 * ``lossless``: the suit-isomorphism class itself (bucket count ``None``);
 * ``ehs2``: equal-mass percentiles of E[HS^2] (Zinkevich et al. 2007; the classic baseline);

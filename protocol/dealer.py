@@ -1,7 +1,8 @@
 """An ACPC-compatible dealer (asyncio TCP), behaving as the reference ``dealer`` does.
 
-``shared/acpc-protocol.md`` §1 (life cycle), §3 (which reply counts), §4 (bad input, timeouts,
-disconnects), §6 (seats and rotation) and §8 (arguments, stdout, stderr, ``.log``). Limit games.
+Follows the ACPC protocol, version 2.0.0, as the University of Alberta ACPC server's ``protocol.pdf`` and ``dealer.c`` define it: life cycle, which reply counts, bad input,
+timeouts and disconnects, seats and rotation, arguments, stdout, stderr and the ``.log``. Limit
+games.
 
 What it does differently from the reference, on purpose: it binds 127.0.0.1 unless told
 otherwise, and the version handshake has a deadline (``t_response``), so a client that connects

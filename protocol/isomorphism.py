@@ -3,7 +3,7 @@
 Two hands that differ only by a renaming of suits play identically, so features and bucket
 tables are stored once per *class*. The indexer follows the algorithm of Waugh, *A Fast and
 Optimal Hand Isomorphism Algorithm* (AAAI workshop 2013), implemented here from the paper's
-description (see ``shared/methods.md`` §1.1):
+description:
 
 1. the cards are split into groups (rounds), e.g. ``(2, 3)`` = hole cards, then the flop;
 2. each suit gets a *configuration*: how many of its cards fall in each group;

@@ -3,7 +3,7 @@
 The session owns the truth the screen shows: it deals each hand with
 :func:`protocol.dealing.deal_hand` (so a seed replays the same cards), runs the rules engine
 :class:`~protocol.state.State`, asks the agent for its actions, and keeps session totals. Seats
-rotate as the ACPC dealer rotates them (``shared/acpc-protocol.md`` section 6): in hand ``h``
+rotate as the reference ACPC dealer (``dealer.c``) rotates them: in hand ``h``
 position ``p`` is held by seat ``((p + h) mod 2) + 1``, and the person is seat 1, so the person
 is position ``h mod 2``. Widgets only read this object and call :meth:`TableSession.act`; tests
 drive whole hands through it directly.

@@ -27,7 +27,8 @@ sys.path.insert(0, str(ROOT))
 
 from benchmarks.bench_cfr_leduc import machine  # noqa: E402
 from training import plots  # noqa: E402
-from training.rundir import RunDir, parse_duration  # noqa: E402
+from training.run import parse_duration  # noqa: E402
+from training.rundir import RunDir  # noqa: E402
 
 ALGOS = ("dream", "os-sd-cfr", "sd-cfr", "nfsp")
 LABELS = {"dream": "DREAM", "os-sd-cfr": "OS-SD-CFR", "sd-cfr": "SD-CFR (external sampling)", "nfsp": "NFSP"}
@@ -59,7 +60,7 @@ def curve(algo: str, run: Path) -> tuple[list[float], list[float], list[float]]:
 
 def budget_minutes(run: Path) -> float:
     """The run's ``time_budget`` in minutes (its config.toml)."""
-    return parse_duration(str(RunDir(run).config()["time_budget"])) / 60
+    return parse_duration(RunDir(run).config()["time_budget"]) / 60
 
 
 def value_at(xs: list[float], ys: list[float], x: float) -> float | None:

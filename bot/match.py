@@ -9,7 +9,7 @@ receives, so nothing else is shared between the ways of playing. In a duplicate 
 mirrored hand (same deal, seats swapped) draws the same numbers in the same situations, so an
 agent playing itself cancels exactly (methods.md §2, "implementation tip").
 
-Seats and positions follow the dealer (``shared/acpc-protocol.md`` §6): agent A sits in seat 1,
+Seats and positions follow the reference ACPC dealer (``dealer.c``): agent A sits in seat 1,
 so it holds position ``hand % 2`` heads-up; in the mirrored half of a duplicate match it sits in
 seat 2. ``MatchResult.hands`` lists A's chips per hand; statistics are in
 :mod:`bot.statistics`, which never sees agents.

@@ -16,6 +16,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from protocol.errors import PokerbotError
+
 RANKS = "23456789TJQKA"
 SUITS = "cdhs"
 NUM_RANKS = len(RANKS)
@@ -23,7 +25,7 @@ NUM_SUITS = len(SUITS)
 SUIT_SYMBOLS = {"c": "♣", "d": "♦", "h": "♥", "s": "♠"}
 
 
-class CardError(ValueError):
+class CardError(PokerbotError, ValueError):
     """Raised for text that is not a card in ACPC notation."""
 
 

@@ -2,7 +2,8 @@
 
 Both our dealer and the in-process match runner deal with :func:`deal_hand`, so the same seed
 gives the same cards by position in every hand whichever way a match is played, and replaying a
-seed with the seats swapped is a duplicate match (``shared/acpc-protocol.md`` §5.2, §6).
+seed with the seats swapped is a duplicate match (as the reference ACPC ``dealer.c``'s seeded
+deals and seat rotation allow).
 
 >>> from protocol.gamedef import load_game
 >>> game = load_game("leduc")

@@ -27,6 +27,7 @@ from importlib import resources
 from pathlib import Path
 
 from protocol.cards import deck
+from protocol.errors import PokerbotError
 
 #: Stack used when the gamedef gives none (the reference server's INT32_MAX).
 UNLIMITED_STACK = 2**31 - 1
@@ -65,7 +66,7 @@ _FLAG_KEYS = {"gamedef", "end gamedef", "limit", "nolimit"}
 _LINE = re.compile(r"^(end\s+gamedef|[a-z]+)\s*(.*)$", re.IGNORECASE)
 
 
-class GamedefError(ValueError):
+class GamedefError(PokerbotError, ValueError):
     """A game definition that cannot be used; the message names file, line and key."""
 
 
@@ -149,6 +150,7 @@ def parse_gamedef(text: str, source: str = "<gamedef>", name: str | None = None)
             word = match.group(1) if match else line.split()[0]
             known = ", ".join(sorted(_KEY_NAMES.values(), key=str.lower))
             raise GamedefError(f"{source}:{line_number}: unknown key {word!r} (known keys: {known})")
+        assert match is not None  # every known key came from a match
         rest = match.group(2).strip()
         if key == "end gamedef":
             break

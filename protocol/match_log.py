@@ -1,6 +1,6 @@
 """ACPC ``.log`` files: the reference dealer's record of a match, written and parsed exactly.
 
-Format (``shared/acpc-protocol.md`` §8)::
+Format (what the reference ACPC ``dealer.c`` writes)::
 
     # name/game/hands/seed <matchName> <gameDefFile> <hands> <seed>
     #--t_response <ms>
@@ -34,12 +34,13 @@ from pathlib import Path
 from typing import TextIO
 
 from protocol.cards import CardError, cards_from_str, cards_to_str
+from protocol.errors import PokerbotError
 from protocol.state import State
 
 Number = int | float
 
 
-class MatchLogError(ValueError):
+class MatchLogError(PokerbotError, ValueError):
     """A log line that is not in the ACPC ``.log`` format; the message names file and line."""
 
 

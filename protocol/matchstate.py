@@ -1,6 +1,7 @@
 """``MATCHSTATE`` text: what one player sees of a hand, parsed and formatted exactly.
 
-``MATCHSTATE:<position>:<handNumber>:<betting>:<cards>`` (``shared/acpc-protocol.md`` §2).
+``MATCHSTATE:<position>:<handNumber>:<betting>:<cards>`` (the ACPC server's ``protocol.pdf``,
+protocol version 2.0.0).
 The parsed :class:`MatchState` is also the *player view* every :class:`bot.agent.Agent` gets,
 whether the hand runs in-process, over TCP, or in the TUI.
 
@@ -20,6 +21,7 @@ import re
 from dataclasses import dataclass
 
 from protocol.cards import CardError, cards_from_str, cards_to_str
+from protocol.errors import PokerbotError
 from protocol.gamedef import Game
 from protocol.state import State
 
@@ -28,7 +30,7 @@ _LIMIT_BETTING = re.compile(r"^[fcr/]*$")
 _NOLIMIT_BETTING = re.compile(r"^(?:[fc/]|r\d+)*$")
 
 
-class MatchStateError(ValueError):
+class MatchStateError(PokerbotError, ValueError):
     """Text that is not a well-formed MATCHSTATE line."""
 
 
@@ -96,10 +98,6 @@ class MatchState:
             return self._replay(State(game, self.hole_cards, board), game).payoffs()
         except ValueError as error:
             raise MatchStateError(f"impossible showdown {format_matchstate(self)}: {error}") from None
-
-    def with_action(self, kind: str) -> MatchState:
-        """The view after appending an action letter (no round bookkeeping: use ``to_state``)."""
-        return MatchState(self.position, self.hand_number, self.betting + kind, self.hole_cards, self.board)
 
 
 def parse_matchstate(line: str) -> MatchState:

@@ -3,7 +3,7 @@
 Every player action has a check that raises with a message (``verify_fold``), a yes/no question
 (``can_fold``) and the act itself (``fold``) returning a small immutable :class:`Action`
 (pokerkit's pattern). The dealer, the bots, training and the TUI ask ``can_*`` and call the act;
-none of them re-implements legality. Rules follow ``shared/acpc-protocol.md`` section 2.5: who
+none of them re-implements legality. Rules follow the ACPC server's ``game.c``: who
 acts first per round (``firstPlayer``), raise caps that do not count the blinds, no fold when
 checking is free, a round closes when everyone still able to act has called the last raise.
 
@@ -29,9 +29,10 @@ Action(kind='r', player=0, round=0, spent_after=3)
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from protocol.errors import PokerbotError
 from protocol.gamedef import Game
 
 FOLD, CALL, RAISE = "f", "c", "r"
@@ -40,7 +41,7 @@ ACTIONS = (FOLD, CALL, RAISE)
 MAX_ACTIONS_PER_ROUND = 64
 
 
-class IllegalActionError(ValueError):
+class IllegalActionError(PokerbotError, ValueError):
     """An action that the rules do not allow in the current state."""
 
 
@@ -348,7 +349,7 @@ def split_pots(spent: Sequence[int], strength: dict[int, int]) -> tuple[int, ...
     return tuple(int(x) if float(x).is_integer() else x for x in net)  # type: ignore[misc]
 
 
-def _permits(verify) -> bool:
+def _permits(verify: Callable[[], object]) -> bool:
     try:
         verify()
     except IllegalActionError:

@@ -11,10 +11,12 @@ from click.testing import CliRunner
 
 from bot.best_response import exploitability
 from bot.cli import main
-from bot.deep_cfr_agent import Bundle, bundle_strategy
+from bot.deep_cfr_agent import DeepCFRBundle, bundle_strategy
 from bot.registry import resolve_agent
 from protocol.gamedef import load_game
-from training.dream import PRESETS, DreamConfig, DreamTrainer, resolve_dream_config
+from training.dream import PRESETS, DreamConfig, DreamTrainer
+from training.run import load_trainer, resolve_new
+from training.rundir import RunDir
 
 KUHN_UNIFORM_MBB = 458.333
 TIMING_KEYS = {"traversal_s", "training_s", "evaluation_s", "elapsed_s", "infosets_per_s",
@@ -23,7 +25,7 @@ TIMING_KEYS = {"traversal_s", "training_s", "evaluation_s", "elapsed_s", "infose
 
 def kuhn(**overrides) -> DreamConfig:
     fast = dict(PRESETS["kuhn"], game="kuhn", sgd_steps=100, batch_size=256, q_sgd_steps=30, q_batch_size=128)
-    return DreamConfig(**{**fast, **overrides}).validate()
+    return DreamConfig(**{**fast, **overrides})
 
 
 @pytest.mark.parametrize("algo", ["dream", "os-sd-cfr"])
@@ -36,8 +38,9 @@ def test_converges_on_kuhn(algo: str, tmp_path) -> None:
     assert np.all(np.diff([r["nodes_touched"] for r in records]) > 0)
     assert ("q_loss_p0" in records[-1]) == (algo == "dream")
     # the policy is an SD-CFR bundle whose exact strategy is the logged average
-    bundle = Bundle.load(tmp_path / algo)
+    bundle = DeepCFRBundle.load(tmp_path / algo)
     assert bundle.kind == "sd-cfr" and len(bundle.stack) == 16
+    assert bundle.bundle.provenance["algorithm"] == algo and bundle.bundle.provenance["config"]["algo"] == algo
     report = exploitability(load_game("kuhn"), bundle_strategy(bundle))
     assert report.mbb(report.exploitability) == pytest.approx(curve[-1], rel=1e-4)
     agent = resolve_agent(str(tmp_path / algo), load_game("kuhn"))
@@ -52,7 +55,7 @@ def test_resume_continues_exactly(tmp_path) -> None:
     reference.train()
     stopped = DreamTrainer.new(dataclasses.replace(config, iterations=3), tmp_path / "stopped", progress=False)
     stopped.train()
-    resumed = DreamTrainer.resume(tmp_path / "stopped", {"iterations": 6}, progress=False)
+    resumed = DreamTrainer.continue_run(config, RunDir.open(tmp_path / "stopped"), progress=False)
     assert resumed.iteration == 3
     resumed.train()
 
@@ -70,27 +73,37 @@ def test_resume_continues_exactly(tmp_path) -> None:
             assert np.array_equal(a.buffer.data[name], b.buffer.data[name]), name
         for (name, x), y in zip(a.net.state_dict().items(), b.net.state_dict().values(), strict=True):
             assert np.array_equal(x.numpy(), y.numpy()), name
-    assert np.array_equal(bundle_strategy(Bundle.load(tmp_path / "stopped")),
-                          bundle_strategy(Bundle.load(tmp_path / "reference")))
+    assert np.array_equal(bundle_strategy(DeepCFRBundle.load(tmp_path / "stopped")),
+                          bundle_strategy(DeepCFRBundle.load(tmp_path / "reference")))
+
+
+def resolve(**options) -> DreamConfig:
+    return resolve_new(load_trainer(options.get("algo", "dream")), options).config
 
 
 def test_config_resolution_and_cli_errors(tmp_path) -> None:
-    paper = resolve_dream_config({"game": "leduc", "algo": "dream", "preset": "paper"})
+    paper = resolve(game="leduc", preset="paper")
     assert (paper.traversals, paper.advantage_memory, paper.sgd_steps, paper.batch_size) == (900, 2_000_000, 3000, 2048)
     assert (paper.q_memory, paper.q_sgd_steps, paper.q_batch_size, paper.preset) == (200_000, 1000, 512, "paper")
-    fhp = resolve_dream_config({"game": "fhp", "algo": "os-sd-cfr", "preset": "paper", "seed": 5})
-    assert (fhp.traversals, fhp.advantage_memory, fhp.sgd_steps, fhp.seed) == (50_000, 40_000_000, 10_000, 5)
-    with pytest.raises(ValueError, match="gives settings for leduc and fhp only"):
-        resolve_dream_config({"game": "kuhn", "algo": "dream", "preset": "paper"})
-    (tmp_path / "c.toml").write_text("epsilon = 0.3\n")
-    assert resolve_dream_config({"game": "kuhn", "algo": "dream", "config_path": str(tmp_path / "c.toml")}).epsilon == 0.3
+    assert not paper.merge_duplicates  # the tuned table's fit settings are not mixed in
+    fhp = resolve(game="fhp", algo="os-sd-cfr", preset="paper", seed=5)
+    assert (fhp.traversals, fhp.advantage_memory, fhp.sgd_steps, fhp.seed, fhp.algo) == (50_000, 40_000_000, 10_000, 5, "os-sd-cfr")
+    (tmp_path / "c.toml").write_text("epsilon = 0.3\ntraversals = 77\n")
+    both = resolve(game="leduc", preset="paper", config_path=str(tmp_path / "c.toml"), iterations=9)
+    assert (both.epsilon, both.traversals, both.iterations, both.sgd_steps) == (0.3, 77, 9, 3000)
+    assert resolve(game="kuhn", config_path=str(tmp_path / "c.toml")).epsilon == 0.3
     runner = CliRunner()
+    result = runner.invoke(main, ["train", "--algo", "dream", "--game", "kuhn", "--preset", "paper", "--out", str(tmp_path / "p")])
+    assert result.exit_code != 0 and "gives settings for leduc and fhp only" in result.output
     (tmp_path / "bad.toml").write_text("epsilon = 0.0\n")
     result = runner.invoke(main, ["train", "--algo", "dream", "--game", "kuhn", "--config", str(tmp_path / "bad.toml"),
                                   "--out", str(tmp_path / "x")])
     assert result.exit_code != 0 and "epsilon must be in (0, 1]" in result.output
+    result = runner.invoke(main, ["train", "--algo", "sd-cfr", "--game", "kuhn", "--preset", "paper", "--out", str(tmp_path / "y")])
+    assert result.exit_code != 0 and "--preset does not apply to --algo sd-cfr" in result.output
     DreamTrainer.new(kuhn(iterations=1), tmp_path / "done", progress=False).train()
     result = runner.invoke(main, ["train", "--algo", "sd-cfr", "--resume", str(tmp_path / "done")])
     assert result.exit_code != 0 and "is a dream run; resume it with --algo dream" in result.output
-    result = runner.invoke(main, ["train", "--algo", "os-sd-cfr", "--resume", str(tmp_path / "done")])
-    assert result.exit_code != 0 and "is a dream run; resume it with --algo dream" in result.output
+    result = runner.invoke(main, ["train", "--algo", "dream", "--resume", str(tmp_path / "done"), "--iterations", "2"])
+    assert result.exit_code == 0, result.output
+    assert len(RunDir(tmp_path / "done").read_metrics()) == 2

@@ -23,18 +23,22 @@ from __future__ import annotations
 import dataclasses
 import time
 from dataclasses import dataclass
+from enum import IntEnum
 from pathlib import Path
 
 import numpy as np
 import torch
 
-from bot.errors import PokerbotError
-from training import deep_cfr
-from training.deep_cfr import DeepCFRConfig, DeepCFRTrainer, resolve_config
+from bot.errors import ConfigError
+from protocol.gamedef import load_game
+from training.deep_cfr import DeepCFRTrainer, Stream, config_dict
+from training.deep_cfr_config import PRESETS as SD_CFR_PRESETS
+from training.deep_cfr_config import DeepCFRConfig
 from training.outcome_sampling import sample_trajectories
 from training.q_baseline import QBaseline
 from training.reservoir import FieldSpec
-from training.rundir import Progress
+from training.run import StopRequest, Trainer, shipped_alias
+from training.rundir import Progress, RunDir, read_toml
 from training.traversal import deal_batch
 
 ALGOS = ("dream", "os-sd-cfr")
@@ -64,16 +68,17 @@ class DreamConfig(DeepCFRConfig):
     """Adam learning rate of ``Q_i`` (paper: 0.001; gradient-norm clip ``grad_clip``)."""
 
     def validate(self) -> DreamConfig:
+        """Raise :class:`~bot.errors.ConfigError` naming the first invalid setting."""
         if self.algo not in ALGOS:
-            raise ValueError(f"algo must be one of {', '.join(ALGOS)}, got {self.algo!r}")
+            raise ConfigError(f"algo must be one of {', '.join(ALGOS)}, got {self.algo!r}")
         if self.preset not in PRESET_NAMES:
-            raise ValueError(f"preset must be one of {', '.join(PRESET_NAMES)}, got {self.preset!r}")
+            raise ConfigError(f"preset must be one of {', '.join(PRESET_NAMES)}, got {self.preset!r}")
         if not 0.0 < self.epsilon <= 1.0:
-            raise ValueError(f"epsilon must be in (0, 1], got {self.epsilon}")
+            raise ConfigError(f"epsilon must be in (0, 1], got {self.epsilon}")
         for name in ("q_memory", "q_sgd_steps", "q_batch_size"):
             if getattr(self, name) <= 0:
-                raise ValueError(f"{name} must be positive, got {getattr(self, name)}")
-        self.sd_cfr_config().validate()
+                raise ConfigError(f"{name} must be positive, got {getattr(self, name)}")
+        self.sd_cfr_config()  # validates the shared settings
         return self
 
     def sd_cfr_config(self) -> DeepCFRConfig:
@@ -82,7 +87,7 @@ class DreamConfig(DeepCFRConfig):
         return DeepCFRConfig(**{**shared, "algo": "sd-cfr"})
 
 
-_SD_CFR = deep_cfr.PRESETS
+_SD_CFR = SD_CFR_PRESETS
 #: Tuned for wall clock on one CPU core (README "pokerbot train --algo dream | os-sd-cfr"): the
 #: SD-CFR presets' exact-objective fits (merged duplicate inputs, the fused numba kernels), the
 #: Q baseline fine-tuned for fewer minibatches (fig. 3 right: few are needed), and more
@@ -110,6 +115,15 @@ PAPER_PRESETS: dict[str, dict] = {
 PRESETS["fhp"] = PRESETS["holdem"] = PAPER_PRESETS["fhp"]  # no cheaper settings measured there
 
 
+class DreamStream(IntEnum):
+    """DREAM's random streams, after :class:`training.deep_cfr.Stream`'s."""
+
+    Q_INIT = 6
+    """Initial weights of the Q baselines (iteration 0)."""
+    Q_BATCHES = 7
+    """Minibatches of a Q fine-tuning."""
+
+
 class DreamTrainer(DeepCFRTrainer):
     """The SD-CFR loop with outcome-sampling trajectories and, for DREAM, the Q baselines."""
 
@@ -121,7 +135,7 @@ class DreamTrainer(DeepCFRTrainer):
         self.nodes_touched = 0
         self.baselines: list[QBaseline] | None = None
         if config.algo == "dream":
-            torch.manual_seed(int(self.rng(0, 0, 6).integers(2**62)))
+            torch.manual_seed(int(self.rng(0, 0, DreamStream.Q_INIT).integers(2**62)))
             self.baselines = [QBaseline(self.encoder, p, config.width, config.q_memory, config.q_learning_rate,
                                         config.grad_clip, self.device) for p in (0, 1)]
 
@@ -132,7 +146,7 @@ class DreamTrainer(DeepCFRTrainer):
         """``K`` outcome-sampling trajectories of ``player`` into its advantage memory (and
         ``B^q``), then DREAM's Q fine-tuning; returns the decision nodes visited."""
         cfg, t = self.dream, self.iteration
-        rng, reservoir_rng = self.rng(t, player, 0), self.rng(t, player, 1)
+        rng, reservoir_rng = self.rng(t, player, Stream.TRAVERSAL), self.rng(t, player, Stream.RESERVOIR)
         baseline = None if self.baselines is None else self.baselines[player]
         done = evaluated = 0
         while done < cfg.traversals:
@@ -152,11 +166,15 @@ class DreamTrainer(DeepCFRTrainer):
             started = time.perf_counter()
             progress.advance_iteration(1, 1, f"iteration {t}: Q baseline p{player}")
             record[f"q_loss_p{player}"] = baseline.train(cfg.q_sgd_steps, cfg.q_batch_size, self.strategy_fn,
-                                                         self.rng(t, player, 7))
+                                                         self.rng(t, player, DreamStream.Q_BATCHES))
             record[f"q_training_s_p{player}"] = time.perf_counter() - started
         self.nodes_touched += evaluated
         record["nodes_touched"] = self.nodes_touched
         return evaluated
+
+    def provenance(self) -> dict:
+        return {"algorithm": self.dream.algo, "config": config_dict(self.dream), "seed": self.dream.seed,
+                "iterations": self.iteration}
 
     def extra_checkpoint_state(self) -> dict:
         state: dict = {"nodes_touched": self.nodes_touched}
@@ -171,27 +189,45 @@ class DreamTrainer(DeepCFRTrainer):
                 baseline.load_state(saved)
 
 
-def resolve_dream_config(options: dict) -> DreamConfig:
-    """The game's preset (``--preset tuned|paper``) < ``--config`` TOML < flags."""
-    preset = options.get("preset") or "tuned"
-    if preset not in PRESET_NAMES:
-        raise ValueError(f"--preset must be one of {', '.join(PRESET_NAMES)} for {options.get('algo')}, got {preset!r}")
-    config = resolve_config(options, DreamConfig, PAPER_PRESETS if preset == "paper" else PRESETS)
-    game = Path(config.game).stem.split(".")[0]
-    if preset == "paper" and game not in PAPER_PRESETS:
-        raise ValueError(f"the DREAM paper gives settings for {' and '.join(PAPER_PRESETS)} only, not {game!r}; "
-                         "leave --preset out or pass --config")
-    return dataclasses.replace(config, preset=preset).validate()
+#: ``pokerbot train`` option -> config field (``--preset`` picks the preset table).
+FLAGS = {"game": "game", "iterations": "iterations", "traversals": "traversals", "time_budget": "time_budget",
+         "seed": "seed", "device": "device", "threads": "threads", "preset": "preset"}
 
 
-def run_from_cli(options: dict) -> None:
-    """``pokerbot train --algo dream|os-sd-cfr`` entry point (see :mod:`bot.commands.train`)."""
-    if options.get("resume"):
-        trainer = DreamTrainer.resume(options["resume"], options)
-    else:
-        trainer = DreamTrainer.new(resolve_dream_config(options), options["out"])
-    try:
-        trainer.train()
-    except KeyboardInterrupt:
-        raise PokerbotError(f"interrupted; continue with: pokerbot train --algo {trainer.dream.algo} --resume {trainer.run.path}") from None
-    print(f"run directory: {trainer.run.path} (policy in {trainer.run.policy_path})")
+def _prepare(algo: str):
+    """The contract's ``prepare``: the algorithm, and with ``--preset paper`` (or ``preset =
+    "paper"`` in the TOML) the paper's table under the TOML file and the flags instead of the tuned
+    one (:func:`training.run.resolve_new` merged the tuned table already)."""
+
+    def prepare(values: dict, options: dict) -> dict:
+        values = values | {"algo": algo}
+        if values.get("preset", "tuned") != "paper":
+            return values
+        alias = shipped_alias(load_game(str(values["game"])))
+        if alias not in PAPER_PRESETS:
+            raise ConfigError(f"the DREAM paper gives settings for {' and '.join(PAPER_PRESETS)} only, not "
+                              f"{values['game']!r}; leave --preset out or pass --config")
+        explicit = read_toml(Path(options["config_path"])) if options.get("config_path") else {}
+        explicit |= {field: options[flag] for flag, field in FLAGS.items() if options.get(flag) is not None}
+        return PAPER_PRESETS[alias] | explicit | {"game": values["game"], "algo": algo, "preset": "paper"}
+
+    return prepare
+
+
+def _train(config: DreamConfig, run: RunDir, resume: bool, stop: StopRequest, force: bool = False) -> DreamTrainer:
+    """The contract's entry (:func:`training.run.run_from_cli`)."""
+    trainer = DreamTrainer.continue_run(config, run, force=force) if resume else DreamTrainer.start(config, run)
+    trainer.train(stop)
+    return trainer
+
+
+#: ``--algo dream`` and ``--algo os-sd-cfr`` for :mod:`training.run`.
+TRAINERS = {
+    algo: Trainer(
+        algo=algo, config_class=DreamConfig, flags=FLAGS,
+        resumable=frozenset({"iterations", "time_budget", "device", "threads"}),
+        presets=PRESETS, train=_train, prepare=_prepare(algo),
+        cpu_only={"fit_backend": ("fused", "torch")},
+    )
+    for algo in ALGOS
+}

@@ -87,7 +87,6 @@ class DreamConfig(DeepCFRConfig):
         return DeepCFRConfig(**{**shared, "algo": "sd-cfr"})
 
 
-_SD_CFR = SD_CFR_PRESETS
 #: Tuned for wall clock on one CPU core (README "pokerbot train --algo dream | os-sd-cfr"): the
 #: SD-CFR presets' exact-objective fits (merged duplicate inputs, the fused numba kernels), the
 #: Q baseline fine-tuned for fewer minibatches (fig. 3 right: few are needed), and more
@@ -96,10 +95,10 @@ _SD_CFR = SD_CFR_PRESETS
 #: runs (sec. 6.2): a trajectory visits 4.06 decision nodes, a traversal 10.38 (uniform play;
 #: the paper measured a ratio of 2.6).
 PRESETS: dict[str, dict] = {
-    "kuhn": _SD_CFR["kuhn"] | dict(iterations=80, traversals=2000, traversal_batch=2000, q_memory=20_000,
-                                   q_sgd_steps=100, q_batch_size=256),
-    "leduc": _SD_CFR["leduc"] | dict(iterations=1000, traversals=25_000, traversal_batch=25_000,
-                                     advantage_memory=10_000_000, q_sgd_steps=100, q_batch_size=512),
+    "kuhn": SD_CFR_PRESETS["kuhn"] | dict(iterations=80, traversals=2000, traversal_batch=2000,
+                                          q_memory=20_000, q_sgd_steps=100, q_batch_size=256),
+    "leduc": SD_CFR_PRESETS["leduc"] | dict(iterations=1000, traversals=25_000, traversal_batch=25_000,
+                                            advantage_memory=10_000_000, q_sgd_steps=100, q_batch_size=512),
 }
 #: Sec. 6.2: value networks as SD-CFR's (from scratch, Adam 0.001, clip 1; D = 64 in all games),
 #: Leduc: 900 trajectories, 2M advantage buffers, 3,000 batches of 2,048; FHP: 50,000
@@ -129,7 +128,7 @@ class DreamTrainer(DeepCFRTrainer):
 
     config_class = DreamConfig
 
-    def __init__(self, config: DreamConfig, run, progress: bool = True) -> None:
+    def __init__(self, config: DreamConfig, run: RunDir, progress: bool = True) -> None:
         self.dream = config
         super().__init__(config.sd_cfr_config(), run, progress)
         self.nodes_touched = 0

@@ -31,7 +31,7 @@ from bot.agent import Agent
 from bot.errors import PokerbotError
 from protocol.acpc_client import ACPCConnection, ClientSummary, Turn
 from protocol.dealer import Dealer, DealerOptions
-from protocol.dealing import deal_hand
+from protocol.dealing import deal_hand, position_of_seat
 from protocol.gamedef import Game
 from protocol.match_log import HandRecord, MatchHeader, MatchLogWriter, read_match_log, record_of
 from protocol.matchstate import MatchState, view_of
@@ -68,11 +68,6 @@ class MatchResult:
     @property
     def chips(self) -> np.ndarray:
         return np.array([h.chips for h in self.hands], dtype=float)
-
-
-def seat_position(seat: int, hand_number: int, num_players: int = 2) -> int:
-    """Position of 0-based ``seat`` in ``hand_number`` under the dealer's rotation (§6)."""
-    return (seat - hand_number) % num_players
 
 
 def play_hand(game: Game, agents_by_position: list[Agent], hand_number: int, seed: int) -> State:
@@ -117,7 +112,7 @@ def run_in_process(
     try:
         for deal, mirrored in _schedule(hands, duplicate):
             a_seat = 1 if mirrored else 0
-            a_position = seat_position(a_seat, deal)
+            a_position = position_of_seat(a_seat, deal, 2)
             by_position = [agents[0], agents[1]] if a_position == 0 else [agents[1], agents[0]]
             position_names = (names[0], names[1]) if a_position == 0 else (names[1], names[0])
             state = play_hand(game, by_position, deal, seed)
@@ -216,7 +211,7 @@ def run_wire(
             )
     for deal, mirrored in _schedule(hands, duplicate):
         record = records[mirrored][deal]
-        position = seat_position(1 if mirrored else 0, deal)
+        position = position_of_seat(1 if mirrored else 0, deal, 2)
         result.hands.append(HandResult(deal, mirrored, position, record.values[position], record))
     return result
 

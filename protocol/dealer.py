@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from typing import TextIO
 
 from protocol.acpc_client import LineBuffer, is_comment
-from protocol.dealing import deal_hand
+from protocol.dealing import deal_hand, seat_of_position
 from protocol.errors import ConfigError, PokerbotError, UnsupportedGameError
 from protocol.gamedef import Game
 from protocol.match_log import MatchHeader, MatchLogWriter, format_score_line, record_of
@@ -367,8 +367,7 @@ class Dealer:
 
     def seat_of(self, position: int, hand: int) -> int:
         """0-based seat holding ``position`` in ``hand`` (§6 rotation, or fixed with ``-f``)."""
-        n = self.game.num_players
-        return position if self.options.fixed_seats else (position + hand) % n
+        return position if self.options.fixed_seats else seat_of_position(position, hand, self.game.num_players)
 
     async def _play_hand(self, hand: int) -> None:
         game = self.game

@@ -25,6 +25,9 @@ killed one would have done.
 The run follows :mod:`training.run`'s contract (config resolution, Ctrl-C, checkpoints by
 count or time); the config is :mod:`training.deep_cfr_config`, the network fits
 :mod:`training.deep_cfr_fit`, the policy a :mod:`bot.bundle` of kind ``sd-cfr``/``deep-cfr``.
+What remains here (about 500 lines) is one class over one state, the memories, networks, stack
+and small-game tables of a run, with the loop, checkpoint and bundle methods that read and write
+that state; splitting it further would pass that state between modules.
 """
 
 from __future__ import annotations

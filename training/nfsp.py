@@ -28,7 +28,9 @@ Rewards are in big blinds so one set of learning rates fits Kuhn to HULH.
 
 This module is the learner; its settings are :mod:`training.nfsp_config`, its loss and schedule
 functions :mod:`training.nfsp_steps`, the run loop :mod:`training.nfsp_run` and the small-game
-diagnostics :mod:`training.nfsp_diagnostics`.
+diagnostics :mod:`training.nfsp_diagnostics`. What remains (about 450 lines) is the learner's one
+state (self-play hands in progress, both players' networks and memories) and the methods that
+step, learn and checkpoint it.
 """
 
 from __future__ import annotations

@@ -150,24 +150,13 @@ class NFSPConfig:
 #: and 0.005 (SL), 2 updates of 128 per network every 128 steps, target refit every 300
 #: updates, epsilon from 0.06 decaying to 0, eta 0.1 (all equal to the NFSPConfig defaults).
 LEDUC_PAPER = {"steps": 200_000, "eval_every": 1_000, "checkpoint_every": 1_000}
-#: Leduc tuned for wall clock on one CPU core (README "NFSP on Leduc" has the sweep): the exact
-#: full-batch SL step (one per learning round, so SGD can take 10x the paper's rate), eta 0.5
-#: (more best-response rows per hand for M_SL; the largest single gain), exploration from 0.03
-#: (fewer random actions averaged into Pi), width 32, and 4x larger batches and learning rounds
-#: (4x fewer calls). Round 2: the exact full-batch Q step (``rl_full_batch``), 4 of them per
-#: round and a target refit every 50 Q updates — 2.5-minute runs, seed 0, at ~530k hands: 134
-#: mbb/g against 208 with 2 minibatch Q steps and refits every 300 (README "NFSP on Leduc").
-#: Round 3: both exact steps in the compiled kernels (``fused``), 8 Q steps per round (more hands
-#: per second with twice the Q steps), and eta annealed from 0.5 to 0.25 over the first 10,000
-#: steps (~1.1M hands), which removes part of the eta-mixture bias of the best responses: 4-minute
-#: runs at ~2M hands: 68.5 mbb/g against 90.3 for the round-2 preset (README "NFSP on Leduc").
-#: Round 4: M_RL of 1M transitions instead of 200k (about a minute of self-play: the window's
-#: per-(state, action) means were Q's main error, a sampling noise the network only partly
-#: smooths), eta annealed to 0.1 over the first 50,000 steps (~5.7M hands), where its bias is
-#: small, and linear averaging in M_SL (``sl_averaging``), so the first minutes' poor best
-#: responses fade — 30-minute runs, seed 0: 37 mbb/g first reached after 1,189 s and 30.5 at
-#: 30 minutes, against 1,477 s and 38.7 with uniform averaging; round 3: 58.5 (README "NFSP on
-#: Leduc").
+#: Leduc tuned for wall clock on one CPU core; the README's "NFSP on Leduc" has the four rounds of
+#: measurements behind each setting. In short: exact full-batch SL and Q steps (no sampling noise;
+#: SGD can then take larger rates) in the compiled kernels (``fused``), eta 0.5 annealed to 0.1
+#: (more best-response rows early, less eta-mixture bias late), exploration from 0.03, width 32,
+#: 4x larger batches and learning rounds, a 1M-transition M_RL (its per-(state, action) means
+#: were Q's main error) and linear averaging in M_SL (the first minutes' poor best responses fade):
+#: 37 mbb/g first reached after 1,189 s, seed 0.
 LEDUC_TUNED = LEDUC_PAPER | {
     "sl_full_batch": True, "sl_updates_per_learn": 1, "sl_lr": 0.05, "eta": 0.5, "eps_start": 0.03, "width": 32,
     "num_envs": 512, "batch_size": 512, "learn_every": 512,

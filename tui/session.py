@@ -35,7 +35,7 @@ import numpy as np
 from bot.agent import Agent
 from bot.errors import UnsupportedGameError
 from bot.statistics import estimate
-from protocol.dealing import deal_hand
+from protocol.dealing import deal_hand, position_of_seat
 from protocol.gamedef import Game
 from protocol.match_log import HandRecord, record_of
 from protocol.matchstate import MatchState, view_of
@@ -265,8 +265,8 @@ class TableSession(Table):
 
     @property
     def human_position(self) -> int:
-        """Position of seat 1 in the current hand: ACPC rotation ``((p + h) mod 2) + 1``."""
-        return self.hand_number % 2
+        """Position of seat 1 in the current hand under the dealer's rotation."""
+        return position_of_seat(0, self.hand_number, 2)
 
     def hole_cards(self, position: int) -> tuple[int, ...] | None:
         """The person's own cards; the bot's only once a showdown revealed them."""

@@ -9,7 +9,7 @@ receives, so nothing else is shared between the ways of playing. In a duplicate 
 mirrored hand (same deal, seats swapped) draws the same numbers in the same situations, so an
 agent playing itself cancels exactly (methods.md §2, "implementation tip").
 
-Seats and positions follow the dealer (``shared/acpc-protocol.md`` §6): agent A sits in seat 1,
+Seats and positions follow the reference ACPC dealer (``dealer.c``): agent A sits in seat 1,
 so it holds position ``hand % 2`` heads-up; in the mirrored half of a duplicate match it sits in
 seat 2. ``MatchResult.hands`` lists A's chips per hand; statistics are in
 :mod:`bot.statistics`, which never sees agents.
@@ -30,7 +30,7 @@ from bot.agent import Agent
 from bot.errors import PokerbotError
 from protocol.acpc_client import DEFAULT_READ_TIMEOUT, ACPCConnection, ClientSummary, Turn
 from protocol.dealer import Dealer, DealerOptions
-from protocol.dealing import deal_hand
+from protocol.dealing import deal_hand, position_of_seat
 from protocol.gamedef import Game
 from protocol.match_log import HandRecord, MatchHeader, MatchLogWriter, read_match_log, record_of
 from protocol.matchstate import MatchState, view_of
@@ -86,11 +86,6 @@ class MatchResult:
         return np.array([h.chips for h in self.hands], dtype=float)
 
 
-def seat_position(seat: int, hand_number: int, num_players: int = 2) -> int:
-    """Position of 0-based ``seat`` in ``hand_number`` under the dealer's rotation (§6)."""
-    return (seat - hand_number) % num_players
-
-
 def play_hand(game: Game, agents_by_position: list[Agent], hand_number: int, seed: int) -> State:
     """One hand on the rules engine: deal, ask agents in turn, return the finished state."""
     holes, board = deal_hand(game, seed, hand_number)
@@ -136,7 +131,7 @@ def run_in_process(
     try:
         for deal, mirrored in _schedule(hands, duplicate):
             a_seat = 1 if mirrored else 0
-            a_position = seat_position(a_seat, deal)
+            a_position = position_of_seat(a_seat, deal, 2)
             by_position = [agents[0], agents[1]] if a_position == 0 else [agents[1], agents[0]]
             position_names = (names[0], names[1]) if a_position == 0 else (names[1], names[0])
             state = play_hand(game, by_position, deal, seed)
@@ -236,7 +231,7 @@ def run_wire(
             )
     for deal, mirrored in _schedule(hands, duplicate):
         record = records[mirrored][deal]
-        position = seat_position(1 if mirrored else 0, deal)
+        position = position_of_seat(1 if mirrored else 0, deal, 2)
         result.hands.append(HandResult(deal, mirrored, position, record.values[position], record))
     return result
 

@@ -1,6 +1,7 @@
 """The client side of the ACPC protocol: connect, handshake, read views, answer on our turn.
 
-``shared/acpc-protocol.md`` §1-§3 and the checklist in §10. The connection knows nothing about
+Follows the ACPC protocol, version 2.0.0, as the University of Alberta ACPC server's ``protocol.pdf`` and ``dealer.c`` define it (connection, handshake,
+which messages need a reply). The connection knows nothing about
 agents or people: whoever decides (``pokerbot connect`` with an Agent, the TUI's
 ``play --connect`` with a human) drives it.
 
@@ -66,7 +67,7 @@ class LineBuffer:
 
     def feed(self, data: bytes) -> list[str]:
         self._pending += data
-        lines = []
+        lines: list[str] = []
         while True:
             end = self._pending.find(b"\n")
             if end >= 0:

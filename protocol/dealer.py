@@ -1,7 +1,8 @@
 """An ACPC-compatible dealer (TCP, blocking sockets), behaving as the reference ``dealer`` does.
 
-``shared/acpc-protocol.md`` §1 (life cycle), §3 (which reply counts), §4 (bad input, timeouts,
-disconnects), §6 (seats and rotation) and §8 (arguments, stdout, stderr, ``.log``). Limit games.
+Follows the ACPC protocol, version 2.0.0, as the University of Alberta ACPC server's ``protocol.pdf`` and ``dealer.c`` define it: life cycle, which reply counts, bad input,
+timeouts and disconnects, seats and rotation, arguments, stdout, stderr and the ``.log``. Limit
+games.
 
 What it does differently from the reference, on purpose: it binds 127.0.0.1 unless told
 otherwise, and the version handshake has a deadline (``t_response``), so a client that connects
@@ -34,7 +35,8 @@ from dataclasses import dataclass
 from typing import TextIO
 
 from protocol.acpc_client import LineBuffer, is_comment
-from protocol.dealing import deal_hand
+from protocol.dealing import deal_hand, seat_of_position
+from protocol.errors import ConfigError, PokerbotError, UnsupportedGameError
 from protocol.gamedef import Game
 from protocol.match_log import MatchHeader, MatchLogWriter, format_score_line, record_of
 from protocol.matchstate import HandViews
@@ -47,6 +49,10 @@ _VERSION = re.compile(r"^VERSION:(\d+)\.(\d+)\.(\d+)")
 
 
 @dataclass(frozen=True)
+class DealerSocketError(PokerbotError, OSError):
+    """A listening socket the dealer could not open (port taken, no permission)."""
+
+
 class DealerOptions:
     """The reference dealer's positional arguments and the options that matter (times in ms)."""
 
@@ -71,18 +77,18 @@ class DealerOptions:
 
     def __post_init__(self) -> None:
         if self.hands <= 0:
-            raise ValueError(f"invalid number of hands {self.hands}")
+            raise ConfigError(f"invalid number of hands {self.hands}")
         if len(self.names) != self.game.num_players:
-            raise ValueError(
+            raise ConfigError(
                 f"{self.game.name} needs {self.game.num_players} player names, got {len(self.names)}"
             )
         for name in self.names:
             if not name or any(c in name for c in ":| \t\r\n"):
-                raise ValueError(
+                raise ConfigError(
                     f"player name {name!r} must be non-empty without ':', '|' or spaces"
                 )
         if not self.game.is_limit:
-            raise ValueError(f"{self.game.name}: the dealer plays limit games only")
+            raise UnsupportedGameError(f"{self.game.name}: the dealer plays limit games only")
 
     def header(self) -> MatchHeader:
         return MatchHeader(
@@ -203,7 +209,7 @@ class Dealer:
                 break
             if listener is None:
                 self._close_listeners()
-                raise OSError(f"could not create listen socket for player {seat + 1}")
+                raise DealerSocketError(f"could not create listen socket for player {seat + 1}")
             self.listeners.append(listener)
             ports.append(listener.getsockname()[1])
         self.out.write(" ".join(map(str, ports)) + "\n")
@@ -316,8 +322,7 @@ class Dealer:
 
     def seat_of(self, position: int, hand: int) -> int:
         """0-based seat holding ``position`` in ``hand`` (§6 rotation, or fixed with ``-f``)."""
-        n = self.game.num_players
-        return position if self.options.fixed_seats else (position + hand) % n
+        return position if self.options.fixed_seats else seat_of_position(position, hand, self.game.num_players)
 
     def _play_hand(self, hand: int) -> None:
         game = self.game

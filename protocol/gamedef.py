@@ -152,6 +152,7 @@ def parse_gamedef(text: str, source: str = "<gamedef>", name: str | None = None)
             word = match.group(1) if match else line.split()[0]
             known = ", ".join(sorted(_KEY_NAMES.values(), key=str.lower))
             raise GamedefError(f"{source}:{line_number}: unknown key {word!r} (known keys: {known})")
+        assert match is not None  # every known key came from a match
         rest = match.group(2).strip()
         if key == "end gamedef":
             break

@@ -1,6 +1,6 @@
 """ACPC ``.log`` files: the reference dealer's record of a match, written and parsed exactly.
 
-Format (``shared/acpc-protocol.md`` §8)::
+Format (what the reference ACPC ``dealer.c`` writes)::
 
     # name/game/hands/seed <matchName> <gameDefFile> <hands> <seed>
     #--t_response <ms>

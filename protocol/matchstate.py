@@ -1,6 +1,7 @@
 """``MATCHSTATE`` text: what one player sees of a hand, parsed and formatted exactly.
 
-``MATCHSTATE:<position>:<handNumber>:<betting>:<cards>`` (``shared/acpc-protocol.md`` §2).
+``MATCHSTATE:<position>:<handNumber>:<betting>:<cards>`` (the ACPC server's ``protocol.pdf``,
+protocol version 2.0.0).
 The parsed :class:`MatchState` is also the *player view* every :class:`bot.agent.Agent` gets,
 whether the hand runs in-process, over TCP, or in the TUI.
 

@@ -3,7 +3,7 @@
 Every player action has a check that raises with a message (``verify_fold``), a yes/no question
 (``can_fold``) and the act itself (``fold``) returning a small immutable :class:`Action`
 (pokerkit's pattern). The dealer, the bots, training and the TUI ask ``can_*`` and call the act;
-none of them re-implements legality. Rules follow ``shared/acpc-protocol.md`` section 2.5: who
+none of them re-implements legality. Rules follow the ACPC server's ``game.c``: who
 acts first per round (``firstPlayer``), raise caps that do not count the blinds, no fold when
 checking is free, a round closes when everyone still able to act has called the last raise.
 

@@ -90,6 +90,15 @@ def terminal_payoff(encoder: InfosetEncoder, nodes: np.ndarray, deals: Deals, ro
     return np.where(fold, np.where(folded_self, -own, other), showdown)
 
 
+def sample_actions(probabilities: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """One action per row drawn from ``probabilities`` ``[n, 3]``: the first action whose
+    cumulative probability exceeds a uniform draw (zero-probability actions, illegal ones
+    included, have empty intervals and are never drawn)."""
+    cumulative = np.cumsum(probabilities, axis=1)
+    draw = rng.random(len(probabilities))[:, None] * cumulative[:, -1:]
+    return np.minimum((draw >= cumulative).sum(axis=1), probabilities.shape[1] - 1)
+
+
 def traverse(encoder: InfosetEncoder, deals: Deals, traverser: int, strategy: StrategyFn, rng: np.random.Generator) -> TraversalResult:
     """External-sampling traversals of ``traverser``, one per deal (see the module docstring)."""
     tree = encoder.tree
@@ -140,11 +149,7 @@ def traverse(encoder: InfosetEncoder, deals: Deals, traverser: int, strategy: St
                 src = rows[r_idx]
             else:
                 strategy_rows.append((node[rows], cards, sigma))
-                cumulative = np.cumsum(sigma, axis=1)
-                draw = rng.random(len(rows))[:, None] * cumulative[:, -1:]
-                # first action whose cumulative probability exceeds the draw (zero-probability
-                # actions, illegal ones included, have empty intervals and are never picked)
-                a_idx = np.minimum((draw >= cumulative).sum(axis=1), 2)
+                a_idx = sample_actions(sigma, rng)
                 src = rows
             next_node.append(tree.child[node[src], a_idx].astype(np.int64))
             next_deal.append(deal[src])

@@ -48,11 +48,11 @@ PORT_ATTEMPTS = 11
 _VERSION = re.compile(r"^VERSION:(\d+)\.(\d+)\.(\d+)")
 
 
-@dataclass(frozen=True)
 class DealerSocketError(PokerbotError, OSError):
     """A listening socket the dealer could not open (port taken, no permission)."""
 
 
+@dataclass(frozen=True)
 class DealerOptions:
     """The reference dealer's positional arguments and the options that matter (times in ms)."""
 

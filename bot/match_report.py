@@ -20,6 +20,7 @@ from rich.console import Console
 from rich.table import Table
 
 from bot.statistics import Estimate, estimate, hands_for_half_width, pair_means, running_interval
+from protocol.files import output_error
 
 DEFAULT_HALF_WIDTH_MBB = 10.0
 
@@ -185,8 +186,11 @@ def console() -> Console:
 
 
 def write_json(summary: dict[str, Any], path: str) -> None:
-    Path(path).parent.mkdir(parents=True, exist_ok=True)
-    Path(path).write_text(json.dumps(summary, indent=1, allow_nan=True) + "\n")
+    try:
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
+        Path(path).write_text(json.dumps(summary, indent=1, allow_nan=True) + "\n")
+    except OSError as error:
+        raise output_error(path, error) from None
 
 
 def plot(summary: dict[str, Any], path: str, title: str) -> None:
@@ -233,6 +237,9 @@ def plot(summary: dict[str, Any], path: str, title: str) -> None:
     axes.set_title(title)
     axes.legend()
     figure.tight_layout()
-    Path(path).parent.mkdir(parents=True, exist_ok=True)
-    figure.savefig(path, dpi=110)
+    try:
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
+        figure.savefig(path, dpi=110)
+    except OSError as error:
+        raise output_error(path, error) from None
     plt.close(figure)

@@ -35,6 +35,7 @@ from typing import TextIO
 
 from protocol.cards import CardError, cards_from_str, cards_to_str
 from protocol.errors import PokerbotError
+from protocol.files import output_error
 from protocol.state import State
 
 Number = int | float
@@ -230,8 +231,11 @@ class MatchLogWriter:
     def open(
         cls, path: str | os.PathLike[str], header: MatchHeader, append: bool = False
     ) -> MatchLogWriter:
-        Path(path).parent.mkdir(parents=True, exist_ok=True)
-        return cls(open(path, "a" if append else "w", encoding="utf-8"), header)
+        try:
+            Path(path).parent.mkdir(parents=True, exist_ok=True)
+            return cls(open(path, "a" if append else "w", encoding="utf-8"), header)
+        except OSError as error:
+            raise output_error(path, error) from None
 
     def _write(self, lines: list[str]) -> None:
         self.stream.write("".join(line + "\n" for line in lines))

@@ -196,17 +196,23 @@ class PublicTree:
         rnd, is_fold, scales = self.terminal[node]
         valid = self.valid_float[rnd][lo:hi]
         if is_fold:
-            per_card = opponent_reach @ self.incidence
-            disjoint = opponent_reach.sum(axis=1, keepdims=True) - per_card[:, self.hand_cards].sum(axis=2)
-            if self.hand_cards.shape[1] == 2:
-                disjoint += opponent_reach
-            return scales[player] * disjoint * valid
+            return scales[player] * self.disjoint_reach(opponent_reach) * valid
         net = np.zeros(opponent_reach.shape)  # hands colliding with the board stay 0
         _showdown_sweep(
             self.showdown_order[lo:hi], self.showdown_strength[lo:hi],
             np.ascontiguousarray(opponent_reach), self.hand_cards, NUM_CARDS, net,
         )
         return scales[player] * net * valid
+
+    def disjoint_reach(self, opponent_reach: np.ndarray) -> np.ndarray:
+        """``[boards, H]``: per own hand h, the opponent reach summed over the hands that share
+        no card with h (inclusion-exclusion over h's cards; with two-card hands the hand h
+        itself is subtracted twice, so it is added back once)."""
+        per_card = opponent_reach @ self.incidence
+        disjoint = opponent_reach.sum(axis=1, keepdims=True) - per_card[:, self.hand_cards].sum(axis=2)
+        if self.hand_cards.shape[1] == 2:
+            disjoint += opponent_reach
+        return disjoint
 
     # -- passes --------------------------------------------------------------------------
     def counterfactual_values(

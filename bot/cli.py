@@ -19,6 +19,7 @@ from bot.errors import PokerbotError
 
 #: command name -> "module:attribute" of its click command.
 COMMANDS: dict[str, str] = {
+    "agents": "bot.commands.agents:agents",
     "games": "bot.commands.games:games",
     "match": "bot.commands.match:match",
     "report": "bot.commands.report:report",
@@ -29,6 +30,7 @@ COMMANDS: dict[str, str] = {
     "exploit": "bot.commands.exploit:exploit",
     "play": "bot.commands.play:play",
     "export-policy": "bot.commands.export_policy:export_policy",
+    "watch": "bot.commands.watch:watch",
 }
 
 class LazyGroup(click.Group):

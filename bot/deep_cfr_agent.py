@@ -31,6 +31,7 @@ from bot.agent import Agent
 from bot.bundle import Bundle, BundleError, load_network, read_bundle, register_kind
 from bot.encoding import InfosetEncoder
 from bot.network import DeepCFRNetwork, masked_softmax, regret_matching
+from bot.progress import report
 from protocol.betting_tree import DECISION
 from protocol.gamedef import Game
 from protocol.matchstate import MatchState
@@ -123,19 +124,22 @@ class InfosetBatch:
         self.player = space.player
 
     @torch.no_grad()
+    def outputs(self, nets: tuple[DeepCFRNetwork, DeepCFRNetwork] | DeepCFRNetwork) -> torch.Tensor:
+        """Raw network outputs ``[num_infosets, 3]`` (float32, CPU): each player's rows from its net."""
+        per_player = nets if isinstance(nets, tuple) else (nets, nets)
+        out = torch.zeros((self.space.num_infosets, 3))
+        for p, net in enumerate(per_player):
+            rows = torch.from_numpy(np.flatnonzero(self.player == p))
+            device = next(net.parameters()).device
+            out[rows] = net(self.cards[rows].to(device), self.bets[rows].to(device)).float().cpu()
+        return out
+
     def strategy(self, nets: tuple[DeepCFRNetwork, DeepCFRNetwork] | DeepCFRNetwork | None, kind: str = "value",
                  argmax_fallback: bool = True) -> np.ndarray:
         """``[num_infosets, 3]``: each player's rows from its network (None: uniform)."""
         if nets is None:
             return self.space.uniform_strategy()
-        per_player = nets if isinstance(nets, tuple) else (nets, nets)
-        out = np.zeros((self.space.num_infosets, 3))
-        for p, net in enumerate(per_player):
-            rows = torch.from_numpy(np.flatnonzero(self.player == p))
-            device = next(net.parameters()).device
-            outputs = net(self.cards[rows].to(device), self.bets[rows].to(device)).float().cpu()
-            out[rows.numpy()] = strategy_from_outputs(kind, outputs, self.legal[rows], argmax_fallback).double().numpy()
-        return out
+        return strategy_from_outputs(kind, self.outputs(nets), self.legal, argmax_fallback).double().numpy()
 
 
 class StackAverage:
@@ -197,14 +201,16 @@ class StackAverage:
 
 
 def bundle_strategy(bundle: DeepCFRBundle) -> np.ndarray:
-    """The exact ``[num_infosets, 3]`` strategy a bundle plays (small games only)."""
+    """The exact ``[num_infosets, 3]`` strategy a bundle plays (small games only); the stack's
+    progress goes to :func:`bot.progress.report` (a few hundred entries take minutes)."""
     batch = InfosetBatch(bundle.game)
     if bundle.kind == "deep-cfr":
         return batch.strategy(bundle.network(bundle.average), kind="average")
     average = StackAverage(bundle.game)
-    for entry in bundle.stack:  # one entry's networks in memory at a time
+    for done, entry in enumerate(bundle.stack):  # one entry's networks in memory at a time
         nets = None if entry.get("uniform") else tuple(bundle.network(f) for f in entry["files"])
         average.add(batch.strategy(nets, argmax_fallback=bundle.argmax_fallback), float(entry["weight"]))
+        report("averaging the SD-CFR stack", done + 1, len(bundle.stack))
     return average.strategy()
 
 

@@ -17,11 +17,10 @@ seat 2. ``MatchResult.hands`` lists A's chips per hand; statistics are in
 
 from __future__ import annotations
 
-import asyncio
 import io
 import tempfile
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -29,7 +28,7 @@ import numpy as np
 
 from bot.agent import Agent
 from bot.errors import PokerbotError
-from protocol.acpc_client import ACPCConnection, ClientSummary, Turn
+from protocol.acpc_client import DEFAULT_READ_TIMEOUT, ACPCConnection, ClientSummary, Turn
 from protocol.dealer import Dealer, DealerOptions
 from protocol.dealing import deal_hand, position_of_seat
 from protocol.gamedef import Game
@@ -38,6 +37,23 @@ from protocol.matchstate import MatchState, view_of
 from protocol.state import State
 
 AgentFactory = Callable[[], Agent]
+
+#: Most deals one match may ask for. Every hand's result is kept for the statistics (about a
+#: kilobyte each), so ten million deals already need gigabytes; more is a typo, not a plan.
+MAX_MATCH_HANDS = 10_000_000
+
+
+def require_playable(game: Game, hands: int | None = None) -> None:
+    """Refuse, in one line, what a two-agent limit match cannot be: a game for more than two
+    players, a no-limit game, or an absurd number of hands."""
+    if game.num_players != 2:
+        raise PokerbotError(
+            f"{game.name}: {game.num_players}-player game; matches are heads-up (2 players) only"
+        )
+    if not game.is_limit:
+        raise PokerbotError(f"{game.name}: only limit games are playable")
+    if hands is not None and not 1 <= hands <= MAX_MATCH_HANDS:
+        raise PokerbotError(f"{hands} hands: a match plays 1 to {MAX_MATCH_HANDS:,} hands")
 
 
 def agent_rng(seed: int, hand_number: int, position: int) -> np.random.Generator:
@@ -88,9 +104,11 @@ def play_hand(game: Game, agents_by_position: list[Agent], hand_number: int, see
     return state
 
 
-def _schedule(hands: int, duplicate: bool) -> list[tuple[int, bool]]:
-    """(deal, mirrored) in play order: each deal then its twin when duplicate."""
-    return [(d, m) for d in range(hands) for m in ((False, True) if duplicate else (False,))]
+def _schedule(hands: int, duplicate: bool) -> Iterator[tuple[int, bool]]:
+    """(deal, mirrored) in play order: each deal then its twin when duplicate; generated as
+    played, so nothing proportional to ``hands`` is built before the first hand."""
+    halves = (False, True) if duplicate else (False,)
+    return ((deal, mirrored) for deal in range(hands) for mirrored in halves)
 
 
 def run_in_process(
@@ -106,6 +124,7 @@ def run_in_process(
     """Play ``hands`` deals (each twice, seats swapped, when ``duplicate``). Ctrl-C stops early
     with the hands finished so far (``interrupted``). ``log_path`` writes an ACPC ``.log``
     (the mirrored half to ``<stem>.mirror.log``) exactly as our dealer would."""
+    require_playable(game, hands)
     result = MatchResult(game, names, seed, duplicate)
     logs = _open_logs(log_path, game, hands, seed, duplicate)
     totals = {False: [0.0, 0.0], True: [0.0, 0.0]}
@@ -198,6 +217,7 @@ def run_wire(
 ) -> MatchResult:
     """The same match through our dealer on loopback TCP with two of our clients (each in a
     thread, each with its own agent instance); results are read back from the dealer's log."""
+    require_playable(game, hands)
     result = MatchResult(game, names, seed, duplicate)
     with tempfile.TemporaryDirectory() as scratch:
         stem = str(Path(log_path).with_suffix("")) if log_path else str(Path(scratch) / "match")
@@ -244,7 +264,7 @@ def _dealer_run(
     threads = [threading.Thread(target=client, args=(seat,), daemon=True) for seat in range(2)]
     for thread in threads:
         thread.start()
-    status = asyncio.run(dealer.serve())
+    status = dealer.run()
     for thread in threads:
         thread.join()
     if status != 0 or failures:
@@ -261,7 +281,10 @@ def run_as_client(
     port: int,
     seed: int,
     on_hand: Callable[[Turn], None] | None = None,
+    read_timeout: float | None = DEFAULT_READ_TIMEOUT,
 ) -> ClientSummary:
-    """Play whatever match an external dealer runs (``pokerbot connect``, ``match --dealer``)."""
-    with ACPCConnection.connect(host, port, game) as connection:
+    """Play whatever match an external dealer runs (``pokerbot connect``, ``match --dealer``);
+    ``read_timeout``: seconds to wait for the dealer's next line before giving up."""
+    require_playable(game)
+    with ACPCConnection.connect(host, port, game, read_timeout=read_timeout) as connection:
         return AgentClient(agent, seed, on_hand).play(connection)

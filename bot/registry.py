@@ -44,6 +44,11 @@ def known_names() -> list[str]:
     return sorted(_NAMED)
 
 
+def factory_of(name: str) -> AgentFactory:
+    """The factory registered for ``name`` (``pokerbot agents`` reads its docstring)."""
+    return _NAMED[name]
+
+
 def resolve_agent(spec: str, game: Game) -> Agent:
     """The agent named ``spec`` (a registered name or a path) for ``game``."""
     load_plugins()
@@ -51,6 +56,7 @@ def resolve_agent(spec: str, game: Game) -> Agent:
         return _NAMED[spec](game)
     path = Path(spec)
     if path.exists():
+        require_finished_run(path)
         for loader in _PATH_LOADERS:
             agent = loader(game, path)
             if agent is not None:
@@ -58,6 +64,16 @@ def resolve_agent(spec: str, game: Game) -> Agent:
         raise AgentNotFound(f"{spec}: not a policy file, run directory or policy bundle pokerbot can load")
     message = f"unknown agent {spec!r}. Known names: {', '.join(known_names())}; or give a path to a policy file or run directory."
     raise AgentNotFound(message)
+
+
+def require_finished_run(path: Path) -> None:
+    """A run directory (it has ``config.toml``) whose ``policy/`` is still empty has no finished
+    iteration: say so, and how to continue it, rather than "not a policy"."""
+    if (path / "config.toml").is_file() and not any((path / "policy").glob("*")):
+        raise AgentNotFound(
+            f"{path}: the run has no finished iteration yet (no policy in {path / 'policy'}); "
+            f"continue it with pokerbot train --resume {path}"
+        )
 
 
 _PLUGINS_LOADED = False

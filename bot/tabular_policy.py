@@ -64,6 +64,8 @@ def load_policy(path: Path, game: Game | None = None) -> tuple[Game, np.ndarray]
         document = json.loads(path.read_text())
     except json.JSONDecodeError as error:
         raise PolicyFileError(f"{path}: not valid JSON: {error}") from None
+    except RecursionError:  # the JSON parser recurses once per nesting level
+        raise PolicyFileError(f"{path}: JSON nested too deeply to be a policy file") from None
     except (OSError, UnicodeDecodeError) as error:
         raise PolicyFileError(f"{path}: cannot read: {error}") from None
     if not isinstance(document, dict):

@@ -38,7 +38,8 @@ def deal_hand(
     """Hole cards per position and the board for every round of hand ``hand_number``."""
     rng = np.random.default_rng([seed, hand_number])
     order = rng.permutation(len(game.deck))
-    cards = [game.deck[i] for i in order]
+    deck = game.deck
+    cards = [deck[i] for i in order.tolist()]
     holes = tuple(
         tuple(cards[p * game.num_hole_cards : (p + 1) * game.num_hole_cards])
         for p in range(game.num_players)

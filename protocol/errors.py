@@ -5,7 +5,8 @@ MATCHSTATE parser and network client raise it too, and ``protocol`` imports noth
 Every error a user can cause (a bad option, file, protocol line or corrupt checkpoint) is a
 subclass, mixing in ``ValueError``/``OSError``/``LookupError`` where callers catch those; the CLI
 prints exactly these as one line, so anything else (a ``KeyError`` from a bug) keeps its
-traceback.
+traceback. The fuzz tests (``tests/test_fuzz_*.py``) check that no input to a parser raises
+anything else.
 """
 
 from __future__ import annotations
@@ -13,6 +14,11 @@ from __future__ import annotations
 
 class PokerbotError(Exception):
     """A problem with what the user asked for: bad option, bad file, missing artefact."""
+
+
+class ProtocolError(PokerbotError):
+    """Bad outside input to the protocol layer (a malformed MATCHSTATE line, gamedef, card, log
+    line, illegal action, or a failed connection); the message names what and where."""
 
 
 class ConfigError(PokerbotError, ValueError):

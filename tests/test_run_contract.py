@@ -34,7 +34,7 @@ def test_train_help_lists_every_algorithm_and_no_internal_text() -> None:
     assert result.exit_code == 0
     assert "Options left out are None" not in result.output and "resolves them" not in result.output
     flat = " ".join(result.output.split()).replace("- ", "-")  # click may wrap after a hyphen
-    assert "Training algorithm: abstraction, deep-cfr, nfsp, sd-cfr." in flat
+    assert "Training algorithm: abstraction, deep-cfr, dream, nfsp, os-sd-cfr, sd-cfr." in flat
 
 
 @pytest.mark.parametrize("algo", ["sd-cfr", "nfsp"])
@@ -60,7 +60,7 @@ def test_unknown_keys_and_flags_that_do_not_apply_are_named(tmp_path) -> None:
 def test_precedence_is_the_same_for_every_algorithm(tmp_path) -> None:
     toml = tmp_path / "c.toml"
     toml.write_text("seed = 5\nwidth = 24\n")
-    for algo, iterations_field in (("sd-cfr", "iterations"), ("nfsp", "steps")):
+    for algo, iterations_field in (("sd-cfr", "iterations"), ("nfsp", "steps"), ("dream", "iterations")):
         trainer = load_trainer(algo)
         config = resolve_new(trainer, {"game": "kuhn", "config_path": str(toml), "seed": 9, "iterations": 3}).config
         assert (config.seed, config.width, getattr(config, iterations_field)) == (9, 24, 3)  # flag > file

@@ -33,6 +33,7 @@ that state; splitting it further would pass that state between modules.
 from __future__ import annotations
 
 import json
+import shutil
 import time
 from enum import IntEnum
 from pathlib import Path
@@ -53,9 +54,9 @@ from training.deep_cfr_fit import NetworkFit
 from training.input_keys import InputKeys
 from training.memory_log import MEMORY_DIR, MemoryLog
 from training.merged_memory import MergedTable
-from training.reservoir import Reservoir
+from training.reservoir import FieldSpec, Reservoir
 from training.run import CheckpointClock, StopRequest, Trainer, resolve_device, worker_threads
-from training.rundir import Progress, RunDir, load_torch, save_torch
+from training.rundir import Progress, RunDir, RunDirError, load_torch, save_torch
 from training.traversal import deal_batch, traverse
 
 
@@ -80,6 +81,9 @@ class Stream(IntEnum):
 class DeepCFRTrainer:
     """The training loop over a run directory (create with :meth:`new` or :meth:`resume`)."""
 
+    #: The config dataclass of the run directory's ``config.toml`` (subclasses extend it).
+    config_class: type = DeepCFRConfig
+
     def __init__(self, config: DeepCFRConfig, run: RunDir, progress: bool = True) -> None:
         self.config = config
         self.run = run
@@ -92,8 +96,7 @@ class DeepCFRTrainer:
         import numba
 
         numba.set_num_threads(min(threads, numba.config.NUMBA_NUM_THREADS))
-        fields = {"node": ((), np.int32), "cards": ((self.encoder.num_card_slots,), np.int8),
-                  "target": ((3,), np.float32), "iteration": ((), np.int32)}
+        fields = self.memory_fields()
         self.advantage = [Reservoir(config.advantage_memory, fields, config.memory_mode) for _ in (0, 1)]
         self.strategy_memory = Reservoir(config.strategy_memory, fields, config.memory_mode)
         #: SD-CFR never trains an average network, so it keeps no strategy memory (Steinberger 2019).
@@ -148,13 +151,18 @@ class DeepCFRTrainer:
     def resume(cls, path: str | Path, progress: bool = True, force: bool = False) -> DeepCFRTrainer:
         """Continue a run with its saved config."""
         run = RunDir.open(path)
-        return cls.continue_run(DeepCFRConfig(**run.config()), run, progress, force)
+        return cls.continue_run(cls.config_class(**run.config()), run, progress, force)
 
     @classmethod
     def continue_run(cls, config: DeepCFRConfig, run: RunDir, progress: bool = True, force: bool = False) -> DeepCFRTrainer:
         trainer = cls(config, run, progress)
         trainer.load_checkpoint(force)
         return trainer
+
+    def memory_fields(self) -> FieldSpec:
+        """The rows of the advantage and strategy memories (subclasses may add fields)."""
+        return {"node": ((), np.int32), "cards": ((self.encoder.num_card_slots,), np.int8),
+                "target": ((3,), np.float32), "iteration": ((), np.int32)}
 
     def make_net(self) -> DeepCFRNetwork:
         return DeepCFRNetwork(self.encoder.group_sizes, self.encoder.num_bet_slots, self.config.width)
@@ -198,7 +206,8 @@ class DeepCFRTrainer:
         else:
             net, optimizer = self.nets[player], self.optimizers[player]
         fitted = self.fit.fit(net, optimizer, self.advantage[player], cfg.sgd_steps, cfg.batch_size,
-                              self.rng(self.iteration, player, Stream.VALUE_BATCHES), average=False, iteration=self.iteration)
+                              self.rng(self.iteration, player, Stream.VALUE_BATCHES), average=False, iteration=self.iteration,
+                              label=f"iteration {self.iteration}: SGD p{player}")
         self.nets[player], self.optimizers[player] = net, optimizer
         return fitted
 
@@ -208,7 +217,8 @@ class DeepCFRTrainer:
         net = self.make_net().to(self.device)
         optimizer = self.make_optimizer(net)
         loss, form = self.fit.fit(net, optimizer, self.strategy_memory, cfg.average_sgd_steps, cfg.average_batch_size,
-                                  self.rng(self.iteration, 2, Stream.AVERAGE_BATCHES), average=True, iteration=self.iteration)
+                                  self.rng(self.iteration, 2, Stream.AVERAGE_BATCHES), average=True, iteration=self.iteration,
+                                  label="average network SGD")
         return net, loss, form
 
     # -- one iteration ----------------------------------------------------------------------------
@@ -222,24 +232,13 @@ class DeepCFRTrainer:
         evaluated = 0
         for player in (0, 1):
             started = time.perf_counter()
-            rng = self.rng(t, player, Stream.TRAVERSAL)
-            reservoir_rng = self.rng(t, player, Stream.RESERVOIR)
-            done = 0
-            while done < cfg.traversals:
-                n = min(cfg.traversal_batch, cfg.traversals - done)
-                result = traverse(self.encoder, deal_batch(self.encoder, n, rng), player, self.strategy_fn, rng)
-                for rows, memory in ((result.advantage, self.advantage[player]), (result.strategy, self.strategy_memory)):
-                    if memory is self.strategy_memory and not self.keeps_strategy_memory:
-                        continue
-                    rows["iteration"] = np.full(len(rows["node"]), t, dtype=np.int32)
-                    memory.add(rows, reservoir_rng)
-                evaluated += result.infosets_evaluated
-                done += n
-                progress.advance_iteration(done + player * cfg.traversals, 2 * cfg.traversals, f"iteration {t}: traversals p{player}")
+            self.run.write_status(t, f"traversing p{player}")
+            evaluated += self.collect_samples(player, progress, record)
             traversal_s += time.perf_counter() - started
             started = time.perf_counter()
-            progress.advance_iteration(1, 1, f"iteration {t}: training p{player}")
+            self.run.write_status(t, f"fitting p{player}")
             record[f"loss_p{player}"], record[f"batch_form_p{player}"] = self.train_value_net(player)
+            record[f"target_scale_p{player}"] = self.fit.target_scale
             self.refresh_strategy(player)
             training_s += time.perf_counter() - started
             record[f"advantage_samples_p{player}"] = self.advantage[player].seen
@@ -250,6 +249,7 @@ class DeepCFRTrainer:
         record["infosets_per_s"] = evaluated / traversal_s if traversal_s else 0.0
         self.save_stack_entry()
         started = time.perf_counter()
+        self.run.write_status(t, "evaluating")
         if self.average is not None:
             self.accumulate_average()
             if t % cfg.evaluate_every == 0:
@@ -261,6 +261,31 @@ class DeepCFRTrainer:
         record["fit_backend"] = "fused" if self.fit.fused else "torch"
         record["evaluation_s"] = time.perf_counter() - started
         return record
+
+    def collect_samples(self, player: int, progress: Progress, record: dict) -> int:
+        """Run this iteration's ``K`` external-sampling traversals of ``player`` into the
+        memories (algorithm 2); returns the infosets evaluated. Subclasses sample differently
+        (outcome sampling, :mod:`training.dream`) and may add metrics to ``record``."""
+        cfg, t = self.config, self.iteration
+        rng = self.rng(t, player, Stream.TRAVERSAL)
+        reservoir_rng = self.rng(t, player, Stream.RESERVOIR)
+        done = evaluated = 0
+        example = None
+        while done < cfg.traversals:
+            n = min(cfg.traversal_batch, cfg.traversals - done)
+            result = traverse(self.encoder, deal_batch(self.encoder, n, rng), player, self.strategy_fn, rng)
+            for rows, memory in ((result.advantage, self.advantage[player]), (result.strategy, self.strategy_memory)):
+                if memory is self.strategy_memory and not self.keeps_strategy_memory:
+                    continue
+                rows["iteration"] = np.full(len(rows["node"]), t, dtype=np.int32)
+                memory.add(rows, reservoir_rng)
+            evaluated += result.infosets_evaluated
+            example = example or result.example
+            done += n
+            progress.advance_iteration(done, cfg.traversals, f"iteration {t}: traversals p{player}")
+        if example is not None:  # the iteration's first traversal, drawn by ``pokerbot watch``
+            record[f"traversal_p{player}"] = example
+        return evaluated
 
     def accumulate_average(self) -> None:
         """Add this iteration's networks to the exact SD-CFR average (small games)."""
@@ -318,6 +343,11 @@ class DeepCFRTrainer:
         save_torch(self.run.policy_path / relative, state)
         self.digests[relative] = sha256_file(self.run.policy_path / relative)
 
+    def provenance(self) -> dict:
+        """The bundle's record of how it was trained (subclasses name their own algorithm)."""
+        return {"algorithm": self.config.algo, "config": config_dict(self.config), "seed": self.config.seed,
+                "iterations": self.iteration}
+
     def write_manifest(self, average: str | None = None) -> None:
         """The policy bundle's ``bundle.json`` (:mod:`bot.bundle`), naming the files written so far."""
         self.run.policy_path.mkdir(parents=True, exist_ok=True)
@@ -326,9 +356,7 @@ class DeepCFRTrainer:
         for name in names:  # files of a run resumed from a checkpoint written before checksums
             if name not in self.digests:
                 self.digests[name] = sha256_file(self.run.policy_path / name)
-        provenance = {"algorithm": self.config.algo, "config": config_dict(self.config), "seed": self.config.seed,
-                      "iterations": self.iteration}
-        write_bundle(self.run.policy_path, self.config.algo, self.game, {n: self.digests[n] for n in names}, provenance,
+        write_bundle(self.run.policy_path, self.config.algo, self.game, {n: self.digests[n] for n in names}, self.provenance(),
                      architecture=self.make_net().architecture(), argmax_fallback=self.config.argmax_fallback,
                      stack=stack, average=average)
 
@@ -357,8 +385,20 @@ class DeepCFRTrainer:
             tables = [m.listener.state() for m in self.memories if m.listener is not None]
             if tables:  # saved, not rebuilt on resume: a rebuild could round differently
                 state["merged_tables"] = [{k: torch.from_numpy(v) for k, v in t.items()} for t in tables]
+            state.update(self.extra_checkpoint_state())
             save_torch(folder / "state.pt", state)
         MemoryLog.prune(self.run.path / MEMORY_DIR, self.memory_logs)
+
+    def drop_memories(self) -> None:
+        """Delete ``memories/`` (a finished run that need not be extended: see ``keep_memories``)."""
+        shutil.rmtree(self.run.path / MEMORY_DIR, ignore_errors=True)
+
+    def extra_checkpoint_state(self) -> dict:
+        """What a subclass adds to the checkpoint's state (tensors, lists, numbers)."""
+        return {}
+
+    def load_extra_checkpoint_state(self, state: dict) -> None:
+        """Restore what :meth:`extra_checkpoint_state` saved."""
 
     def load_checkpoint(self, force: bool = False) -> None:
         """Restore the last verified checkpoint (or the previous one, announced); a run with
@@ -370,7 +410,11 @@ class DeepCFRTrainer:
             return
         state = load_torch(folder / "state.pt")
         memory_digests = json.loads(state.get("memory_digests", "{}"))
-        for log, memory, chain in zip(self.memory_logs, self.memories, json.loads(state["memory_chains"]), strict=True):
+        chains = json.loads(state["memory_chains"])
+        if any(chains) and not (self.run.path / MEMORY_DIR).is_dir():
+            raise RunDirError(f"{self.run.path}: this run finished and dropped its memories (keep_memories = false), "
+                              "so it cannot be extended; start a new run with keep_memories = true in a --config file")
+        for log, memory, chain in zip(self.memory_logs, self.memories, chains, strict=True):
             log.restore(memory, chain, memory_digests)
         MemoryLog.prune(self.run.path / MEMORY_DIR, self.memory_logs)  # a killed iteration's rows
         saved_tables = iter(state.get("merged_tables", []))
@@ -397,6 +441,7 @@ class DeepCFRTrainer:
                     self.optimizers[p] = optimizer
         if self.average is not None and "average" in state:
             self.average.load_state({k: v.numpy() for k, v in state["average"].items()})
+        self.load_extra_checkpoint_state(state)
         if self.config.algo == "sd-cfr":
             self.write_manifest()  # drop stack entries of the iteration the kill interrupted
         self.run.truncate_metrics(self.iteration)
@@ -410,6 +455,7 @@ class DeepCFRTrainer:
         progress = Progress(cfg.iterations, self.iteration + 1, cfg.time_budget) if self.show_progress else _Silent()
         clock = CheckpointClock(cfg.checkpoint_every, cfg.checkpoint_seconds)
         records = []
+        self.fit.progress = progress
         try:
             while self.iteration < cfg.iterations and (cfg.time_budget is None or self.elapsed < cfg.time_budget):
                 started = time.perf_counter()
@@ -422,6 +468,7 @@ class DeepCFRTrainer:
                 stopping = stop is not None and stop.requested
                 if clock.due(self.iteration) or self.iteration >= cfg.iterations or stopping:
                     started = time.perf_counter()
+                    self.run.write_status(self.iteration, "checkpointing")
                     self.save_checkpoint()
                     clock.saved()
                     self.elapsed += time.perf_counter() - started  # wall clock: shows in the next line
@@ -429,11 +476,14 @@ class DeepCFRTrainer:
                 if stopping:
                     break
             if cfg.algo == "deep-cfr" and self.iteration > 0:
+                self.run.write_status(self.iteration, "fitting the average network")
                 final = self.finish_average()
                 self.run.append_metrics({"iteration": self.iteration, "final": True, **final})
                 records.append(final)
+            self.run.write_status(self.iteration, "finished")
         finally:
             progress.close()
+            self.fit.progress = None
         if self.small:
             plot_exploitability(self.run)
         return records
@@ -478,6 +528,9 @@ def _train(config: DeepCFRConfig, run: RunDir, resume: bool, stop: StopRequest, 
     """The contract's entry (:func:`training.run.run_from_cli`)."""
     trainer = DeepCFRTrainer.continue_run(config, run, force=force) if resume else DeepCFRTrainer.start(config, run)
     trainer.train(stop)
+    if not config.keep_memories and not stop.requested:
+        trainer.drop_memories()
+        print(f"dropped {run.path / MEMORY_DIR} (keep_memories = false: the run cannot be extended)")
     return trainer
 
 

@@ -92,6 +92,11 @@ class DeepCFRConfig:
     checkpoint_seconds: float = 60.0
     """... or after an iteration that ends this many seconds after the last checkpoint,
     whichever comes first (0: by count only)."""
+    keep_memories: bool = True
+    """Keep ``memories/`` when ``pokerbot train`` ends normally (iterations or time budget
+    reached). Only a run that keeps them can be extended with ``--resume``; an interrupted run
+    always keeps them. The Kuhn and Leduc presets drop them: a Leduc run's memories reach
+    ~750 MB and the run takes minutes to redo, while FHP/HULH runs take hours to redo."""
 
     def __post_init__(self) -> None:
         # time budgets in old run directories (and the benchmarks) are strings such as "10m"
@@ -132,7 +137,7 @@ PRESETS: dict[str, dict] = {
     "kuhn": dict(iterations=60, traversals=400, width=32, sgd_steps=150, batch_size=512,
                  advantage_memory=200_000, strategy_memory=200_000, average_sgd_steps=1500,
                  average_batch_size=512, traversal_batch=400, threads=1, merge_duplicates=True,
-                 normalize_targets=True),
+                 normalize_targets=True, keep_memories=False),
     # Leduc, tuned for exploitability per wall-clock second on 2 CPU cores. The exact-regret
     # oracle (benchmarks/bench_deep_cfr_oracle.py) reaches 5.9 mbb/g at iteration 640 with
     # K = 10,000, so iterations must be cheap and each network must fit well: a player's memory
@@ -146,7 +151,7 @@ PRESETS: dict[str, dict] = {
     "leduc": dict(iterations=600, traversals=10_000, width=64, sgd_steps=600, batch_size=2048, learning_rate=2e-3,
                   lr_schedule="cosine", advantage_memory=10_000_000, strategy_memory=10_000_000,
                   average_sgd_steps=3000, average_batch_size=2048, traversal_batch=5000, threads=1,
-                  merge_duplicates=True, normalize_targets=True),
+                  merge_duplicates=True, normalize_targets=True, keep_memories=False),
     "fhp": dict(_PAPER, sgd_steps=4000, batch_size=10_000, average_batch_size=10_000, traversal_batch=2000),
     "holdem": dict(_PAPER, sgd_steps=32_000, batch_size=20_000, average_batch_size=20_000, traversal_batch=500),
 }

@@ -16,6 +16,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import torch
@@ -25,7 +26,7 @@ from bot.network import DeepCFRNetwork, masked_softmax
 from training.deep_cfr_config import DeepCFRConfig
 from training.fused_network import Features, fit_weighted_mse
 from training.input_keys import InputKeys
-from training.merged_memory import MergedRows, merge_rows
+from training.merged_memory import MergedRows, merge_rows, row_weights
 from training.reservoir import Reservoir
 
 
@@ -68,9 +69,15 @@ class NetworkFit:
         self.legal = torch.from_numpy(encoder.legal).to(device)
         #: Value networks train in training.fused_network's kernels (see ``fit_backend``).
         self.fused = config.merge_duplicates and device.type == "cpu" and config.fit_backend != "torch"
+        #: The divisor of the last fit's targets (``normalize_targets``; 1.0 otherwise): network
+        #: outputs times it are chips, logged as ``target_scale_p<player>`` for ``pokerbot watch``.
+        self.target_scale = 1.0
+        #: Where torch fits report their steps (the trainer sets its progress display here).
+        self.progress: Any = None
 
     def fit(self, net: DeepCFRNetwork, optimizer: torch.optim.Optimizer, memory: Reservoir, steps: int,
-             batch_size: int, rng: np.random.Generator, average: bool, iteration: int) -> tuple[float, str]:
+             batch_size: int, rng: np.random.Generator, average: bool, iteration: int,
+             label: str = "SGD") -> tuple[float, str]:
         """Weighted MSE over legal actions (Brown et al. 2019, algorithm 1 losses).
 
         Returns the mean loss of the last 10% of steps and the batch form used: ``rows`` (uniform
@@ -78,7 +85,9 @@ class NetworkFit:
         distinct input each step: the exact full-memory gradient) or ``weighted`` (distinct
         inputs drawn by total weight); see :mod:`training.merged_memory`. Value networks on
         merged batches train in the compiled kernels of :mod:`training.fused_network` when
-        ``fit_backend`` resolves to ``fused`` (a fresh Adam state, like ``optimizer`` here)."""
+        ``fit_backend`` resolves to ``fused`` (a fresh Adam state, like ``optimizer`` here).
+        Torch steps are reported to :attr:`progress` as ``label`` (FHP/HULH fits take minutes);
+        a fused fit is one compiled call of well under a second on the small games."""
         cfg = self.config
         normalize = cfg.normalize_targets and not average
         if self.fused and not average:
@@ -108,6 +117,8 @@ class NetworkFit:
             optimizer.step()
             if step >= tail_from:  # read back only then, so a step costs no synchronisation
                 losses.append(loss.item())
+            if self.progress is not None:
+                self.progress.advance_iteration(step + 1, steps, label)
         net.eval()
         return float(np.mean(losses)), form
 
@@ -151,6 +162,7 @@ class NetworkFit:
         else:
             merged = merge_rows(memory.stored(), self.input_keys, cfg.linear_weighting)
         divisor = _rms(merged.target, self.encoder.legal[merged.node], merged.weight) if normalize else 1.0
+        self.target_scale = divisor
         target = (merged.target / divisor).astype(np.float32)
         if len(merged) <= batch_size:
             return MergedProblem(merged, target, (merged.weight * scale).astype(np.float32), merged.rows, None, "full")
@@ -167,17 +179,16 @@ class NetworkFit:
         trip."""
         cfg, device = self.config, self.device
         scale = 2.0 / max(iteration, 1) if cfg.linear_weighting else 1.0
-        stored = {name: torch.from_numpy(array) for name, array in memory.stored().items()}
+        raw = memory.stored()
+        stored = {name: torch.from_numpy(array) for name, array in raw.items()}
+        weights = row_weights(raw, cfg.linear_weighting)
+        row_weight = torch.from_numpy((weights * scale).astype(np.float32))
         picks = torch.from_numpy(rng.integers(0, len(memory), size=(steps, batch_size)))
-        divisor = 1.0
-        if normalize:
-            raw = memory.stored()
-            weights = raw["iteration"].astype(np.float64) if cfg.linear_weighting else np.ones(len(memory))
-            divisor = _rms(raw["target"], self.encoder.legal[raw["node"]], weights)
+        divisor = _rms(raw["target"], self.encoder.legal[raw["node"]], weights) if normalize else 1.0
+        self.target_scale = divisor
         for p in picks:
             node = stored["node"][p].long().to(device)
-            iteration = stored["iteration"][p].to(device, torch.float32)
-            weight = iteration * scale if cfg.linear_weighting else torch.ones_like(iteration)
+            weight = row_weight[p].to(device)
             yield (stored["cards"][p].to(device), self.bets[node], self.legal[node],
                    stored["target"][p].to(device) / divisor, weight, batch_size)
 

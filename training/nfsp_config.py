@@ -201,5 +201,3 @@ def make_config(values: dict) -> NFSPConfig:
     if unknown:
         raise ConfigError(f"unknown nfsp config key(s) {', '.join(unknown)}; known: {', '.join(sorted(known))}")
     return NFSPConfig(**values)
-
-

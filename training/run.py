@@ -51,11 +51,13 @@ ALGORITHMS: dict[str, str] = {
     "nfsp": "training.nfsp_run",
     "deep-cfr": "training.deep_cfr",
     "sd-cfr": "training.deep_cfr",
+    "dream": "training.dream",
+    "os-sd-cfr": "training.dream",
     "abstraction": "training.abstraction.run",
 }
 
 #: ``pokerbot train`` options that map onto config fields (the rest steer the command itself).
-CONFIG_FLAGS = ("game", "iterations", "traversals", "time_budget", "seed", "device", "threads", "size")
+CONFIG_FLAGS = ("game", "iterations", "traversals", "time_budget", "seed", "device", "threads", "size", "preset")
 
 
 class Train(Protocol):

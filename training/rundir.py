@@ -8,6 +8,7 @@ Layout (algorithm-neutral; every ``pokerbot train`` algorithm uses it)::
                          notes about the resolution (no preset for a gamedef, an option turned
                          off for the device) as comments at the top
       metrics.jsonl      one JSON object per iteration ("iteration" key first)
+      status.json        what the trainer is doing now (iteration, phase, since), for ``pokerbot watch``
       checkpoint/        the last complete checkpoint (files written by the algorithm) and
                          COMPLETE: its format number and the sha256 of every file in it
       checkpoint.old/    the previous complete checkpoint: the fallback when the last one is
@@ -51,6 +52,7 @@ from protocol.files import atomic_write, atomic_write_text, fsync_dir, sha256_fi
 RUN_FILE = "run.json"
 CONFIG_FILE = "config.toml"
 METRICS_FILE = "metrics.jsonl"
+STATUS_FILE = "status.json"
 CHECKPOINT_DIR = "checkpoint"
 POLICY_DIR = "policy"
 #: Marker written last into a checkpoint directory: the format and every file's sha256.
@@ -188,6 +190,15 @@ class RunDir:
         kept = [r for r in self.read_metrics() if r.get("iteration", 0) <= last_iteration]
         atomic_write_text(self.metrics_path, "".join(json.dumps(r) + "\n" for r in kept))
 
+    # -- live status ---------------------------------------------------------------------------
+
+    def write_status(self, iteration: int, phase: str) -> None:
+        """Replace ``status.json`` with the current phase (a rename, so a reader never sees half
+        a file; not fsynced: a status lost in a crash is stale anyway)."""
+        tmp = self.path / (STATUS_FILE + ".tmp")
+        tmp.write_text(json.dumps({"iteration": iteration, "phase": phase, "since": time.time(), "pid": os.getpid()}))
+        os.replace(tmp, self.path / STATUS_FILE)
+
     # -- checkpoints ---------------------------------------------------------------------------
 
     @property
@@ -251,6 +262,21 @@ class RunDir:
     def policy_path(self) -> Path:
         return self.path / POLICY_DIR
 
+    def resume_summary(self) -> str:
+        """What ``--resume`` continues from, in one line (printed with or without a terminal)."""
+        config = self.config()
+        what = " on ".join(str(config[k]) for k in ("algo", "game") if k in config) or "run"
+        checkpoint = self.checkpoint_path
+        if checkpoint is None:
+            return f"resuming {self.path} ({what}): no complete checkpoint yet, so it starts over in the same directory"
+        records = [r for r in self.read_metrics() if "iteration" in r and not r.get("final")]
+        logged = f"iteration {records[-1]['iteration']}" if records else "no iteration"
+        seconds = next((r[k] for r in reversed(records) for k in ("elapsed_s", "wall_s", "train_seconds") if k in r), None)
+        spent = f", {seconds / 60:.1f} min of training so far" if isinstance(seconds, int | float) else ""
+        age = time.time() - (checkpoint / "COMPLETE").stat().st_mtime
+        return (f"resuming {self.path} ({what}) from its last complete checkpoint (written {age / 60:.0f} min ago; "
+                f"metrics.jsonl reaches {logged}{spent})")
+
 
 def verify_checkpoint(folder: Path) -> str | None:
     """None when ``folder`` is a complete checkpoint whose files match their sha256, else what
@@ -279,18 +305,26 @@ def verify_checkpoint(folder: Path) -> str | None:
 class Progress:
     """Overall and per-iteration progress: a rich bar with ETA on a terminal, else plain lines.
 
-    ``start_iteration(i)`` / ``advance_iteration(done, total)`` / ``end_iteration(summary)``;
-    the overall bar counts iterations (or the time budget, whichever ends first).
+    ``start_iteration(i)`` / ``advance_iteration(done, total, phase)`` / ``end_iteration(summary)``;
+    the overall bar counts iterations (or the time budget, whichever ends first), the step bar
+    the current phase (traversals, SGD steps). Without a terminal, a line per finished
+    iteration, and within a long iteration a line per :func:`bot.progress.plain_interval`
+    (a minute) saying the phase, how far it is and its ETA.
     """
 
     def __init__(self, total_iterations: int, first_iteration: int = 1, time_budget: float | None = None,
                  stream: TextIO | None = None) -> None:
+        from bot.progress import PlainTicker
+
         self.stream = stream or sys.stderr
         self.total = total_iterations
         self.budget = time_budget
         self.live = self.stream.isatty()
         self.started = time.monotonic()
         self._rich = None
+        self._ticker = PlainTicker()
+        self._ticker.due()  # the first plain line comes a full interval after the start
+        self._phase, self._phase_started = "", self.started
         if self.live:
             from rich.console import Console
 
@@ -302,15 +336,25 @@ class Progress:
             self._step = self._rich.add_task("iteration", total=1)
 
     def start_iteration(self, iteration: int, phase: str = "") -> None:
+        self._phase, self._phase_started = f"iteration {iteration} {phase}".strip(), time.monotonic()
         if self._rich is not None:
-            self._rich.reset(self._step, total=1, description=f"iteration {iteration} {phase}".strip())
+            self._rich.reset(self._step, total=1, description=self._phase)
 
     def advance_iteration(self, done: float, total: float, phase: str | None = None) -> None:
+        new_phase = bool(phase) and phase != self._phase
+        if new_phase:
+            self._phase, self._phase_started = phase, time.monotonic()
         if self._rich is not None:
-            if phase:
-                self._rich.update(self._step, completed=done, total=total, description=phase)
+            if new_phase:  # a new phase restarts the step bar, so its ETA is the phase's own
+                self._rich.reset(self._step, total=total, completed=done, description=phase)
             else:
                 self._rich.update(self._step, completed=done, total=total)
+        elif self._ticker.due():
+            from bot.progress import plain_line
+
+            elapsed = time.monotonic() - self._phase_started
+            remaining = elapsed * (total - done) / done if done else None
+            print(plain_line(self._phase, done, total, elapsed, remaining), file=self.stream, flush=True)
 
     def end_iteration(self, iteration: int, summary: str) -> None:
         if self._rich is not None:
@@ -318,6 +362,7 @@ class Progress:
             self._rich.console.print(f"iteration {iteration}: {summary}")
         else:
             print(f"iteration {iteration}/{self.total}: {summary}", file=self.stream, flush=True)
+        self._ticker.due()  # the next plain line a full interval after this one
 
     def close(self) -> None:
         if self._rich is not None:

@@ -25,7 +25,7 @@ from textual.widgets import Button, Footer, Static
 from bot.errors import ConfigError, PokerbotError
 from protocol.evaluator import hand_name
 from protocol.state import ACTIONS, IllegalActionError
-from tui.screens import ConfirmQuitScreen, HelpScreen, ShowdownScreen, outcome_text
+from tui.screens import ConfirmQuitScreen, HelpScreen, ShowdownScreen, outcome_text, subject_verb
 from tui.session import BOT, HUMAN, HandResult, Table, describe_action
 from tui.session_log import SessionLog
 from tui.widgets import (
@@ -103,7 +103,7 @@ class PokerApp(App[Path | None]):
     def on_mount(self) -> None:
         self.set_class(self.four_colour, "-four-colour")
         if self.notice:
-            self.log_line(f"[i]{self.notice}[/i]")
+            self.log_line(f"[i]{escape(self.notice)}[/i]")  # a manifest's text is not markup
         self.start_hand()
 
     # -- refreshing ----------------------------------------------------------------------
@@ -218,7 +218,7 @@ class PokerApp(App[Path | None]):
             for seat, position in ((BOT, result.bot_position), (HUMAN, result.human_position)):
                 hole = result.hole_cards[position]
                 self.log_line(
-                    f"  {session.seat_names[seat]} shows {cards_plain(hole)}: {hand_name(hole + result.board)}"
+                    f"  {subject_verb(seat, session.seat_names, 'show')} {cards_plain(hole)}: {hand_name(hole + result.board)}"
                 )
         self.log_line(f"  [b]{outcome_text(result, session.seat_names)}[/b]  (session {session.human_total:+d})")
         self.refresh_table()

@@ -23,17 +23,19 @@ ALGORITHM_NAMES = ("cfr", "cfr+", "linear-cfr", "dcfr", "es-mccfr")
 
 
 @click.command(context_settings={"show_default": True})
-@click.option("--game", default="leduc", help="kuhn, leduc, or a gamedef path of a small game.")
+@click.option("--game", default="leduc", help="kuhn, leduc, or a gamedef path of a small game (the default is not holdem, as elsewhere: hold'em and FHP are too large to tabulate).")
 @click.option("--algo", default="cfr+", help="One of: " + ", ".join(ALGORITHM_NAMES) + ".")
 @click.option("--iterations", default=1000, type=int, help="Iterations (one update per player each).")
-@click.option("--out", required=True, type=click.Path(dir_okay=False), help="Policy JSON to write.")
+@click.option("--out", type=click.Path(dir_okay=False), help="Policy JSON to write (a resumed solve: the one it continues).")
 @click.option("--seed", default=0, type=int, help="Seed (es-mccfr sampling; recorded in the file).")
 @click.option("--eval-every", default=0, type=int, help="Exact exploitability every N iterations (0: ~20 times).")
 @click.option("--alpha", default=1.5, type=float, help="DCFR positive-regret discount exponent.")
 @click.option("--beta", default=0.0, type=float, help="DCFR negative-regret discount exponent.")
 @click.option("--gamma", default=2.0, type=float, help="DCFR strategy-sum discount exponent.")
 @click.option("--linear/--no-linear", default=True, help="es-mccfr: linear weighting of iterations.")
-@click.option("--resume", is_flag=True, help="Continue from OUT.ckpt.npz (written at every evaluation).")
+@click.option("--resume", is_flag=False, flag_value="", default=None, metavar="OUT",
+              help="Continue the solve whose policy is OUT, from OUT.ckpt.npz (written at every evaluation), as "
+                   "train --resume RUN_DIR continues a run; a bare --resume continues --out.")
 def solve(**options) -> None:
     """Solve a small game with tabular CFR and write the average strategy as a policy file.
 
@@ -45,8 +47,13 @@ def solve(**options) -> None:
     from training.run import StopRequest
     from training.solve import SolveConfig, checkpoint_path, meta, run_solve
 
-    out = Path(options.pop("out"))
-    resume = bool(options.pop("resume"))
+    out_option, resume_option = options.pop("out"), options.pop("resume")
+    if out_option and resume_option and Path(out_option) != Path(resume_option):
+        raise PokerbotError(f"--resume {resume_option} and --out {out_option} name different policies; give one")
+    if not (out_option or resume_option):
+        raise PokerbotError("give --out POLICY.json for a new solve, or --resume POLICY.json to continue one")
+    out = Path(out_option or resume_option)
+    resume = resume_option is not None
     config = SolveConfig(**options)
     require_tabular_size(load_game(config.game))  # before the progress bar: a clean one-line error
     console = Console(stderr=True)

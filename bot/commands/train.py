@@ -10,13 +10,16 @@ from __future__ import annotations
 
 import click
 
+from bot.errors import PokerbotError
+
 #: The ``--algo`` names (``training.run.ALGORITHMS`` maps each to its module; a test keeps the
 #: two lists equal, so ``--help`` need not import the training package).
-ALGORITHM_NAMES = ("abstraction", "deep-cfr", "nfsp", "sd-cfr")
+ALGORITHM_NAMES = ("abstraction", "deep-cfr", "dream", "nfsp", "os-sd-cfr", "sd-cfr")
 
 
 @click.command(context_settings={"show_default": True})
-@click.option("--game", help="kuhn, leduc, fhp, holdem, or a gamedef path  [default: the --config file's game, else leduc]")
+@click.option("--game", help="kuhn, leduc, fhp, holdem, or a gamedef path. Required for a new run (or from the "
+              "--config file): no default, as a run's cost differs by hours between games.")
 @click.option("--algo", required=True, help="Training algorithm: " + ", ".join(ALGORITHM_NAMES) + ".")
 @click.option("--config", "config_path", type=click.Path(dir_okay=False), help="TOML file of settings (flags override it, it overrides the game's preset).")
 @click.option("--iterations", type=int, help="CFR iterations (Deep CFR / SD-CFR / abstraction) or self-play steps (NFSP).")
@@ -24,17 +27,30 @@ ALGORITHM_NAMES = ("abstraction", "deep-cfr", "nfsp", "sd-cfr")
 @click.option("--time-budget", help="Stop after this much training time, e.g. 90s, 10m, 2h.")
 @click.option("--seed", type=int, help="Random seed (recorded in config.toml).")
 @click.option("--device", type=click.Choice(["auto", "cpu", "cuda"]), help="Where networks run  [default: auto, i.e. cuda when available]")
+@click.option("--preset", type=click.Choice(["tuned", "paper"]), help="DREAM / OS-SD-CFR: the game's preset table  [default: tuned]")
 @click.option("--size", help="Abstraction size (--algo abstraction), e.g. 3e6.")
 @click.option("--threads", type=int, help="CPU threads; 0 = all cores  [default: the preset's]")
 @click.option("--out", type=click.Path(file_okay=False), help="Run directory to create.")
 @click.option("--resume", type=click.Path(file_okay=False), help="Continue the run in this directory (may change --iterations, --time-budget, --device, --threads).")
 @click.option("--force", is_flag=True, help="With --resume: start the run over when it has no usable checkpoint.")
+@click.option("--watch", is_flag=True, help="Train in the background and follow the run in `pokerbot watch`.")
 def train(**options: object) -> None:
     """Train a policy; writes a run directory (config.toml, metrics.jsonl, checkpoints, policy bundle).
 
     Settings come from the game's preset, then the --config file, then the flags. Ctrl-C (or
     SIGTERM) finishes the step in progress and checkpoints; --resume continues the run.
     """
+    if options["resume"] is None and options["game"] is None and options["config_path"] is None:
+        raise PokerbotError("--game is required for a new run: kuhn, leduc (minutes), fhp, holdem (hours), or a gamedef path")
+    if options["resume"] is not None:  # say what continues, terminal or not
+        from training.rundir import RunDir
+
+        click.echo(RunDir.open(str(options["resume"])).resume_summary(), err=True)
+    if options.pop("watch"):
+        from bot.commands.watch import train_and_watch
+
+        train_and_watch("training.run", options)
+        return
     from training.run import run_from_cli
 
     run_from_cli(options)

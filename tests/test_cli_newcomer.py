@@ -8,7 +8,7 @@ import json
 import pytest
 from click.testing import CliRunner
 
-from bot.bundle import write_bundle
+from bot.bundle import manifest
 from bot.cli import main
 from bot.commands import agents as agents_command
 from bot.commands import exploit as exploit_command
@@ -108,8 +108,8 @@ def _bundle(tmp_path, alias: str):
     architecture = DeepCFRNetwork(encoder.group_sizes, encoder.num_bet_slots, 8).architecture()
     folder = tmp_path / alias / "policy"
     folder.mkdir(parents=True)
-    write_bundle(folder, "sd-cfr", game, {}, {"algorithm": "sd-cfr"}, architecture=architecture,
-                 argmax_fallback=True, stack=[{"weight": 1, "uniform": True}], average=None)
+    (folder / "bundle.json").write_text(json.dumps(manifest("sd-cfr", game, {}, {}, architecture=architecture, argmax_fallback=True,
+                                                                 stack=[{"weight": 1, "uniform": True}], average=None)))
     return tmp_path / alias
 
 

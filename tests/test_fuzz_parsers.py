@@ -18,11 +18,11 @@ from bot.errors import PokerbotError
 from bot.tabular_policy import load_policy
 from protocol.acpc_client import HandTracker, interpret
 from protocol.cards import RANKS, SUITS
-from protocol.replies import judge_reply, parse_reply
 from protocol.errors import ProtocolError
 from protocol.gamedef import load_game, parse_gamedef
 from protocol.match_log import read_match_log
 from protocol.matchstate import parse_matchstate
+from protocol.replies import judge_reply, parse_reply
 
 FUZZ = settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 GAMES = [load_game(name) for name in ("kuhn", "leduc", "holdem")]

@@ -19,7 +19,7 @@ assumes both players only check or call from then on (a check-down), and values
   that do not fold. This is the paper's ``fp * pot + (1 - fp) * (WP * (pot + raise) - raise)``
   written as net chips.
 
-It takes the best (ties: call, then raise, then fold). In ``call_rounds`` it only checks or
+It takes the best (ties within :data:`TIE` chips: call, then raise, then fold). In ``call_rounds`` it only checks or
 calls (PokerRL's "check/call before round r" option), which skips the costly early equities.
 
 LBR is a real strategy, so its expected winnings are a lower bound on the agent's
@@ -52,6 +52,8 @@ from protocol.gamedef import UNLIMITED_STACK, Game
 from protocol.matchstate import MatchState
 from protocol.state import ACTIONS, CALL, FOLD, RAISE, State
 
+#: Utilities closer than this (chips) are ties, so rounding never decides between actions.
+TIE = 1e-9
 #: Hand evaluations per batch when computing an equity (bounds the temporary arrays: ~8 MB).
 CHUNK_ROWS = 1 << 20
 
@@ -228,9 +230,9 @@ def choose(state: State, responder: int, weights: np.ndarray, equity: np.ndarray
             called = state.raise_to_amount() * (2.0 * float(stays @ equity) / float(stays.sum()) - 1.0)
         raise_ = folds * state.spent[opponent] + (1.0 - folds) * called
     action, best = CALL, call
-    if raise_ is not None and raise_ > best:
+    if raise_ is not None and raise_ > best + TIE:
         action, best = RAISE, raise_
-    if fold is not None and fold > best:
+    if fold is not None and fold > best + TIE:
         action = FOLD
     return Choice(action, fold, call, raise_)
 

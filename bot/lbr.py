@@ -133,6 +133,7 @@ def checkdown_equity(
     config: LBRConfig,
     rng: np.random.Generator,
     counters: EquityCounters | None = None,
+    among: np.ndarray | None = None,
 ) -> np.ndarray:
     """``[H]``: P(win) + P(tie)/2 of ``hole`` against each hand at a showdown on the rest of
     the board, averaged over runouts missing both hands (0 for hands that hit known cards).
@@ -140,12 +141,15 @@ def checkdown_equity(
     Given the agent's hand, every runout of the other cards is equally likely, so the equity
     against a range is ``range @ equity``. Enumerates when runouts x hands is at most
     ``config.max_enumeration``, else draws ``config.runout_samples`` runouts (a hand no draw
-    misses counts as even, 0.5). Evaluation is :func:`protocol.evaluator.hand_strength_batch`.
+    misses counts as even, 0.5). ``among`` (bool ``[H]``) limits the work to those hands: a
+    range only shrinks within a round, so its support at LBR's first decision of the round
+    covers every later one. Evaluation is :func:`protocol.evaluator.hand_strength_batch`.
     """
     known = tuple(hole) + tuple(board)
     rest = np.array([c for c in game.deck if c not in known], dtype=np.int64)
     missing = game.total_board_cards - len(board)
-    rows = np.flatnonzero(hands.disjoint(known))
+    live = hands.disjoint(known)
+    rows = np.flatnonzero(live if among is None else live & among)
     exact = comb(len(rest), missing) * len(rows) <= config.max_enumeration
     runouts = _runouts(rest, missing, None if exact else config.runout_samples, rng)
     if counters is not None:
@@ -278,10 +282,9 @@ class Responder:
             raise LBRError(f"agent {self.agent.name}: range_probabilities gave an invalid array of shape {probabilities.shape} at {view.betting!r}")
         return support, probabilities
 
-    def decide(self, state: State, weights: np.ndarray, hole: tuple[int, ...], board: tuple[int, ...],
-               hand_number: int, equity: Callable[[], np.ndarray]) -> Choice:
-        """LBR's choice at its turn in ``state`` (``equity`` computes or recalls its check-down
-        equities for this board)."""
+    def decide(self, state: State, weights: np.ndarray, board: tuple[int, ...], hand_number: int,
+               equities: EquityMemo) -> Choice:
+        """LBR's choice at its turn in ``state`` against the range ``weights``."""
         responder = state.actor
         assert responder is not None
         if state.round in self.config.call_rounds:
@@ -293,10 +296,7 @@ class Responder:
             support, probabilities = self.agent_probabilities(after, weights, board, hand_number)
             fold_after = np.zeros(len(weights))
             fold_after[support] = probabilities[:, ACTIONS.index(FOLD)]
-        return choose(state, responder, weights, equity(), fold_after)
-
-    def equity_for(self, hole: tuple[int, ...], board: tuple[int, ...], rng: np.random.Generator) -> np.ndarray:
-        return checkdown_equity(self.game, self.hands, hole, board, self.config, rng, self.counters)
+        return choose(state, responder, weights, equities(board, weights > 0), fold_after)
 
     # -- one sampled hand -------------------------------------------------------------------
     def play(self, seed: int, deal: int, responder: int) -> float:
@@ -306,10 +306,9 @@ class Responder:
         state = State(game, holes, board)
         opponent = 1 - responder
         rng = agent_rng(seed, deal, opponent)
-        equity_rng = np.random.default_rng([seed, deal, 2 + responder])
         weights = self.hands.disjoint(holes[responder]).astype(np.float64)
         true_row = self.hands.row(holes[opponent])
-        seen, equities = 0, {}
+        seen, equities = 0, EquityMemo(self, holes[responder], np.random.default_rng([seed, deal, 2 + responder]))
         self.agent.begin_hand(agent_view(game, state, opponent, holes[opponent], (), deal))
         while not state.is_finished:
             visible = state.visible_board()
@@ -325,17 +324,32 @@ class Responder:
                 weights /= weights.sum()
                 state.apply(ACTIONS[action])
             else:
-                def equity(visible: tuple[int, ...] = visible) -> np.ndarray:
-                    if visible not in equities:
-                        equities[visible] = self.equity_for(holes[responder], visible, equity_rng)
-                    return equities[visible]
-
-                state.apply(self.decide(state, weights, holes[responder], visible, deal, equity).action)
+                state.apply(self.decide(state, weights, visible, deal, equities).action)
         final = agent_view(game, state, opponent, holes[opponent], state.visible_board(), deal)
         if state.is_showdown:
             final = MatchState(final.position, deal, final.betting, tuple(holes), final.board)
         self.agent.end_hand(final)
         return float(state.payoffs()[responder])
+
+
+class EquityMemo:
+    """LBR's check-down equities for one hole-card holding, computed once per board.
+
+    With ``restrict`` only the hands of the range at the first request on a board are computed
+    (exact for the rest of the round, since ranges only shrink within a round); the exact
+    evaluator turns it off because it reaches one board along many betting paths."""
+
+    def __init__(self, responder: Responder, hole: tuple[int, ...], rng: np.random.Generator,
+                 restrict: bool = True) -> None:
+        self.responder, self.hole, self.rng, self.restrict = responder, tuple(hole), rng, restrict
+        self.values: dict[tuple[int, ...], np.ndarray] = {}
+
+    def __call__(self, board: tuple[int, ...], among: np.ndarray) -> np.ndarray:
+        if board not in self.values:
+            lbr = self.responder
+            self.values[board] = checkdown_equity(lbr.game, lbr.hands, self.hole, board, lbr.config, self.rng,
+                                                  lbr.counters, among if self.restrict else None)
+        return self.values[board]
 
 
 def check_game(game: Game) -> None:

@@ -26,7 +26,7 @@ from math import comb
 import numpy as np
 
 from bot.agent import Agent
-from bot.lbr import LBRConfig, Responder
+from bot.lbr import EquityMemo, LBRConfig, Responder
 from protocol.evaluator import hand_strength_batch
 from protocol.gamedef import Game
 from protocol.state import State
@@ -52,13 +52,8 @@ class _Walk:
     def __init__(self, lbr: Responder, responder: int, hole: tuple[int, ...]) -> None:
         self.lbr, self.responder, self.hole = lbr, responder, hole
         self.game = lbr.game
-        self.equities: dict[tuple[int, ...], np.ndarray] = {}
-        self.rng = np.random.default_rng(0)  # unused: enumeration is forced
-
-    def equity(self, board: tuple[int, ...]) -> np.ndarray:
-        if board not in self.equities:
-            self.equities[board] = self.lbr.equity_for(self.hole, board, self.rng)
-        return self.equities[board]
+        # the generator goes unused: enumeration is forced
+        self.equities = EquityMemo(lbr, hole, np.random.default_rng(0), restrict=False)
 
     def value(self, state: State, board: tuple[int, ...], reach: np.ndarray) -> float:
         game, lbr = self.game, self.lbr
@@ -69,7 +64,7 @@ class _Walk:
         if state.is_finished:
             return self.terminal(state, board, reach)
         if state.actor == self.responder:
-            choice = lbr.decide(state, reach, self.hole, board, 0, lambda: self.equity(board))
+            choice = lbr.decide(state, reach, board, 0, self.equities)
             child = state.copy()
             child.apply(choice.action)
             return self.value(child, board, reach)

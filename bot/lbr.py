@@ -169,14 +169,26 @@ def checkdown_equity(
         boards = np.concatenate([np.broadcast_to(np.array(board, dtype=np.int64), (len(part), len(board))), part], axis=1)
         mine = hand_strength_batch(np.concatenate([np.broadcast_to(np.array(hole), (len(part), k)), boards], axis=1).astype(np.int8))
         cards = np.empty((len(rows), len(part), k + boards.shape[1]), dtype=np.int8)
-        cards[:, :, :k] = theirs[:, None, :]
-        cards[:, :, k:] = boards[None, :, :]
+        _fill_rows(theirs, boards, cards)
         strength = hand_strength_batch(cards.reshape(-1, cards.shape[2])).reshape(len(rows), len(part))
         kernel = _score_parallel if strength.size >= PARALLEL_MIN else _score_serial
         kernel(mine, strength, card_masks(part), hands.masks[rows], score, count)
     equity = np.zeros(len(hands))
     equity[rows] = np.where(count > 0, score / np.maximum(count, 1), 0.5)
     return equity
+
+
+@njit(cache=True)
+def _fill_rows(hands, boards, out):  # pragma: no cover - numba
+    """out[h, r] = hand h's cards then board r's (numpy's broadcast copy of such short rows is
+    several times slower)."""
+    k = hands.shape[1]
+    for h in range(hands.shape[0]):
+        for r in range(boards.shape[0]):
+            for j in range(k):
+                out[h, r, j] = hands[h, j]
+            for j in range(boards.shape[1]):
+                out[h, r, k + j] = boards[r, j]
 
 
 def _score(mine, strength, runout_masks, hand_masks, score, count):  # pragma: no cover - numba

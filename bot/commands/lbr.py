@@ -9,6 +9,7 @@ exploitability), with 95% intervals per seat and over both seats.
 from __future__ import annotations
 
 import json
+import sys
 import time
 from pathlib import Path
 
@@ -24,6 +25,15 @@ from training.rundir import atomic_write
 
 #: Seconds between saves of ``--json`` during a run.
 SAVE_EVERY = 60.0
+
+
+def single_threaded_torch() -> None:
+    """One torch thread when a network agent loaded torch: range batches have ~1,000 rows, and
+    on a loaded 2-core machine a second thread made one SD-CFR range query 50x slower
+    (benchmarks/bench_lbr.py)."""
+    torch = sys.modules.get("torch")
+    if torch is not None:
+        torch.set_num_threads(1)
 
 
 def parse_rounds(text: str, game: Game) -> frozenset[int]:
@@ -106,6 +116,7 @@ def lbr(agent_spec: str, game_name: str, deals: int, seed: int, call_rounds: str
     game = load_game(game_name)
     config = LBRConfig(parse_rounds(call_rounds, game), max_enumeration, runout_samples)
     agent = resolve_agent(agent_spec, game)
+    single_threaded_torch()
     name = agent_spec
     result = None
     if resume_run:

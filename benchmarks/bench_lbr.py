@@ -1,0 +1,123 @@
+"""Benchmark of local best response: hands per second on heads-up limit hold'em, and LBR's
+values against the card-blind agents on HULH and FHP.
+
+Run from the repository root::
+
+    python benchmarks/bench_lbr.py                       # speed, then values (minutes)
+    python benchmarks/bench_lbr.py --speed-deals 20 --value-deals 0
+    python benchmarks/bench_lbr.py --network runs/sdcfr-holdem   # a trained bundle instead
+
+Speed: LBR against ``call``, ``random`` and network agents (untrained bundles of the default
+width-64 network built in a temporary directory: a Deep CFR average network, one forward pass
+per range query, and an SD-CFR stack of ``--stack`` iterations, whose average policy takes one
+pass per entry and earlier own decision; or the bundle ``--network`` names), with LBR acting in every round (preflop equities sampled)
+and with ``--call-rounds 0``. Values: LBR's mbb/g with its 95% interval against ``call``,
+``raise`` and ``random`` on HULH and FHP. Each line states wall seconds; the machine line states
+the load (the machine may be shared).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))  # runnable as a plain script without `pip install -e .`
+
+import torch  # noqa: E402
+
+from benchmarks.bench_cfr_leduc import machine  # noqa: E402  (one machine line for every benchmark)
+from bot.agent import Agent  # noqa: E402
+from bot.commands.lbr import single_threaded_torch  # noqa: E402
+from bot.deep_cfr_agent import Bundle, DeepCFRAgent, manifest  # noqa: E402
+from bot.lbr import LBRConfig, run_lbr  # noqa: E402
+from bot.network import DeepCFRNetwork  # noqa: E402
+from bot.registry import resolve_agent  # noqa: E402
+from protocol.gamedef import Game, load_game  # noqa: E402
+
+
+def untrained_bundle(game: Game, folder: Path, kind: str, iterations: int) -> Agent:
+    """A bundle of random width-64 networks: Deep CFR's average network, or an SD-CFR stack
+    (sigma^1 uniform, then one value network per position and iteration, weight = iteration)."""
+    torch.manual_seed(0)
+    folder.mkdir(parents=True, exist_ok=True)
+    architecture: dict = {}
+
+    def save(name: str) -> str:
+        nonlocal architecture
+        net = DeepCFRNetwork.for_game(game)
+        architecture = net.architecture()
+        torch.save(net.state_dict(), folder / name)
+        return name
+
+    if kind == "deep-cfr":
+        data = manifest(kind, game, architecture, True, average=save("average.pt"))
+    else:
+        stack = [{"weight": 1, "uniform": True}] + [
+            {"weight": t, "files": [save(f"p0_t{t}.pt"), save(f"p1_t{t}.pt")]} for t in range(2, iterations + 1)]
+        data = manifest(kind, game, architecture, True, stack=stack)
+    (folder / "bundle.json").write_text(json.dumps(data))
+    return DeepCFRAgent(game, Bundle.load(folder))
+
+
+def speed(game: Game, label: str, agent: Agent, deals: int, config: LBRConfig) -> None:
+    run_lbr(game, agent, 1, 99, config)  # warm-up: numba kernels, network loads
+    wall = time.perf_counter()
+    result = run_lbr(game, agent, deals, 1, config)
+    wall = time.perf_counter() - wall
+    counters = result.counters
+    print(f"  {label:30s} {2 * deals / wall:6.2f} hands/s ({2 * deals} hands, {wall:.1f} s; "
+          f"{counters.enumerated} enumerated / {counters.sampled} sampled equities; "
+          f"{result.agent_queries} range queries, {result.hands_queried / max(1, result.agent_queries):.0f} hands each)")
+
+
+def value(game_name: str, agent_name: str, deals: int, config: LBRConfig) -> None:
+    game = load_game(game_name)
+    wall = time.perf_counter()
+    result = run_lbr(game, resolve_agent(agent_name, game), deals, 0, config)
+    wall = time.perf_counter() - wall
+    both, first, second = result.overall(), result.seat(0), result.seat(1)
+    print(f"  {game_name:6s} {agent_name:7s} LBR {both.mean:+8.1f} ± {both.half_width:6.1f} mbb/g "
+          f"(position 0 {first.mean:+.0f} ± {first.half_width:.0f}, position 1 {second.mean:+.0f} ± {second.half_width:.0f}; "
+          f"{deals} hands per seat, {wall:.0f} s)")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--speed-deals", type=int, default=20, help="deals per speed line (2 hands each)")
+    parser.add_argument("--value-deals", type=int, default=300, help="deals per value line (0: skip values)")
+    parser.add_argument("--stack", type=int, default=5, help="iterations of the untrained SD-CFR bundle")
+    parser.add_argument("--network", help="a Deep CFR / SD-CFR bundle or run for HULH instead of the untrained one")
+    parser.add_argument("--torch-threads", type=int, default=0, help="torch threads (0: one, as pokerbot lbr uses)")
+    args = parser.parse_args()
+    single_threaded_torch()
+    if args.torch_threads:
+        torch.set_num_threads(args.torch_threads)
+    print(machine() + f"; torch threads {torch.get_num_threads()}")
+    holdem = load_game("holdem")
+    with tempfile.TemporaryDirectory() as folder:
+        agents = [("call", resolve_agent("call", holdem)), ("random", resolve_agent("random", holdem))]
+        if args.network:
+            agents.append((f"network {args.network}", resolve_agent(args.network, holdem)))
+        else:
+            agents.append(("untrained Deep CFR network", untrained_bundle(holdem, Path(folder) / "d", "deep-cfr", 1)))
+            agents.append((f"untrained SD-CFR, {args.stack} its", untrained_bundle(holdem, Path(folder) / "s", "sd-cfr", args.stack)))
+        for config, title in ((LBRConfig(), "LBR in every round (preflop: 1,000 sampled boards)"),
+                              (LBRConfig(call_rounds=frozenset({0})), "LBR calls preflop (--call-rounds 0)")):
+            print(f"HULH speed, {title}:")
+            for label, agent in agents:
+                speed(holdem, label, agent, args.speed_deals, config)
+    if args.value_deals:
+        print(f"LBR values (LBR in every round, seed 0, {args.value_deals} deals x 2 seats):")
+        for game_name in ("fhp", "holdem"):
+            for agent_name in ("call", "raise", "random"):
+                value(game_name, agent_name, args.value_deals, LBRConfig())
+
+
+if __name__ == "__main__":
+    main()

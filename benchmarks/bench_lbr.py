@@ -7,8 +7,8 @@ Run from the repository root::
     python benchmarks/bench_lbr.py --speed-deals 20 --value-deals 0
     python benchmarks/bench_lbr.py --network runs/sdcfr-holdem   # a trained bundle instead
 
-Speed: LBR against ``call``, ``random`` and network agents (untrained bundles of the default
-width-64 network built in a temporary directory: a Deep CFR average network, one forward pass
+Speed: LBR against ``call``, ``random`` and network agents (untrained default width-64
+networks held in memory: a Deep CFR average network, one forward pass
 per range query, and an SD-CFR stack of ``--stack`` iterations, whose average policy takes one
 pass per entry and earlier own decision; or the bundle ``--network`` names), with LBR acting in every round (preflop equities sampled)
 and with ``--call-rounds 0``. Values: LBR's mbb/g with its 95% interval against ``call``,
@@ -19,50 +19,48 @@ the load (the machine may be shared).
 from __future__ import annotations
 
 import argparse
-import json
 import sys
-import tempfile
 import time
 from pathlib import Path
+from types import SimpleNamespace
 
 ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))  # runnable as a plain script without `pip install -e .`
 
+import numpy as np  # noqa: E402
 import torch  # noqa: E402
 
 from benchmarks.bench_cfr_leduc import machine  # noqa: E402  (one machine line for every benchmark)
 from bot.agent import Agent  # noqa: E402
 from bot.commands.lbr import single_threaded_torch  # noqa: E402
-from bot.deep_cfr_agent import Bundle, DeepCFRAgent, manifest  # noqa: E402
+from bot.deep_cfr_agent import DeepCFRAgent  # noqa: E402
 from bot.lbr import LBRConfig, run_lbr  # noqa: E402
 from bot.network import DeepCFRNetwork  # noqa: E402
 from bot.registry import resolve_agent  # noqa: E402
 from protocol.gamedef import Game, load_game  # noqa: E402
 
 
-def untrained_bundle(game: Game, folder: Path, kind: str, iterations: int) -> Agent:
-    """A bundle of random width-64 networks: Deep CFR's average network, or an SD-CFR stack
-    (sigma^1 uniform, then one value network per position and iteration, weight = iteration)."""
+def untrained_network_agent(game: Game, kind: str, iterations: int) -> Agent:
+    """A Deep CFR / SD-CFR agent on random width-64 networks held in memory (the attributes
+    :class:`bot.deep_cfr_agent.DeepCFRAgent` reads of a bundle): Deep CFR's average network,
+    or an SD-CFR stack (sigma^1 uniform, then one value network per position and iteration,
+    weight = iteration)."""
     torch.manual_seed(0)
-    folder.mkdir(parents=True, exist_ok=True)
-    architecture: dict = {}
-
-    def save(name: str) -> str:
-        nonlocal architecture
-        net = DeepCFRNetwork.for_game(game)
-        architecture = net.architecture()
-        torch.save(net.state_dict(), folder / name)
-        return name
-
+    networks = {}
     if kind == "deep-cfr":
-        data = manifest(kind, game, architecture, True, average=save("average.pt"))
+        networks["average"] = DeepCFRNetwork.for_game(game).eval()
+        stack = []
     else:
-        stack = [{"weight": 1, "uniform": True}] + [
-            {"weight": t, "files": [save(f"p0_t{t}.pt"), save(f"p1_t{t}.pt")]} for t in range(2, iterations + 1)]
-        data = manifest(kind, game, architecture, True, stack=stack)
-    (folder / "bundle.json").write_text(json.dumps(data))
-    return DeepCFRAgent(game, Bundle.load(folder))
+        stack = [{"weight": 1, "uniform": True}]
+        for t in range(2, iterations + 1):
+            files = [f"p{position}_t{t}" for position in (0, 1)]
+            networks.update({name: DeepCFRNetwork.for_game(game).eval() for name in files})
+            stack.append({"weight": t, "files": files})
+    bundle = SimpleNamespace(game=game, kind=kind, stack=stack, average="average", argmax_fallback=True,
+                             root=Path("<memory>"), network=networks.__getitem__,
+                             weights=np.array([float(entry["weight"]) for entry in stack]))
+    return DeepCFRAgent(game, bundle)
 
 
 def speed(game: Game, label: str, agent: Agent, deals: int, config: LBRConfig) -> None:
@@ -100,18 +98,17 @@ def main() -> None:
         torch.set_num_threads(args.torch_threads)
     print(machine() + f"; torch threads {torch.get_num_threads()}")
     holdem = load_game("holdem")
-    with tempfile.TemporaryDirectory() as folder:
-        agents = [("call", resolve_agent("call", holdem)), ("random", resolve_agent("random", holdem))]
-        if args.network:
-            agents.append((f"network {args.network}", resolve_agent(args.network, holdem)))
-        else:
-            agents.append(("untrained Deep CFR network", untrained_bundle(holdem, Path(folder) / "d", "deep-cfr", 1)))
-            agents.append((f"untrained SD-CFR, {args.stack} its", untrained_bundle(holdem, Path(folder) / "s", "sd-cfr", args.stack)))
-        for config, title in ((LBRConfig(), "LBR in every round (preflop: 1,000 sampled boards)"),
-                              (LBRConfig(call_rounds=frozenset({0})), "LBR calls preflop (--call-rounds 0)")):
-            print(f"HULH speed, {title}:")
-            for label, agent in agents:
-                speed(holdem, label, agent, args.speed_deals, config)
+    agents = [("call", resolve_agent("call", holdem)), ("random", resolve_agent("random", holdem))]
+    if args.network:
+        agents.append((f"network {args.network}", resolve_agent(args.network, holdem)))
+    else:
+        agents.append(("untrained Deep CFR network", untrained_network_agent(holdem, "deep-cfr", 1)))
+        agents.append((f"untrained SD-CFR, {args.stack} its", untrained_network_agent(holdem, "sd-cfr", args.stack)))
+    for config, title in ((LBRConfig(), "LBR in every round (preflop: 1,000 sampled boards)"),
+                          (LBRConfig(call_rounds=frozenset({0})), "LBR calls preflop (--call-rounds 0)")):
+        print(f"HULH speed, {title}:")
+        for label, agent in agents:
+            speed(holdem, label, agent, args.speed_deals, config)
     if args.value_deals:
         print(f"LBR values (LBR in every round, seed 0, {args.value_deals} deals x 2 seats):")
         for game_name in ("fhp", "holdem"):

@@ -39,18 +39,24 @@ class AbstractionAgent(Agent):
             raise AgentNotFound(f"{path}: policy of shape {self.policy.shape} does not fit {name}; rebuild: {build_hint(spec)}")
 
     def action_probabilities(self, view: MatchState) -> dict[str, float]:
-        node, weights = self._node_strategy(view, np.array([view.own_hole_cards]))
-        legal = self.abstract_game.tree.legal[node]
-        return {kind: float(w) for kind, w, ok in zip(ACTIONS, weights[0], legal, strict=True) if ok}
+        ag = self.abstract_game
+        node = ag.tree.node_of.get(view.betting)
+        if node is None or ag.row_offset[node] < 0:
+            raise ValueError(f"{self.name}: no decision at betting {view.betting!r}")
+        round_index = int(ag.tree.round[node])
+        board = view.board_flat[: self.game.board_cards_through(round_index)]
+        bucket = ag.abstraction.bucket(round_index, view.own_hole_cards, board)
+        row = np.asarray(self.policy[ag.rows_of(node, bucket)], dtype=np.float64)
+        legal = ag.tree.legal[node]
+        weights = np.where(legal, row, 0.0)
+        if weights.sum() <= 0:  # never reached in training: uniform over legal actions
+            weights = legal.astype(np.float64)
+        weights /= weights.sum()
+        return {kind: float(w) for kind, w, ok in zip(ACTIONS, weights, legal, strict=True) if ok}
 
     def range_probabilities(self, view: MatchState, hands: np.ndarray) -> np.ndarray:
-        """Every hand's bucket in one batched index lookup, then its policy row."""
-        return self._node_strategy(view, hands)[1]
-
-    def _node_strategy(self, view: MatchState, hands: np.ndarray) -> tuple[int, np.ndarray]:
-        """(betting node, ``[n, 3]``): the policy rows of each hole-card row's bucket at the
-        view's decision, normalised over the legal actions (a row training never reached:
-        uniform over them)."""
+        """Every hand's bucket in one batched index lookup, then its policy row, normalised as
+        :meth:`action_probabilities` does (a row training never reached: uniform)."""
         ag = self.abstract_game
         node = ag.tree.node_of.get(view.betting)
         if node is None or ag.row_offset[node] < 0:
@@ -58,16 +64,14 @@ class AbstractionAgent(Agent):
         round_index = int(ag.tree.round[node])
         board = np.array(view.board_flat[: self.game.board_cards_through(round_index)], dtype=np.int64)
         hands = np.asarray(hands, dtype=np.int64)
-        cards = np.concatenate([hands, np.broadcast_to(board, (len(hands), len(board)))], axis=1)
-        index = ag.abstraction.indexers[round_index].index_batch(cards)
+        index = ag.abstraction.indexers[round_index].index_batch(
+            np.concatenate([hands, np.broadcast_to(board, (len(hands), len(board)))], axis=1))
         table = ag.abstraction.tables[round_index]
         buckets = index if table is None else np.asarray(table[index], dtype=np.int64)
-        rows = np.asarray(self.policy[ag.row_offset[node] + buckets], dtype=np.float64)
         legal = ag.tree.legal[node]
-        weights = np.where(legal, rows, 0.0)
-        unreached = weights.sum(axis=1) <= 0
-        weights[unreached] = legal
-        return node, weights / weights.sum(axis=1, keepdims=True)
+        weights = np.where(legal, np.asarray(self.policy[ag.row_offset[node] + buckets], dtype=np.float64), 0.0)
+        weights[weights.sum(axis=1) <= 0] = legal
+        return weights / weights.sum(axis=1, keepdims=True)
 
 
 def _register() -> None:

@@ -3,8 +3,7 @@
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -13,7 +12,7 @@ from click.testing import CliRunner
 
 from bot.agent import Agent, CallAgent, RaiseAgent, RandomAgent
 from bot.cli import main as pokerbot
-from bot.deep_cfr_agent import Bundle, DeepCFRAgent, bundle_strategy, manifest
+from bot.deep_cfr_agent import DeepCFRAgent, bundle_strategy
 from bot.infosets import InfosetSpace, space_for
 from bot.lbr import PrivateHands
 from bot.network import DeepCFRNetwork
@@ -55,30 +54,24 @@ def range_hands(game: Game, view: MatchState, limit: int | None = None) -> np.nd
     return hands.cards[rows[:: max(1, len(rows) // limit)] if limit else rows]
 
 
-def write_bundle(root: Path, game: Game, kind: str, iterations: int = 3, seed: int = 0) -> Path:
-    """A bundle of untrained networks: Deep CFR's average, or SD-CFR's stack (sigma^1 uniform,
-    then one value network per position and iteration, weight = iteration)."""
+def network_agent(game: Game, kind: str, entries: int = 3, seed: int = 0, uniform_first: bool = True) -> DeepCFRAgent:
+    """A Deep CFR / SD-CFR agent on untrained networks kept in memory: an object with the fields
+    the agent reads of a bundle. SD-CFR: sigma^1 uniform, then one value network per position
+    for iterations 2..entries, weight = iteration (``uniform_first`` False drops sigma^1);
+    Deep CFR: one average network."""
     torch.manual_seed(seed)
-    root.mkdir(parents=True, exist_ok=True)
-    architecture = None
+    nets: dict[str, DeepCFRNetwork] = {}
 
-    def save(name: str) -> str:
-        nonlocal architecture
-        net = DeepCFRNetwork.for_game(game, width=16)
-        torch.save(net.state_dict(), root / name)
-        architecture = net.architecture()
+    def fresh(name: str) -> str:
+        nets[name] = DeepCFRNetwork.for_game(game, width=16).eval()
         return name
 
-    if kind == "deep-cfr":
-        average = save("average.pt")
-        data = manifest(kind, game, architecture, True, average=average)
-    else:
-        stack = [{"weight": 1, "uniform": True}] + [
-            {"weight": t, "files": [save(f"p0_t{t}.pt"), save(f"p1_t{t}.pt")]} for t in range(2, iterations + 1)
-        ]
-        data = manifest(kind, game, architecture, True, stack=stack)
-    (root / "bundle.json").write_text(json.dumps(data))
-    return root
+    stack = [] if kind == "deep-cfr" else [{"weight": 1, "uniform": True}] * uniform_first + [
+        {"weight": t, "files": [fresh(f"p0_t{t}"), fresh(f"p1_t{t}")]} for t in range(2, entries + 1)]
+    average = fresh("average") if kind == "deep-cfr" else None
+    bundle = SimpleNamespace(game=game, kind=kind, stack=stack, average=average, argmax_fallback=True, root="memory",
+                             network=nets.__getitem__, weights=np.array([e["weight"] for e in stack], dtype=float))
+    return DeepCFRAgent(game, bundle)
 
 
 @pytest.mark.parametrize("agent_class", [RandomAgent, CallAgent, RaiseAgent])
@@ -103,8 +96,8 @@ def test_tabular_agent_default_loop_reads_its_table():
 
 
 @pytest.mark.parametrize("game", [LEDUC, HOLDEM], ids=["leduc", "holdem"])
-def test_deep_cfr_average_network_batched_equals_one_by_one(tmp_path, game):
-    agent = DeepCFRAgent(game, Bundle.load(write_bundle(tmp_path / "b", game, "deep-cfr")))
+def test_deep_cfr_average_network_batched_equals_one_by_one(game):
+    agent = network_agent(game, "deep-cfr")
     for view in sample_views(game, 4):
         hands = range_hands(game, view, 60)
         batched = agent.range_probabilities(view, hands)
@@ -112,13 +105,12 @@ def test_deep_cfr_average_network_batched_equals_one_by_one(tmp_path, game):
         assert batched.sum(axis=1) == pytest.approx(np.ones(len(hands)))
 
 
-def test_sd_cfr_ranges_are_the_exact_stack_average(tmp_path):
+def test_sd_cfr_ranges_are_the_exact_stack_average():
     """SD-CFR plays one stack entry per hand; its behaviour strategy, which LBR must see, is
     the reach-weighted stack average (:func:`bot.deep_cfr_agent.bundle_strategy`)."""
-    bundle = Bundle.load(write_bundle(tmp_path / "b", LEDUC, "sd-cfr", iterations=4))
-    agent = DeepCFRAgent(LEDUC, bundle)
+    agent = network_agent(LEDUC, "sd-cfr", entries=4)
     space = space_for(LEDUC)
-    average = bundle_strategy(bundle)
+    average = bundle_strategy(agent.bundle)
     for view in sample_views(LEDUC, 6):
         hands = range_hands(LEDUC, view)
         batched = agent.range_probabilities(view, hands)
@@ -127,12 +119,8 @@ def test_sd_cfr_ranges_are_the_exact_stack_average(tmp_path):
             assert batched[row] == pytest.approx(average[index], abs=1e-6)
 
 
-def test_sd_cfr_with_one_entry_equals_one_by_one_on_hold_em(tmp_path):
-    root = write_bundle(tmp_path / "b", HOLDEM, "sd-cfr", iterations=2)
-    data = json.loads((root / "bundle.json").read_text())
-    data["stack"] = data["stack"][1:]  # only iteration 2's networks: the average is that entry
-    (root / "bundle.json").write_text(json.dumps(data))
-    agent = DeepCFRAgent(HOLDEM, Bundle.load(root))
+def test_sd_cfr_with_one_entry_equals_one_by_one_on_hold_em():
+    agent = network_agent(HOLDEM, "sd-cfr", entries=2, uniform_first=False)  # one entry: the average is it
     for view in sample_views(HOLDEM, 3, player=agent):
         hands = range_hands(HOLDEM, view, 50)
         assert agent.range_probabilities(view, hands) == pytest.approx(one_by_one(agent, view, hands), abs=1e-6)

@@ -4,7 +4,7 @@ values against the card-blind agents on HULH and FHP.
 Run from the repository root::
 
     python benchmarks/bench_lbr.py                       # speed, then values (minutes)
-    python benchmarks/bench_lbr.py --speed-deals 20 --value-deals 0
+    python benchmarks/bench_lbr.py --speed-deals 20 --fhp-deals 0 --holdem-deals 0
     python benchmarks/bench_lbr.py --network runs/sdcfr-holdem   # a trained bundle instead
 
 Speed: LBR against ``call``, ``random`` and network agents (untrained default width-64
@@ -88,7 +88,8 @@ def value(game_name: str, agent_name: str, deals: int, config: LBRConfig) -> Non
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--speed-deals", type=int, default=20, help="deals per speed line (2 hands each)")
-    parser.add_argument("--value-deals", type=int, default=300, help="deals per value line (0: skip values)")
+    parser.add_argument("--fhp-deals", type=int, default=500, help="deals per FHP value line (0: skip)")
+    parser.add_argument("--holdem-deals", type=int, default=150, help="deals per HULH value line (0: skip)")
     parser.add_argument("--stack", type=int, default=5, help="iterations of the untrained SD-CFR bundle")
     parser.add_argument("--network", help="a Deep CFR / SD-CFR bundle or run for HULH instead of the untrained one")
     parser.add_argument("--torch-threads", type=int, default=0, help="torch threads (0: one, as pokerbot lbr uses)")
@@ -109,11 +110,11 @@ def main() -> None:
         print(f"HULH speed, {title}:")
         for label, agent in agents:
             speed(holdem, label, agent, args.speed_deals, config)
-    if args.value_deals:
-        print(f"LBR values (LBR in every round, seed 0, {args.value_deals} deals x 2 seats):")
-        for game_name in ("fhp", "holdem"):
+    for game_name, deals in (("fhp", args.fhp_deals), ("holdem", args.holdem_deals)):
+        if deals:
+            print(f"LBR values on {game_name} (LBR in every round, seed 0, {deals} deals x 2 seats):")
             for agent_name in ("call", "raise", "random"):
-                value(game_name, agent_name, args.value_deals, LBRConfig())
+                value(game_name, agent_name, deals, LBRConfig())
 
 
 if __name__ == "__main__":

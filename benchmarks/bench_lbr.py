@@ -19,10 +19,16 @@ the load (the machine may be shared).
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
 from pathlib import Path
 from types import SimpleNamespace
+
+# as pokerbot lbr does (bot/commands/lbr.py): idle OpenMP threads sleep instead of spinning;
+# --spinning-threads measures the difference
+if "--spinning-threads" not in sys.argv:
+    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
@@ -87,17 +93,18 @@ def value(game_name: str, agent_name: str, deals: int, config: LBRConfig) -> Non
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--speed-deals", type=int, default=20, help="deals per speed line (2 hands each)")
+    parser.add_argument("--speed-deals", type=int, default=20, help="deals per speed line (2 hands each; 0: skip)")
     parser.add_argument("--fhp-deals", type=int, default=500, help="deals per FHP value line (0: skip)")
     parser.add_argument("--holdem-deals", type=int, default=150, help="deals per HULH value line (0: skip)")
     parser.add_argument("--stack", type=int, default=5, help="iterations of the untrained SD-CFR bundle")
     parser.add_argument("--network", help="a Deep CFR / SD-CFR bundle or run for HULH instead of the untrained one")
+    parser.add_argument("--spinning-threads", action="store_true", help="leave OMP_WAIT_POLICY at its default")
     parser.add_argument("--torch-threads", type=int, default=0, help="torch threads (0: one, as pokerbot lbr uses)")
     args = parser.parse_args()
     single_threaded_torch()
     if args.torch_threads:
         torch.set_num_threads(args.torch_threads)
-    print(machine() + f"; torch threads {torch.get_num_threads()}")
+    print(machine() + f"; torch threads {torch.get_num_threads()}; OMP_WAIT_POLICY={os.environ.get('OMP_WAIT_POLICY', 'default')}")
     holdem = load_game("holdem")
     agents = [("call", resolve_agent("call", holdem)), ("random", resolve_agent("random", holdem))]
     if args.network:
@@ -106,7 +113,7 @@ def main() -> None:
         agents.append(("untrained Deep CFR network", untrained_network_agent(holdem, "deep-cfr", 1)))
         agents.append((f"untrained SD-CFR, {args.stack} its", untrained_network_agent(holdem, "sd-cfr", args.stack)))
     for config, title in ((LBRConfig(), "LBR in every round (preflop: 1,000 sampled boards)"),
-                          (LBRConfig(call_rounds=frozenset({0})), "LBR calls preflop (--call-rounds 0)")):
+                          (LBRConfig(call_rounds=frozenset({0})), "LBR calls preflop (--call-rounds 0)"))[: 2 * bool(args.speed_deals)]:
         print(f"HULH speed, {title}:")
         for label, agent in agents:
             speed(holdem, label, agent, args.speed_deals, config)

@@ -9,6 +9,7 @@ exploitability), with 95% intervals per seat and over both seats.
 from __future__ import annotations
 
 import json
+import os
 import sys
 import time
 from pathlib import Path
@@ -23,14 +24,17 @@ from bot.registry import resolve_agent
 from protocol.gamedef import Game, load_game
 from training.rundir import atomic_write
 
+# The hand evaluator's OpenMP threads busy-wait after each parallel batch; on a loaded 2-core
+# machine that made a Deep CFR range query 20-30x slower (benchmarks/bench_lbr.py). Set before
+# any agent module loads torch or numba starts its thread pool.
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+
 #: Seconds between saves of ``--json`` during a run.
 SAVE_EVERY = 60.0
 
 
 def single_threaded_torch() -> None:
-    """One torch thread when a network agent loaded torch: range batches have ~1,000 rows, and
-    on a loaded 2-core machine a second thread made one SD-CFR range query 50x slower
-    (benchmarks/bench_lbr.py)."""
+    """One torch thread when a network agent loaded torch: range batches have ~1,000 rows."""
     torch = sys.modules.get("torch")
     if torch is not None:
         torch.set_num_threads(1)

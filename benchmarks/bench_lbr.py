@@ -25,10 +25,9 @@ import time
 from pathlib import Path
 from types import SimpleNamespace
 
-# as pokerbot lbr does (bot/commands/lbr.py): idle OpenMP threads sleep instead of spinning;
-# --spinning-threads measures the difference
-if "--spinning-threads" not in sys.argv:
-    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+# pokerbot lbr (bot/commands/lbr.py) makes idle OpenMP threads sleep (PASSIVE);
+# --spinning-threads measures the alternative, threads that keep spinning (ACTIVE)
+os.environ["OMP_WAIT_POLICY"] = "ACTIVE" if "--spinning-threads" in sys.argv else "PASSIVE"
 
 ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
@@ -98,7 +97,7 @@ def main() -> None:
     parser.add_argument("--holdem-deals", type=int, default=150, help="deals per HULH value line (0: skip)")
     parser.add_argument("--stack", type=int, default=5, help="iterations of the untrained SD-CFR bundle")
     parser.add_argument("--network", help="a Deep CFR / SD-CFR bundle or run for HULH instead of the untrained one")
-    parser.add_argument("--spinning-threads", action="store_true", help="leave OMP_WAIT_POLICY at its default")
+    parser.add_argument("--spinning-threads", action="store_true", help="OMP_WAIT_POLICY=ACTIVE instead of PASSIVE")
     parser.add_argument("--torch-threads", type=int, default=0, help="torch threads (0: one, as pokerbot lbr uses)")
     args = parser.parse_args()
     single_threaded_torch()

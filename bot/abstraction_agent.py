@@ -58,6 +58,25 @@ class AbstractionAgent(Agent):
         weights /= weights.sum()
         return {kind: float(w) for kind, w, ok in zip(ACTIONS, weights, legal, strict=True) if ok}
 
+    def range_probabilities(self, view: MatchState, hands: np.ndarray) -> np.ndarray:
+        """Every hand's bucket in one batched index lookup, then its policy row, normalised as
+        :meth:`action_probabilities` does (a row training never reached: uniform)."""
+        ag = self.abstract_game
+        node = ag.tree.node_of.get(view.betting)
+        if node is None or ag.row_offset[node] < 0:
+            raise ValueError(f"{self.name}: no decision at betting {view.betting!r}")
+        round_index = int(ag.tree.round[node])
+        board = np.array(view.board_flat[: self.game.board_cards_through(round_index)], dtype=np.int64)
+        hands = np.asarray(hands, dtype=np.int64)
+        index = ag.abstraction.indexers[round_index].index_batch(
+            np.concatenate([hands, np.broadcast_to(board, (len(hands), len(board)))], axis=1))
+        table = ag.abstraction.tables[round_index]
+        buckets = index if table is None else np.asarray(table[index], dtype=np.int64)
+        legal = ag.tree.legal[node]
+        weights = np.where(legal, np.asarray(self.policy[ag.row_offset[node] + buckets], dtype=np.float64), 0.0)
+        weights[weights.sum(axis=1) <= 0] = legal
+        return weights / weights.sum(axis=1, keepdims=True)
+
 
 def _register() -> None:
     for name in SPECS:

@@ -28,6 +28,7 @@ COMMANDS: dict[str, str] = {
     "train": "bot.commands.train:train",
     "solve": "bot.commands.solve:solve",
     "exploit": "bot.commands.exploit:exploit",
+    "lbr": "bot.commands.lbr:lbr",
     "play": "bot.commands.play:play",
     "export-policy": "bot.commands.export_policy:export_policy",
     "watch": "bot.commands.watch:watch",

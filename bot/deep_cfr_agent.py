@@ -252,23 +252,61 @@ class DeepCFRAgent(Agent):
             self._entry = self.bundle.stack[int(rng.choice(len(self.bundle.stack), p=self._probabilities))]
 
     @torch.no_grad()
-    def action_probabilities(self, view: MatchState) -> dict[str, float]:
-        node, cards = self.encoder.encode_view(view)
-        legal = torch.from_numpy(self.encoder.legal[node][None])
-        if self.bundle.kind == "deep-cfr":
+    def _entry_strategy(self, entry: dict | None, node: int, position: int, cards: np.ndarray) -> np.ndarray:
+        """``[n, 3]`` at betting ``node`` for card rows ``cards``: the average network (deep-cfr,
+        ``entry`` None) or one SD-CFR stack entry's regret matching (uniform entries: uniform)."""
+        legal = torch.from_numpy(np.repeat(self.encoder.legal[node][None], len(cards), axis=0))
+        if entry is not None and entry.get("uniform"):
+            return (legal.double() / legal.sum(dim=1, keepdim=True)).numpy()
+        if entry is None:
             net, kind = self._net(self.bundle.average), "average"
+        else:
+            net, kind = self._net(entry["files"][position]), "value"
+        bets = torch.from_numpy(np.repeat(self.encoder.bets[node][None], len(cards), axis=0))
+        outputs = net(torch.from_numpy(cards.astype(np.int64)), bets)
+        return strategy_from_outputs(kind, outputs, legal, self.bundle.argmax_fallback).double().numpy()
+
+    def action_probabilities(self, view: MatchState) -> dict[str, float]:
+        """Deep CFR: the average network; SD-CFR: this hand's stack entry (drawn at begin_hand)."""
+        node, cards = self.encoder.encode_view(view)
+        if self.bundle.kind == "deep-cfr":
+            probs = self._entry_strategy(None, node, view.position, cards[None])[0]
         else:
             if self._entry is None:  # a caller that skipped begin_hand: draw for this hand now
                 self.begin_hand(view)
-            entry = self._entry
-            assert entry is not None
-            if entry.get("uniform"):
-                probs = legal[0].double() / legal.sum()
-                return {k: float(p) for k, p, ok in zip(ACTIONS, probs, legal[0], strict=True) if ok}
-            net, kind = self._net(entry["files"][view.position]), "value"
-        outputs = net(torch.from_numpy(cards[None].astype(np.int64)), torch.from_numpy(self.encoder.bets[node][None]))
-        probs = strategy_from_outputs(kind, outputs, legal, self.bundle.argmax_fallback)[0]
-        return {k: float(p) for k, p, ok in zip(ACTIONS, probs, legal[0], strict=True) if ok}
+            probs = self._entry_strategy(self._entry, node, view.position, cards[None])[0]
+        return {k: float(p) for k, p, ok in zip(ACTIONS, probs, self.encoder.legal[node], strict=True) if ok}
+
+    def range_probabilities(self, view: MatchState, hands: np.ndarray) -> np.ndarray:
+        """One batched forward per network. SD-CFR gives its average policy, not this hand's
+        entry: ``sum_t w_t pi^t(h) sigma^t(h) / sum_t w_t pi^t(h)`` with ``pi^t(h)`` the
+        entry's probability of the viewer's own earlier actions in ``view`` holding ``h``
+        (Steinberger 2019), which is what drawing one entry per hand plays."""
+        node, cards = self.encoder.encode_view(view)
+        rows = np.repeat(cards[None], len(hands), axis=0)
+        rows[:, : self.game.num_hole_cards] = hands
+        if self.bundle.kind == "deep-cfr":
+            return self._entry_strategy(None, node, view.position, rows)
+        tree, visible = self.encoder.tree, self.encoder.visible
+        earlier = []  # (node, action, card rows as seen then) of the viewer's own decisions
+        walk = 0
+        for letter in view.betting.replace("/", ""):
+            action = ACTIONS.index(letter)
+            if tree.actor[walk] == view.position:
+                earlier.append((walk, action, np.where(visible[tree.round[walk]], rows, -1)))
+            walk = int(tree.child[walk, action])
+        numerator = np.zeros((len(hands), len(ACTIONS)))
+        denominator = np.zeros(len(hands))
+        for entry, weight in zip(self.bundle.stack, self.bundle.weights, strict=True):
+            reach = np.full(len(hands), weight)
+            for past, action, seen in earlier:
+                reach *= self._entry_strategy(entry, past, view.position, seen)[:, action]
+            numerator += reach[:, None] * self._entry_strategy(entry, node, view.position, rows)
+            denominator += reach
+        legal = self.encoder.legal[node].astype(np.float64)
+        uniform = legal / legal.sum()  # hands no entry plays to this point
+        safe = np.where(denominator > 0, denominator, 1.0)[:, None]
+        return np.where(denominator[:, None] > 0, numerator / safe, uniform)
 
     def end_hand(self, view: MatchState) -> None:
         self._entry = None

@@ -150,6 +150,13 @@ class NFSPAgent(Agent):
         legal = self.policy.encoder.legal[node]
         return {kind: float(probabilities[i]) for i, kind in enumerate(ACTIONS) if legal[i]}
 
+    def range_probabilities(self, view: MatchState, hands: np.ndarray) -> np.ndarray:
+        """One batched forward of the seat's average network over every hand."""
+        node, cards = self.policy.encoder.encode_view(view)
+        rows = np.repeat(cards[None, :], len(hands), axis=0)
+        rows[:, : self.game.num_hole_cards] = hands
+        return self.policy.probabilities(view.position, np.full(len(hands), node), rows)
+
 
 def _named(game: Game) -> Agent:
     run = default_run_dir(game)

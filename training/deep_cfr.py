@@ -29,9 +29,10 @@ import json
 import os
 import shutil
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import torch
@@ -41,7 +42,7 @@ from bot.encoding import InfosetEncoder
 from bot.errors import PokerbotError
 from bot.network import DeepCFRNetwork, masked_softmax, regret_matching
 from protocol.gamedef import Game, load_game
-from training import plots
+from training import distributed, plots
 from training.fused_network import Features, fit_weighted_mse
 from training.input_keys import InputKeys
 from training.memory_log import MEMORY_DIR, MemoryLog
@@ -57,7 +58,10 @@ from training.rundir import (
     read_toml,
     save_torch,
 )
-from training.traversal import deal_batch, traverse
+from training.traversal import TraversalResult, deal_batch, traverse
+
+if TYPE_CHECKING:
+    from training.distributed.ray_traversal import RayTraversals
 
 ALGOS = ("deep-cfr", "sd-cfr")
 #: Games whose exact exploitability is cheap enough to log during training.
@@ -303,6 +307,8 @@ class DeepCFRTrainer:
         if self.average is not None:
             self.average.add(self.batch.strategy(None), 1.0)  # sigma^1 = uniform, weight 1
         self.stack: list[dict] = [{"weight": 1, "uniform": True}]
+        #: Ray traversal workers (``--workers N``/``--ray-address``); None: traverse in-process.
+        self.traversal_pool: RayTraversals | None = None
         #: Where iterations and fits report how far they are (:meth:`train` sets the display).
         self.progress: Progress | _Silent = _Silent()
 
@@ -512,19 +518,14 @@ class DeepCFRTrainer:
         evaluated = 0
         for player in (0, 1):
             started = time.perf_counter()
-            rng = self.rng(t, player, 0)
             reservoir_rng = self.rng(t, player, 1)
-            done = 0
-            while done < cfg.traversals:
-                n = min(cfg.traversal_batch, cfg.traversals - done)
-                result = traverse(self.encoder, deal_batch(self.encoder, n, rng), player, self.strategy_fn, rng)
+            for result, done in self.traversal_results(t, player):
                 for rows, memory in ((result.advantage, self.advantage[player]), (result.strategy, self.strategy_memory)):
                     if memory is self.strategy_memory and not self.keeps_strategy_memory:
                         continue
                     rows["iteration"] = np.full(len(rows["node"]), t, dtype=np.int32)
                     memory.add(rows, reservoir_rng)
                 evaluated += result.infosets_evaluated
-                done += n
                 progress.advance_iteration(done, cfg.traversals, f"iteration {t}: traversals p{player}")
             traversal_s += time.perf_counter() - started
             started = time.perf_counter()
@@ -549,7 +550,22 @@ class DeepCFRTrainer:
         record["training_s"] = training_s
         record["fit_backend"] = "fused" if self.fused_fit else "torch"
         record["evaluation_s"] = time.perf_counter() - started
+        record.update(self.traversal_pool.metrics() if self.traversal_pool is not None else {})
         return record
+
+    def traversal_results(self, t: int, player: int) -> Iterator[tuple[TraversalResult, int]]:
+        """Iteration ``t``'s K traversals for ``player``: each batch's memory inserts and the
+        traversals done so far; on Ray workers when :attr:`traversal_pool` is set
+        (:mod:`training.distributed.ray_traversal`), else here in batches of ``traversal_batch``."""
+        if self.traversal_pool is not None:
+            yield from self.traversal_pool.results(self, t, player)
+            return
+        rng = self.rng(t, player, 0)
+        done = 0
+        while done < self.config.traversals:
+            n = min(self.config.traversal_batch, self.config.traversals - done)
+            done += n
+            yield traverse(self.encoder, deal_batch(self.encoder, n, rng), player, self.strategy_fn, rng), done
 
     def accumulate_average(self) -> None:
         """Add this iteration's networks to the exact SD-CFR average (small games)."""
@@ -757,15 +773,23 @@ def plot_exploitability(run: RunDir) -> Path | None:
 
 def run_from_cli(options: dict) -> None:
     """``pokerbot train --algo deep-cfr|sd-cfr`` entry point (see :mod:`bot.commands.train`)."""
+    cluster = distributed.Cluster.from_options(options)
     if options.get("resume"):
         trainer = DeepCFRTrainer.resume(options["resume"], options)
     else:
         config = resolve_config(options)
         trainer = DeepCFRTrainer.new(config, options["out"])
     try:
+        if cluster.distributed:
+            from training.distributed.ray_traversal import RayTraversals
+
+            trainer.traversal_pool = RayTraversals(trainer, cluster)
         trainer.train()
     except KeyboardInterrupt:
         raise PokerbotError(f"interrupted; continue with: pokerbot train --algo {trainer.config.algo} --resume {trainer.run.path}") from None
+    finally:
+        if trainer.traversal_pool is not None:
+            distributed.stop()
     if not trainer.config.keep_memories:
         trainer.drop_memories()
         print(f"dropped {trainer.run.path / MEMORY_DIR} (keep_memories = false: the run cannot be extended)")

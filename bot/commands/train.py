@@ -37,6 +37,9 @@ ALGORITHMS: dict[str, str] = {
 @click.option("--threads", type=int, help="Worker threads (default: all cores).")
 @click.option("--out", type=click.Path(file_okay=False), help="Run directory to create.")
 @click.option("--resume", type=click.Path(file_okay=False), help="Continue the run in this directory.")
+@click.option("--workers", type=int, help="Ray workers for traversals (deep-cfr, sd-cfr) or MCCFR batches "
+              "(abstraction); > 1 starts a local Ray with that many CPUs (needs pip install \"pokerbot[ray]\")  [default: 1, no Ray]")
+@click.option("--ray-address", help="Join this Ray cluster (e.g. 10.0.0.5:6379) instead of starting a local one.")
 def train(**options: object) -> None:
     """Train a policy; writes a run directory (config.toml, metrics.jsonl, checkpoints, policy).
 
@@ -54,5 +57,7 @@ def train(**options: object) -> None:
         from training.rundir import RunDir
 
         click.echo(RunDir.open(str(options["resume"])).resume_summary(), err=True)
+    if algo == "nfsp" and ((options["workers"] or 1) > 1 or options["ray_address"]):
+        raise PokerbotError("--workers/--ray-address apply to deep-cfr, sd-cfr and abstraction, not nfsp")
     module = importlib.import_module(ALGORITHMS[algo])
     module.run_from_cli(options)

@@ -27,6 +27,7 @@ from bot.abstraction_spec import SPECS, policy_path, resolve_size, spec_dir
 from bot.abstraction_tables import AbstractGame, Abstraction
 from bot.errors import PokerbotError
 from bot.progress import progress_bar
+from training import distributed
 from training.abstraction.build import build_abstraction, cached_feature_rounds
 from training.abstraction.solver import run_batch
 from training.rundir import RunDir, atomic_write, config_to_dict, parse_duration, read_toml
@@ -80,6 +81,7 @@ def run_from_cli(options: dict) -> None:
     for flag in ("traversals",):
         if options.get(flag) is not None:
             raise PokerbotError(f"--{flag} does not apply to --algo abstraction")
+    cluster = distributed.Cluster.from_options(options)
     flags: dict = {}
     if options.get("iterations") is not None:
         flags["iterations"] = int(options["iterations"])
@@ -93,7 +95,7 @@ def run_from_cli(options: dict) -> None:
         run = RunDir.open(options["resume"])
         config = make_config(run.config() | flags)
         atomic_write(run.path / "config.toml", lambda h: h.write(_toml(config)))
-        train(config, run, resume=True)
+        train(config, run, resume=True, cluster=cluster)
         return
     if not options.get("size"):
         raise PokerbotError("--algo abstraction needs --size (e.g. --game holdem --size 3e6, or --size fhp_abstraction_4e4)")
@@ -105,7 +107,7 @@ def run_from_cli(options: dict) -> None:
         flags["seed"] = int(options["seed"])
     config = make_config(values | flags)
     run = RunDir.create(options["out"], config)
-    train(config, run)
+    train(config, run, cluster=cluster)
 
 
 def _toml(config: AbstractionConfig) -> bytes:
@@ -114,8 +116,10 @@ def _toml(config: AbstractionConfig) -> bytes:
     return tomli_w.dumps(config_to_dict(config)).encode()
 
 
-def train(config: AbstractionConfig, run: RunDir, resume: bool = False) -> np.ndarray:
-    """Build the abstraction, solve it, publish the policy; returns the average-strategy table."""
+def train(config: AbstractionConfig, run: RunDir, resume: bool = False,
+          cluster: distributed.Cluster | None = None) -> np.ndarray:
+    """Build the abstraction, solve it, publish the policy; returns the average-strategy table.
+    With ``cluster.distributed`` the batches run on Ray workers (:mod:`training.distributed.ray_mccfr`)."""
     from rich.console import Console
 
     console = Console(stderr=True)
@@ -131,6 +135,13 @@ def train(config: AbstractionConfig, run: RunDir, resume: bool = False) -> np.nd
     threads = config.threads or numba.config.NUMBA_NUM_THREADS
     target = config.iterations or cost.iterations
     regrets, average, state = _load_or_init(run, ag, resume, config.mmap_tables)
+    solve_batch, pool = run_batch, None
+    if cluster is not None and cluster.distributed:
+        from training.distributed.ray_mccfr import RayMCCFR
+
+        pool = RayMCCFR(spec.name, cluster)
+        solve_batch = pool.run_batch
+        console.print(f"ES Linear MCCFR batches on {len(pool)} Ray workers")
     started = time.monotonic()
     last_checkpoint = started
     interrupted = False
@@ -142,14 +153,14 @@ def train(config: AbstractionConfig, run: RunDir, resume: bool = False) -> np.nd
                     break
                 count = min(config.batch, target - state["iterations"])
                 t0 = time.monotonic()
-                touched = run_batch(ag, regrets, average, config.seed, state["iterations"] + 1, count, state["batches"] + 1, threads)
+                touched = solve_batch(ag, regrets, average, config.seed, state["iterations"] + 1, count, state["batches"] + 1, threads)
                 seconds = time.monotonic() - t0
                 state["iterations"] += count
                 state["batches"] += 1
                 state["seconds"] += seconds
                 record = {"iteration": state["iterations"], "batch": state["batches"], "nodes_touched": touched,
                           "nodes_per_s": round(touched / seconds), "iterations_per_s": round(count / seconds),
-                          "wall_s": round(state["seconds"], 2)}  # fmt: skip
+                          "wall_s": round(state["seconds"], 2)} | (pool.metrics() if pool else {})  # fmt: skip
                 if config.eval_every and state["iterations"] % config.eval_every < count:
                     record |= _exploitability(ag, average)
                 run.append_metrics(record)
@@ -159,6 +170,9 @@ def train(config: AbstractionConfig, run: RunDir, resume: bool = False) -> np.nd
                     last_checkpoint = time.monotonic()
     except KeyboardInterrupt:
         interrupted = True
+    finally:
+        if pool is not None:
+            distributed.stop()
     _checkpoint(run, regrets, average, state)
     final = _exploitability(ag, average)
     if final:

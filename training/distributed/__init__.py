@@ -24,6 +24,9 @@ from bot.errors import PokerbotError
 #: paper's K = 100,000 traversals takes minutes; an hour means something is wrong).
 DEFAULT_TIMEOUT_S = 3600.0
 
+#: Whether :func:`start` initialised Ray in this process (so :func:`stop` shuts it down).
+_started_here = False
+
 
 class WorkerError(PokerbotError):
     """A Ray worker failed twice on the same share, or Ray is missing or misconfigured."""
@@ -69,9 +72,11 @@ def start(cluster: Cluster) -> Any:
     A local instance gets ``num_cpus = workers`` (one CPU per actor; the driver's fits use the
     rest of the machine) and no dashboard. Its workers import this checkout's code (its root goes
     on their ``PYTHONPATH``), so a development tree runs its own modules, not an installed copy."""
+    global _started_here
     ray = import_ray()
-    if ray.is_initialized():
+    if ray.is_initialized():  # e.g. a test's or a notebook's own instance: used, left running
         return ray
+    _started_here = True
     if cluster.address is not None:
         ray.init(address=cluster.address, log_to_driver=False)
     else:
@@ -82,13 +87,13 @@ def start(cluster: Cluster) -> Any:
 
 
 def stop() -> None:
-    """Shut the Ray instance this process started (or joined) down, if any."""
-    try:
+    """Shut down the Ray instance :func:`start` started (or joined), if any."""
+    global _started_here
+    if _started_here:
         import ray
-    except ImportError:
-        return
-    if ray.is_initialized():
+
         ray.shutdown()
+        _started_here = False
 
 
 class ActorPool:

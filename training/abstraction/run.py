@@ -56,6 +56,10 @@ class AbstractionConfig:
     """Wall time between checkpoints."""
     eval_every: int = 0
     """Measure exact exploitability every this many iterations (Kuhn/Leduc only; 0 = at the end)."""
+    merge_every: int = 0
+    """With ``--workers``: iterations (all workers together) between merges of the workers'
+    tables; 0 = once per batch. Shorter rounds mean less stale regrets (see
+    :mod:`training.distributed.ray_mccfr`) and more table transfers."""
     mmap_tables: bool = False
     """Keep the two tables in memory-mapped files in the run directory (``tables/``) instead of
     RAM: for abstraction_3e8 (7.9 GB) on a machine with less memory; pages stream from disk."""
@@ -69,8 +73,8 @@ def make_config(values: dict) -> AbstractionConfig:
     config = AbstractionConfig(**values)
     if config.abstraction not in SPECS:
         raise PokerbotError(f"unknown abstraction {config.abstraction!r}; known: {', '.join(SPECS)}")
-    if config.batch < 1 or (config.iterations is not None and config.iterations < 1):
-        raise PokerbotError("batch and iterations must be positive")
+    if config.batch < 1 or (config.iterations is not None and config.iterations < 1) or config.merge_every < 0:
+        raise PokerbotError("batch and iterations must be positive (merge_every: 0 or more)")
     if not 0 <= config.threads <= numba.config.NUMBA_NUM_THREADS:
         raise PokerbotError(f"--threads {config.threads}: between 1 and {numba.config.NUMBA_NUM_THREADS} (numba's threads here)")
     return config
@@ -139,7 +143,7 @@ def train(config: AbstractionConfig, run: RunDir, resume: bool = False,
     if cluster is not None and cluster.distributed:
         from training.distributed.ray_mccfr import RayMCCFR
 
-        pool = RayMCCFR(spec.name, cluster)
+        pool = RayMCCFR(spec.name, cluster, config.merge_every)
         solve_batch = pool.run_batch
         console.print(f"ES Linear MCCFR batches on {len(pool)} Ray workers")
     started = time.monotonic()

@@ -788,8 +788,7 @@ def run_from_cli(options: dict) -> None:
     except KeyboardInterrupt:
         raise PokerbotError(f"interrupted; continue with: pokerbot train --algo {trainer.config.algo} --resume {trainer.run.path}") from None
     finally:
-        if trainer.traversal_pool is not None:
-            distributed.stop()
+        distributed.stop()  # only a Ray this run started
     if not trainer.config.keep_memories:
         trainer.drop_memories()
         print(f"dropped {trainer.run.path / MEMORY_DIR} (keep_memories = false: the run cannot be extended)")

@@ -58,8 +58,9 @@ def deep_cfr_trainer(game: str, traversals: int, sgd_steps: int, folder: str) ->
 
 
 def time_traversals(trainer: DeepCFRTrainer, iteration: int) -> float:
+    trainer.iteration = iteration
     started = time.perf_counter()
-    for _result, _done in trainer.traversal_results(iteration, 0):
+    for _result, _done in trainer.traversal_results(0):
         pass
     return trainer.config.traversals / (time.perf_counter() - started)
 
@@ -76,7 +77,6 @@ def bench_deep_cfr(game: str, traversals: int, sgd_steps: int, counts: list[int]
                    folder: str) -> list[tuple]:
     rows = []
     trainer = deep_cfr_trainer(game, traversals, sgd_steps, folder)
-    trainer.iteration = 5  # mid-run iteration numbers (any would do)
     time_traversals(trainer, 1)  # warm-up (numba/torch first calls)
     rows.append((game, "1, no Ray", time_traversals(trainer, 2), time_iteration(trainer)))
     for n in counts:

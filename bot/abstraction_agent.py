@@ -10,11 +10,14 @@ are not built raises an error carrying the exact build command and its estimated
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 
 from bot.abstraction_spec import SPECS, policy_path
 from bot.abstraction_tables import AbstractGame, Abstraction, build_hint
 from bot.agent import Agent
+from bot.encoding import EncodingError
 from bot.registry import AgentNotFound, register_name
 from protocol.gamedef import Game
 from protocol.matchstate import MatchState
@@ -24,13 +27,14 @@ from protocol.state import ACTIONS
 class AbstractionAgent(Agent):
     """Plays a solved abstraction's average strategy."""
 
-    def __init__(self, game: Game, name: str) -> None:
+    def __init__(self, game: Game, name: str, policy: Path | None = None) -> None:
+        """``policy``: a solve's average table (default: the one published for ``name``)."""
         super().__init__(game)
         spec = SPECS[name]
         if spec.load_game().name != game.name:
             raise AgentNotFound(f"{name} plays {spec.load_game().name}, not {game.name}")
         self.name = name
-        path = policy_path(spec)
+        path = policy if policy is not None else policy_path(spec)
         if not path.exists():
             raise AgentNotFound(f"agent {name!r} is not solved yet: {build_hint(spec)}")
         self.abstract_game = AbstractGame.build(Abstraction.load(spec))
@@ -42,7 +46,7 @@ class AbstractionAgent(Agent):
         ag = self.abstract_game
         node = ag.tree.node_of.get(view.betting)
         if node is None or ag.row_offset[node] < 0:
-            raise ValueError(f"{self.name}: no decision at betting {view.betting!r}")
+            raise EncodingError(f"{self.name}: no decision at betting {view.betting!r}")
         round_index = int(ag.tree.round[node])
         board = view.board_flat[: self.game.board_cards_through(round_index)]
         bucket = ag.abstraction.bucket(round_index, view.own_hole_cards, board)

@@ -2,8 +2,9 @@
 
 Commands are imported lazily so ``pokerbot --help`` and small commands start fast (torch and
 numba load only for the commands that need them). Errors a user can cause (bad files, names,
-options, protocol lines) print one line on stderr and exit 2 (set ``POKERBOT_DEBUG=1`` for the
-traceback).
+options, protocol lines, damaged files) are :class:`~bot.errors.PokerbotError` subclasses and
+print one line on stderr and exit 2 (set ``POKERBOT_DEBUG=1`` for the traceback). Nothing else
+is caught: a ``KeyError`` or ``IndexError`` is a bug and keeps its traceback.
 """
 
 from __future__ import annotations
@@ -29,11 +30,8 @@ COMMANDS: dict[str, str] = {
     "exploit": "bot.commands.exploit:exploit",
     "play": "bot.commands.play:play",
     "export-policy": "bot.commands.export_policy:export_policy",
+    "watch": "bot.commands.watch:watch",
 }
-
-#: Exceptions that are the user's input, not our bug; shown as one line.
-USER_ERRORS: tuple[type[BaseException], ...] = (PokerbotError, ValueError, LookupError, OSError)
-
 
 class LazyGroup(click.Group):
     def list_commands(self, ctx: click.Context) -> list[str]:
@@ -48,11 +46,11 @@ class LazyGroup(click.Group):
     def invoke(self, ctx: click.Context):  # type: ignore[override]
         try:
             return super().invoke(ctx)
-        except USER_ERRORS as error:
+        except PokerbotError as error:
             if os.environ.get("POKERBOT_DEBUG"):
                 raise
             click.echo(f"error: {error}", err=True)
-            sys.exit(2)
+            sys.exit(getattr(error, "exit_code", 2))
 
 
 @click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})

@@ -12,6 +12,8 @@ from click.testing import CliRunner
 
 ray = pytest.importorskip("ray")
 
+from training.abstraction.strategy import full_game_strategy  # noqa: E402
+
 from bot.abstraction_spec import SPECS  # noqa: E402
 from bot.abstraction_tables import AbstractGame, Abstraction  # noqa: E402
 from bot.best_response import exploitability  # noqa: E402
@@ -19,10 +21,10 @@ from bot.cli import main as pokerbot  # noqa: E402
 from training import distributed  # noqa: E402
 from training.abstraction.build import build_abstraction  # noqa: E402
 from training.abstraction.solver import batch_weight, discount_tables, run_batch, run_iterations  # noqa: E402
-from training.abstraction.strategy import full_game_strategy  # noqa: E402
 from training.deep_cfr import PRESETS, DeepCFRConfig, DeepCFRTrainer  # noqa: E402
 from training.distributed.ray_mccfr import RayMCCFR  # noqa: E402
 from training.distributed.ray_traversal import RayTraversals, TraversalWorker  # noqa: E402
+from training.rundir import RunDir  # noqa: E402
 
 pytestmark = pytest.mark.ray
 
@@ -86,7 +88,8 @@ def test_worker_rows_are_their_named_streams_and_a_killed_worker_is_replaced(kuh
     trainer, _records, _local = kuhn_pool
     pool = trainer.traversal_pool
     ray.kill(pool.pool.actors[0], no_restart=True)
-    got = [result.advantage for result, _done in pool.results(trainer, 13, 1)]
+    trainer.iteration = 13  # as during iteration 13 (player 0's network of iteration 12 is current)
+    got = [result.advantage for result, _done in pool.results(trainer, 1)]
     expected = share_rows(trainer, 13, 1)
     assert pool.pool.restarts == 1
     assert len(got) == len(expected)
@@ -102,7 +105,7 @@ def test_resume_with_workers_continues_exactly(kuhn_pool, tmp_path) -> None:
         for stop in stops:
             config = DeepCFRConfig(**{**KUHN, "iterations": stop})
             path = tmp_path / name
-            trainer = DeepCFRTrainer.resume(path, {"iterations": stop}, progress=False) if path.exists() else (
+            trainer = DeepCFRTrainer.continue_run(config, RunDir.open(path), progress=False) if path.exists() else (
                 DeepCFRTrainer.new(config, path, progress=False))
             pool.sent = [None, None]  # a new trainer: its networks are sent afresh (as a new pool would)
             trainer.traversal_pool = pool

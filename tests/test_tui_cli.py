@@ -60,6 +60,7 @@ def test_default_comes_first_and_the_notice_names_the_shipped_bot(monkeypatch, t
         (["--game", "nosuch"], "unknown game 'nosuch'"),
         (["--game", "leduc", "--opponent", "nosuch"], "unknown agent 'nosuch'"),
         (["--connect", "127.0.0.1", "9", "--opponent", "call"], "exclude each other"),
+        (["--game", "leduc", "--opponent", "call", "--log", "no/such/dir/x.log"], "folder no/such/dir does not exist"),
     ],
 )
 def test_bad_input_is_one_line(args, message) -> None:

@@ -22,6 +22,7 @@ from textual.containers import Horizontal, Vertical
 from textual.timer import Timer
 from textual.widgets import Button, Footer, Static
 
+from bot.errors import ConfigError, PokerbotError
 from protocol.evaluator import hand_name
 from protocol.state import ACTIONS, IllegalActionError
 from tui.screens import ConfirmQuitScreen, HelpScreen, ShowdownScreen, outcome_text, subject_verb
@@ -70,7 +71,7 @@ class PokerApp(App[Path | None]):
     ) -> None:
         super().__init__()
         if auto_next is not None and auto_next <= 0:
-            raise ValueError(f"auto_next must be a positive number of seconds, not {auto_next}")
+            raise ConfigError(f"auto_next must be a positive number of seconds, not {auto_next}")
         self.session = session
         self.bot_delay = bot_delay
         self.auto_next = auto_next
@@ -176,7 +177,7 @@ class PokerApp(App[Path | None]):
             self.refresh_table()
             try:
                 decision = await asyncio.to_thread(session.decide_bot)
-            except (ValueError, LookupError, OSError) as error:  # a broken agent: say so, keep the UI
+            except PokerbotError as error:  # a broken agent: say so, keep the UI
                 self.thinking = False
                 self.refresh_table()
                 self.hint(f"The bot failed: {error}. q quits.")

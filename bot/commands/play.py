@@ -126,9 +126,11 @@ def play(
         app.run()
         click.echo(session.summary_line())
         return
+    from bot.match_report import require_folder
     from tui.session import TableSession
     from tui.session_log import SessionLog
 
+    require_folder(str(log_path) if log_path else None, "--log")
     if opponent is None:
         click.echo("looking for the strongest local agent…", err=True)
         agent, notice = strongest_opponent(game)

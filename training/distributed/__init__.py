@@ -13,7 +13,8 @@ stuck actor once and retries its share, and otherwise raises a one-line
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -64,6 +65,29 @@ class Cluster:
         if cluster.distributed:
             import_ray()  # fail now, before a run directory exists
         return cluster
+
+
+#: The cluster of the ``pokerbot train`` run in progress (:func:`session`); one process otherwise.
+_current = Cluster()
+
+
+@contextmanager
+def session(cluster: Cluster) -> Iterator[Cluster]:
+    """Make ``cluster`` the run's cluster (:func:`current`) while the run trains; afterwards shut
+    down a Ray it started. :func:`training.run.run_from_cli` wraps every run in one, so the
+    algorithms' ``train`` entry points keep the run contract's signature."""
+    global _current
+    _current = cluster
+    try:
+        yield cluster
+    finally:
+        _current = Cluster()
+        stop()
+
+
+def current() -> Cluster:
+    """The run's cluster (one process unless ``--workers``/``--ray-address`` asked for Ray)."""
+    return _current
 
 
 def start(cluster: Cluster) -> Any:

@@ -28,19 +28,17 @@ import torch
 from bot.encoding import InfosetEncoder
 from bot.network import DeepCFRNetwork, regret_matching
 from protocol.gamedef import load_game
+from training.deep_cfr import Stream
 from training.distributed import DEFAULT_TIMEOUT_S, ActorPool, Cluster, shares, start
 from training.traversal import TraversalResult, deal_batch, traverse
 
 if TYPE_CHECKING:
     from training.deep_cfr import DeepCFRTrainer
 
-#: Stream purpose of worker traversals (the driver's own traversals use purpose 0 with no worker).
-TRAVERSAL_STREAM = 0
-
-
 def worker_rng(seed: int, iteration: int, player: int, worker: int) -> np.random.Generator:
-    """The random stream of one worker's share of one iteration's traversals for ``player``."""
-    return np.random.default_rng([seed, iteration, player, TRAVERSAL_STREAM, worker])
+    """The random stream of one worker's share of one iteration's traversals for ``player``
+    (the driver's own stream is the same key without a worker)."""
+    return np.random.default_rng([seed, iteration, player, int(Stream.TRAVERSAL), worker])
 
 
 class TraversalWorker:
@@ -103,10 +101,11 @@ class RayTraversals:
     def __len__(self) -> int:
         return len(self.pool)
 
-    def results(self, trainer: DeepCFRTrainer, iteration: int, player: int) -> Iterator[tuple[TraversalResult, int]]:
-        """Run iteration ``iteration``'s K traversals for ``player`` on the workers; yields each
+    def results(self, trainer: DeepCFRTrainer, player: int) -> Iterator[tuple[TraversalResult, int]]:
+        """Run the trainer's iteration's K traversals for ``player`` on the workers; yields each
         batch's result with the number of traversals done so far (the single-process loop's
         contract, see ``DeepCFRTrainer.traversal_results``)."""
+        iteration = trainer.iteration
         self._sync(trainer, iteration, player)
         counts = [count for _start, count in shares(trainer.config.traversals, len(self.pool))]
         outputs = self.pool.gather(lambda i, actor: actor.traverse.remote(iteration, player, i, counts[i]),

@@ -44,10 +44,12 @@ def load() -> str:
 
 
 def deep_cfr_trainer(game: str, traversals: int, sgd_steps: int, folder: str) -> DeepCFRTrainer:
-    """A trainer with small memories and random networks (no run of its own is needed)."""
+    """A trainer with small memories and random networks (no run of its own is needed). Without
+    the argmax fallback: a random network's argmax folds the first decision every time, which
+    would end every traversal at once (real networks mix)."""
     config = DeepCFRConfig(**{**PRESETS[game], "game": game, "traversals": traversals, "sgd_steps": sgd_steps,
                               "advantage_memory": 200_000, "strategy_memory": 200_000, "device": "cpu",
-                              "evaluate_every": 0, "threads": 1})
+                              "evaluate_every": 0, "threads": 1, "argmax_fallback": False})
     trainer = DeepCFRTrainer.new(config, os.path.join(folder, game), progress=False)
     torch.manual_seed(0)
     trainer.nets = [trainer.make_net().eval(), trainer.make_net().eval()]
@@ -114,10 +116,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--workers", default="1,2", help="comma-separated worker counts")
     parser.add_argument("--ray-address", help="an existing Ray cluster (default: a local one)")
-    parser.add_argument("--holdem-traversals", type=int, default=1000)
-    parser.add_argument("--leduc-traversals", type=int, default=10_000)
-    parser.add_argument("--sgd-steps", type=int, default=50, help="Adam steps per fit in the timed iteration")
-    parser.add_argument("--mccfr-batch", type=int, default=40_000)
+    parser.add_argument("--holdem-traversals", type=int, default=200)
+    parser.add_argument("--leduc-traversals", type=int, default=2000)
+    parser.add_argument("--sgd-steps", type=int, default=10, help="Adam steps per fit in the timed iteration")
+    parser.add_argument("--mccfr-batch", type=int, default=20_000)
     args = parser.parse_args()
     counts = [int(n) for n in args.workers.split(",")]
     print(f"{os.cpu_count()} logical cores; load at start {load()}")

@@ -12,8 +12,7 @@ from click.testing import CliRunner
 
 ray = pytest.importorskip("ray")
 
-from training.abstraction.strategy import full_game_strategy  # noqa: E402
-
+from bot.abstraction_policy import full_game_strategy  # noqa: E402
 from bot.abstraction_spec import SPECS  # noqa: E402
 from bot.abstraction_tables import AbstractGame, Abstraction  # noqa: E402
 from bot.best_response import exploitability  # noqa: E402

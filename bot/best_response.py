@@ -435,8 +435,9 @@ def best_response_strategy(game: Game, strategy: np.ndarray, player: int) -> np.
 # -- loading strategies from files ---------------------------------------------------------
 
 #: ``(game or None, path) -> (game, strategy array) | None`` (None: not this loader's kind).
-class PolicyNotFound(PokerbotError, LookupError):
-    """A path that is not there or holds nothing :func:`load_strategy` can evaluate."""
+class PolicyNotFound(PokerbotError, LookupError, ValueError):
+    """A path that is not there or holds nothing :func:`load_strategy` can evaluate (``ValueError``
+    as before the one error root, ``LookupError`` as a name that resolves to nothing)."""
 
 
 StrategyLoader = Callable[[Game | None, Path], "tuple[Game, np.ndarray] | None"]

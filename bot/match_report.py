@@ -21,6 +21,7 @@ from rich.table import Table
 
 from bot.errors import PokerbotError
 from bot.statistics import Estimate, estimate, hands_for_half_width, pair_means, running_interval
+from protocol.files import output_error
 
 DEFAULT_HALF_WIDTH_MBB = 10.0
 
@@ -196,7 +197,10 @@ def require_folder(path: str | None, option: str) -> None:
 
 
 def write_json(summary: dict[str, Any], path: str) -> None:
-    Path(path).write_text(json.dumps(summary, indent=1, allow_nan=True) + "\n")
+    try:
+        Path(path).write_text(json.dumps(summary, indent=1, allow_nan=True) + "\n")
+    except OSError as error:
+        raise output_error(path, error) from None
 
 
 def plot(summary: dict[str, Any], path: str, title: str) -> None:
@@ -243,5 +247,8 @@ def plot(summary: dict[str, Any], path: str, title: str) -> None:
     axes.set_title(title)
     axes.legend()
     figure.tight_layout()
-    figure.savefig(path, dpi=110)
+    try:
+        figure.savefig(path, dpi=110)
+    except OSError as error:
+        raise output_error(path, error) from None
     plt.close(figure)

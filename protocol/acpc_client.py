@@ -161,12 +161,13 @@ class HandTracker:
             start = len(previous.betting)
         if (
             not start
+            or previous is None  # (never with start > 0: narrows the type)
             or view.hole_cards != previous.hole_cards  # identical objects while unchanged
             or view.board != previous.board
             or view.round != previous.round
         ):
             check_cards(view, self.game)
-            if start and (
+            if start and previous is not None and (
                 previous.own_hole_cards != view.own_hole_cards
                 or view.board[: len(previous.board)] != previous.board
             ):

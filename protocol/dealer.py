@@ -31,8 +31,9 @@ import socket
 import sys
 import time
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TextIO
+from typing import Any, TextIO
 
 from protocol.acpc_client import LineBuffer, is_comment
 from protocol.dealing import deal_hand, seat_of_position
@@ -48,11 +49,11 @@ PORT_ATTEMPTS = 11
 _VERSION = re.compile(r"^VERSION:(\d+)\.(\d+)\.(\d+)")
 
 
-@dataclass(frozen=True)
 class DealerSocketError(PokerbotError, OSError):
     """A listening socket the dealer could not open (port taken, no permission)."""
 
 
+@dataclass(frozen=True)
 class DealerOptions:
     """The reference dealer's positional arguments and the options that matter (times in ms)."""
 
@@ -298,7 +299,7 @@ class Dealer:
                 self._tlog.close()
         return 0
 
-    def _open(self, opener, suffix: str):
+    def _open(self, opener: Callable[[str], Any], suffix: str) -> Any:
         """A log file beside the match name; a missing folder is an error, not created."""
         path = f"{self.options.match_name}{suffix}"
         try:

@@ -17,7 +17,16 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import BinaryIO
 
-from protocol.errors import CorruptFileError
+from protocol.errors import CorruptFileError, PokerbotError
+
+
+class OutputPathError(PokerbotError, OSError):
+    """An output file the user named that cannot be written (missing folder, no permission)."""
+
+
+def output_error(path: object, error: OSError) -> OutputPathError:
+    """The one-line error for an ``OSError`` raised while writing the user's ``path``."""
+    return OutputPathError(f"{path}: cannot write ({error.strerror or error})")
 
 
 def cache_dir() -> Path:

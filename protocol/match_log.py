@@ -34,6 +34,7 @@ from typing import TextIO
 
 from protocol.cards import CardError, cards_from_str, cards_to_str
 from protocol.errors import ProtocolError
+from protocol.files import output_error
 from protocol.matchstate import MAX_HAND_DIGITS
 from protocol.state import State
 
@@ -244,8 +245,12 @@ class MatchLogWriter:
         cls, path: str | os.PathLike[str], header: MatchHeader, append: bool = False
     ) -> MatchLogWriter:
         """Open ``path`` for writing; its folder must exist (a typo in a path must not create
-        folders wherever it points). ``OSError`` (from ``open``) names the path."""
-        return cls(open(path, "a" if append else "w", encoding="utf-8"), header)
+        folders wherever it points). A path that cannot be written is a one-line
+        :class:`~protocol.files.OutputPathError` naming it."""
+        try:
+            return cls(open(path, "a" if append else "w", encoding="utf-8"), header)
+        except OSError as error:
+            raise output_error(path, error) from None
 
     def _write(self, lines: list[str]) -> None:
         self.stream.write("".join(line + "\n" for line in lines))

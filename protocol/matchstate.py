@@ -106,12 +106,6 @@ class MatchState:
                 f"impossible showdown {format_matchstate(self)}: {error}"
             ) from None
 
-    def with_action(self, kind: str) -> MatchState:
-        """The view after appending an action letter (no round bookkeeping: use ``to_state``)."""
-        return MatchState(
-            self.position, self.hand_number, self.betting + kind, self.hole_cards, self.board
-        )
-
 
 def advance_betting(state: State, betting: str, start: int = 0) -> State:
     """Apply ``betting[start:]`` to ``state``, which must be the state after ``betting[:start]``

@@ -14,9 +14,12 @@ WATCH_RUN = {"game": "kuhn", "algo": "sd-cfr", "iterations": 6, "traversals": 20
 
 def train_kuhn(out: Path, **overrides) -> Path:
     """``pokerbot train --game kuhn --algo sd-cfr`` through the Python API, without progress."""
-    from training.deep_cfr import DeepCFRTrainer, resolve_config
+    from training.deep_cfr import TRAINERS, DeepCFRTrainer
+    from training.run import resolve_new
 
-    DeepCFRTrainer.new(resolve_config({**WATCH_RUN, **overrides}), out, progress=False).train()
+    options = {**WATCH_RUN, **overrides}
+    config = resolve_new(TRAINERS[options.pop("algo")], options).config
+    DeepCFRTrainer.new(config, out, progress=False).train()
     return out
 
 

@@ -34,6 +34,13 @@ def _manifest(run) -> dict:
     return json.loads((run / "policy" / BUNDLE_FILE).read_text())
 
 
+def _train(out, *args: str) -> dict:
+    """Run ``pokerbot train ARGS --threads 1 --out OUT``; the bundle manifest it wrote."""
+    result = invoke("train", *args, "--threads", "1", "--out", str(out))
+    assert result.exit_code == 0, result.output
+    return _manifest(out)
+
+
 def test_nfsp_run_writes_a_bundle_with_provenance_and_exports(nfsp_run, tmp_path) -> None:
     data = _manifest(nfsp_run)
     assert data["format"] == 2 and data["kind"] == "nfsp" and data["game_name"] == "kuhn.limit.2p"
@@ -118,10 +125,7 @@ def test_unknown_kind_and_format_are_named(nfsp_run, tmp_path) -> None:
 
 def test_abstraction_runs_are_bundles_too(tmp_path) -> None:
     out = tmp_path / "abs"
-    result = invoke("train", "--algo", "abstraction", "--game", "leduc", "--size", "lossless", "--iterations", "2000",
-                    "--threads", "1", "--out", str(out))
-    assert result.exit_code == 0, result.output
-    data = _manifest(out)
+    data = _train(out, "--algo", "abstraction", "--game", "leduc", "--size", "lossless", "--iterations", "2000")
     assert data["kind"] == "abstraction" and data["abstraction"] == "leduc_lossless"
     assert list(data["files"]) == ["average.npy"] and data["provenance"]["iterations"] == 2000
     exported = invoke("export-policy", str(out), "--out", str(tmp_path / "abs.json"))
@@ -138,10 +142,7 @@ def test_abstraction_runs_are_bundles_too(tmp_path) -> None:
 
 def test_sdcfr_bundle_names_every_stack_file_and_catches_a_bit_flip(tmp_path) -> None:
     out = tmp_path / "sd"
-    result = invoke("train", "--algo", "sd-cfr", "--game", "kuhn", "--iterations", "3", "--traversals", "40",
-                    "--threads", "1", "--out", str(out))
-    assert result.exit_code == 0, result.output
-    data = _manifest(out)
+    data = _train(out, "--algo", "sd-cfr", "--game", "kuhn", "--iterations", "3", "--traversals", "40")
     assert data["kind"] == "sd-cfr" and data["provenance"]["iterations"] == 3
     assert sorted(data["files"]) == sorted(f for entry in data["stack"] for f in entry.get("files", []))
     assert len(data["files"]) == 6

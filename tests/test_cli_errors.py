@@ -68,3 +68,13 @@ def test_every_user_facing_error_class_has_the_one_root():
     # the mix-ins callers catch stay
     assert issubclass(ACPCConnectionError, OSError) and issubclass(GamedefError, ValueError)
     assert issubclass(AgentNotFound, LookupError)
+
+
+def test_an_unwritable_output_path_is_one_line(tmp_path) -> None:
+    """Once the CLI stopped catching every OSError, writing a user's path had to say so itself."""
+    blocker = tmp_path / "file"
+    blocker.write_text("not a folder")
+    result = CliRunner().invoke(cli.main, ["match", "--game", "kuhn", "--agent", "call", "--opponent", "raise",
+                                           "--hands", "2", "--log", str(blocker / "x.log")])
+    assert result.exit_code == 2 and len(result.output.strip().splitlines()) == 1
+    assert result.output.startswith("error: ") and str(blocker / "x.log") in result.output

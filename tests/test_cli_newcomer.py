@@ -8,10 +8,10 @@ import json
 import pytest
 from click.testing import CliRunner
 
+from bot.bundle import manifest
 from bot.cli import main
 from bot.commands import agents as agents_command
 from bot.commands import exploit as exploit_command
-from bot.deep_cfr_agent import manifest
 from bot.registry import known_names, load_plugins
 from protocol.gamedef import load_game
 
@@ -108,7 +108,8 @@ def _bundle(tmp_path, alias: str):
     architecture = DeepCFRNetwork(encoder.group_sizes, encoder.num_bet_slots, 8).architecture()
     folder = tmp_path / alias / "policy"
     folder.mkdir(parents=True)
-    (folder / "bundle.json").write_text(json.dumps(manifest("sd-cfr", game, architecture, True, [{"weight": 1, "uniform": True}])))
+    (folder / "bundle.json").write_text(json.dumps(manifest("sd-cfr", game, {}, {}, architecture=architecture, argmax_fallback=True,
+                                                                 stack=[{"weight": 1, "uniform": True}], average=None)))
     return tmp_path / alias
 
 

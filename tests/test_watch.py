@@ -78,7 +78,9 @@ def test_checkpoint_mid_swap_keeps_the_last_complete_one(kuhn_run, tmp_path) -> 
     reader = RunReader.open(run)
     assert reader.poll_checkpoint() and reader.checkpoint.iteration == 6
     first = reader.checkpoint
-    # the trainer's swap, step 1: checkpoint -> checkpoint.old, checkpoint.tmp being written
+    # the trainer's swap, step 1: the previous fallback goes, checkpoint -> checkpoint.old,
+    # checkpoint.tmp being written
+    shutil.rmtree(run / "checkpoint.old", ignore_errors=True)
     os.replace(run / "checkpoint", run / "checkpoint.old")
     (run / "checkpoint.tmp").mkdir()
     (run / "checkpoint.tmp" / "state.pt").write_bytes(b"half a file")

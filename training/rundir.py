@@ -342,7 +342,7 @@ class Progress:
 
     def advance_iteration(self, done: float, total: float, phase: str | None = None) -> None:
         new_phase = bool(phase) and phase != self._phase
-        if new_phase:
+        if phase and new_phase:
             self._phase, self._phase_started = phase, time.monotonic()
         if self._rich is not None:
             if new_phase:  # a new phase restarts the step bar, so its ETA is the phase's own

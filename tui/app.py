@@ -177,7 +177,7 @@ class PokerApp(App[Path | None]):
             self.refresh_table()
             try:
                 decision = await asyncio.to_thread(session.decide_bot)
-            except PokerbotError as error:  # a broken agent: say so, keep the UI
+            except (PokerbotError, ValueError, LookupError, OSError) as error:  # a broken agent: say so, keep the UI
                 self.thinking = False
                 self.refresh_table()
                 self.hint(f"The bot failed: {error}. q quits.")

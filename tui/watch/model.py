@@ -129,13 +129,14 @@ class WatchModel:
 
     def load_stack(self) -> int:
         """Take every pending stack entry into the history (worker thread); entries taken."""
-        from bot.deep_cfr_agent import Bundle, BundleError
+        from bot.bundle import BundleError
+        from bot.deep_cfr_agent import DeepCFRBundle
 
         entries = self.pending_entries()
         if not entries:
             return 0
         try:
-            bundle = Bundle.load(self.reader.path)
+            bundle = DeepCFRBundle.load(self.reader.path)
         except BundleError as error:
             self.stack_error = str(error)
             return 0

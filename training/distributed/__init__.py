@@ -13,7 +13,7 @@ stuck actor once and retries its share, and otherwise raises a one-line
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -54,7 +54,7 @@ class Cluster:
         return self.workers > 1 or self.address is not None
 
     @classmethod
-    def from_options(cls, options: dict) -> Cluster:
+    def from_options(cls, options: Mapping[str, Any]) -> Cluster:
         """``--workers`` / ``--ray-address`` of ``pokerbot train`` (checked, not yet started)."""
         workers = options.get("workers")
         workers = 1 if workers is None else int(workers)

@@ -35,8 +35,10 @@ from __future__ import annotations
 import json
 import shutil
 import time
+from collections.abc import Iterator
 from enum import IntEnum
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import torch
@@ -48,7 +50,7 @@ from bot.infosets import is_small
 from bot.network import DeepCFRNetwork, regret_matching
 from protocol.files import sha256_file
 from protocol.gamedef import Game, load_game
-from training import plots
+from training import distributed, plots
 from training.deep_cfr_config import ALGOS, PRESETS, DeepCFRConfig
 from training.deep_cfr_fit import NetworkFit
 from training.input_keys import InputKeys
@@ -57,7 +59,10 @@ from training.merged_memory import MergedTable
 from training.reservoir import FieldSpec, Reservoir
 from training.run import CheckpointClock, StopRequest, Trainer, resolve_device, worker_threads
 from training.rundir import Progress, RunDir, RunDirError, load_torch, save_torch
-from training.traversal import deal_batch, traverse
+from training.traversal import TraversalResult, deal_batch, traverse
+
+if TYPE_CHECKING:
+    from training.distributed.ray_traversal import RayTraversals
 
 
 class Stream(IntEnum):
@@ -129,6 +134,8 @@ class DeepCFRTrainer:
         if self.average is not None:
             self.average.add(self.batch.strategy(None), 1.0)  # sigma^1 = uniform, weight 1
         self.stack: list[dict] = [{"weight": 1, "uniform": True}]
+        #: Ray traversal workers (``--workers N``/``--ray-address``); None: traverse in-process.
+        self.traversal_pool: RayTraversals | None = None
         #: sha256 of every policy file written, by name relative to ``policy/``.
         self.digests: dict[str, str] = {}
 
@@ -260,6 +267,7 @@ class DeepCFRTrainer:
         record["training_s"] = training_s
         record["fit_backend"] = "fused" if self.fit.fused else "torch"
         record["evaluation_s"] = time.perf_counter() - started
+        record.update(self.traversal_pool.metrics() if self.traversal_pool is not None else {})
         return record
 
     def collect_samples(self, player: int, progress: Progress, record: dict) -> int:
@@ -267,13 +275,10 @@ class DeepCFRTrainer:
         memories (algorithm 2); returns the infosets evaluated. Subclasses sample differently
         (outcome sampling, :mod:`training.dream`) and may add metrics to ``record``."""
         cfg, t = self.config, self.iteration
-        rng = self.rng(t, player, Stream.TRAVERSAL)
         reservoir_rng = self.rng(t, player, Stream.RESERVOIR)
-        done = evaluated = 0
+        evaluated = 0
         example = None
-        while done < cfg.traversals:
-            n = min(cfg.traversal_batch, cfg.traversals - done)
-            result = traverse(self.encoder, deal_batch(self.encoder, n, rng), player, self.strategy_fn, rng)
+        for result, done in self.traversal_results(player):
             for rows, memory in ((result.advantage, self.advantage[player]), (result.strategy, self.strategy_memory)):
                 if memory is self.strategy_memory and not self.keeps_strategy_memory:
                     continue
@@ -281,11 +286,25 @@ class DeepCFRTrainer:
                 memory.add(rows, reservoir_rng)
             evaluated += result.infosets_evaluated
             example = example or result.example
-            done += n
             progress.advance_iteration(done, cfg.traversals, f"iteration {t}: traversals p{player}")
         if example is not None:  # the iteration's first traversal, drawn by ``pokerbot watch``
             record[f"traversal_p{player}"] = example
         return evaluated
+
+    def traversal_results(self, player: int) -> Iterator[tuple[TraversalResult, int]]:
+        """This iteration's K traversals for ``player``: each batch's memory inserts and the
+        traversals done so far; on Ray workers when :attr:`traversal_pool` is set
+        (:mod:`training.distributed.ray_traversal`), else here in batches of ``traversal_batch``."""
+        if self.traversal_pool is not None:
+            yield from self.traversal_pool.results(self, player)
+            return
+        cfg, t = self.config, self.iteration
+        rng = self.rng(t, player, Stream.TRAVERSAL)
+        done = 0
+        while done < cfg.traversals:
+            n = min(cfg.traversal_batch, cfg.traversals - done)
+            done += n
+            yield traverse(self.encoder, deal_batch(self.encoder, n, rng), player, self.strategy_fn, rng), done
 
     def accumulate_average(self) -> None:
         """Add this iteration's networks to the exact SD-CFR average (small games)."""
@@ -527,6 +546,10 @@ def config_dict(config: DeepCFRConfig) -> dict:
 def _train(config: DeepCFRConfig, run: RunDir, resume: bool, stop: StopRequest, force: bool = False) -> DeepCFRTrainer:
     """The contract's entry (:func:`training.run.run_from_cli`)."""
     trainer = DeepCFRTrainer.continue_run(config, run, force=force) if resume else DeepCFRTrainer.start(config, run)
+    if distributed.current().distributed:
+        from training.distributed.ray_traversal import RayTraversals
+
+        trainer.traversal_pool = RayTraversals(trainer, distributed.current())
     trainer.train(stop)
     if not config.keep_memories and not stop.requested:
         trainer.drop_memories()

@@ -44,6 +44,7 @@ from typing import Any, Protocol
 
 from bot.errors import ConfigError, PokerbotError
 from protocol.gamedef import GAME_ALIASES, Game, load_game
+from training import distributed
 from training.rundir import RunDir, read_toml
 
 #: ``--algo`` -> the module whose ``TRAINER`` attribute describes it.
@@ -55,6 +56,10 @@ ALGORITHMS: dict[str, str] = {
     "os-sd-cfr": "training.dream",
     "abstraction": "training.abstraction.run",
 }
+
+#: Algorithms whose work ``--workers``/``--ray-address`` spread over Ray actors
+#: (:mod:`training.distributed`); the others run in one process.
+DISTRIBUTED_ALGOS = ("deep-cfr", "sd-cfr", "abstraction")
 
 #: ``pokerbot train`` options that map onto config fields (the rest steer the command itself).
 CONFIG_FLAGS = ("game", "iterations", "traversals", "time_budget", "seed", "device", "threads", "size", "preset")
@@ -330,6 +335,9 @@ def run_from_cli(options: Mapping[str, Any]) -> None:
     directory and train. Ctrl-C follows :class:`StopRequest`."""
     algo = str(options["algo"])
     trainer = load_trainer(algo)
+    cluster = distributed.Cluster.from_options(options)
+    if cluster.distributed and algo not in DISTRIBUTED_ALGOS:
+        raise ConfigError(f"--workers/--ray-address apply to {', '.join(DISTRIBUTED_ALGOS)}, not {algo}")
     if options.get("resume"):
         if options.get("out"):
             raise ConfigError("give either --out (a new run) or --resume (an existing one), not both")
@@ -346,7 +354,7 @@ def run_from_cli(options: Mapping[str, Any]) -> None:
     for note in resolved.notes:
         print(f"note: {note}", file=sys.stderr)
     try:
-        with StopRequest() as stop:
+        with StopRequest() as stop, distributed.session(cluster):
             trainer.train(resolved.config, run, resume, stop, force=bool(options.get("force")))
     except KeyboardInterrupt:
         raise RunInterrupted(f"interrupted; the last checkpoint stands; continue with: {resume_hint(algo, run)}") from None

@@ -31,6 +31,7 @@ from bot.errors import ConfigError, CorruptFileError
 from bot.infosets import is_small
 from bot.progress import progress_bar
 from protocol.files import atomic_write, atomic_write_text, temporary_name
+from training import distributed
 from training.abstraction.build import build_abstraction, cached_feature_rounds
 from training.abstraction.solver import run_batch
 from training.run import CheckpointClock, StopRequest, Trainer, parse_duration
@@ -58,6 +59,10 @@ class AbstractionConfig:
     abstractions are gigabytes)."""
     eval_every: int = 0
     """Measure exact exploitability every this many iterations (Kuhn/Leduc only; 0 = at the end)."""
+    merge_every: int = 0
+    """With ``--workers``: iterations (all workers together) between merges of the workers'
+    tables; 0 = once per batch. Shorter rounds mean less stale regrets (see
+    :mod:`training.distributed.ray_mccfr`) and more table transfers."""
     mmap_tables: bool = False
     """Keep the two tables in memory-mapped files in the run directory (``tables/``) instead of
     RAM: for abstraction_3e8 (7.9 GB) on a machine with less memory; pages stream from disk."""
@@ -66,8 +71,8 @@ class AbstractionConfig:
         object.__setattr__(self, "time_budget", parse_duration(self.time_budget))
         if self.abstraction not in SPECS:
             raise ConfigError(f"unknown abstraction {self.abstraction!r}; known: {', '.join(SPECS)}")
-        if self.batch < 1 or (self.iterations is not None and self.iterations < 1):
-            raise ConfigError("batch and iterations must be positive")
+        if self.batch < 1 or (self.iterations is not None and self.iterations < 1) or self.merge_every < 0:
+            raise ConfigError("batch and iterations must be positive (merge_every: 0 or more)")
         if not 0 <= self.threads <= numba.config.NUMBA_NUM_THREADS:
             raise ConfigError(f"--threads {self.threads}: between 1 and {numba.config.NUMBA_NUM_THREADS} (numba's threads here)")
 
@@ -114,6 +119,13 @@ def train(config: AbstractionConfig, run: RunDir, resume: bool = False, stop: St
     threads = config.threads or numba.config.NUMBA_NUM_THREADS
     target = config.iterations or cost.iterations
     regrets, average, state = _load_or_init(run, ag, resume, config.mmap_tables, force)
+    solve_batch, pool = run_batch, None
+    if distributed.current().distributed:  # batches on Ray workers (training/distributed/ray_mccfr.py)
+        from training.distributed.ray_mccfr import RayMCCFR
+
+        pool = RayMCCFR(spec.name, distributed.current(), config.merge_every)
+        solve_batch = pool.run_batch
+        console.print(f"ES Linear MCCFR batches on {len(pool)} Ray workers")
     started = time.monotonic()
     clock = CheckpointClock(2**62, config.checkpoint_seconds)
     with nullcontext(stop) if stop is not None else StopRequest() as stop:
@@ -124,14 +136,14 @@ def train(config: AbstractionConfig, run: RunDir, resume: bool = False, stop: St
                     break
                 count = min(config.batch, target - state["iterations"])
                 t0 = time.monotonic()
-                touched = run_batch(ag, regrets, average, config.seed, state["iterations"] + 1, count, state["batches"] + 1, threads)
+                touched = solve_batch(ag, regrets, average, config.seed, state["iterations"] + 1, count, state["batches"] + 1, threads)
                 seconds = time.monotonic() - t0
                 state["iterations"] += count
                 state["batches"] += 1
                 state["seconds"] += seconds
                 record = {"iteration": state["iterations"], "batch": state["batches"], "nodes_touched": touched,
                           "nodes_per_s": round(touched / seconds), "iterations_per_s": round(count / seconds),
-                          "wall_s": round(state["seconds"], 2)}  # fmt: skip
+                          "wall_s": round(state["seconds"], 2)} | (pool.metrics() if pool else {})  # fmt: skip
                 if config.eval_every and state["iterations"] % config.eval_every < count:
                     record |= _exploitability(ag, average)
                 run.append_metrics(record)

@@ -18,11 +18,11 @@ import click
 from rich.table import Table
 
 from bot.lbr import EquityCounters, LBRConfig, LBRError, LBRResult, run_lbr
-from bot.match_report import console
+from bot.match_report import console, require_folder
 from bot.progress import progress_bar
 from bot.registry import resolve_agent
+from protocol.files import atomic_write_text
 from protocol.gamedef import Game, load_game
-from training.rundir import atomic_write
 
 # The hand evaluator's OpenMP threads busy-wait after each parallel batch; on a loaded 2-core
 # machine that made a Deep CFR range query 20-30x slower (benchmarks/bench_lbr.py). Set before
@@ -51,8 +51,7 @@ def parse_rounds(text: str, game: Game) -> frozenset[int]:
 
 
 def save(result: LBRResult, path: Path) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    atomic_write(path, lambda handle: handle.write(json.dumps(result.to_dict(), indent=1) + "\n"), binary=False)
+    atomic_write_text(path, json.dumps(result.to_dict(), indent=1) + "\n")
 
 
 def resume(path: Path, game: Game, agent_name: str, seed: int, config: LBRConfig) -> LBRResult:
@@ -117,6 +116,7 @@ def lbr(agent_spec: str, game_name: str, deals: int, seed: int, call_rounds: str
     """Local best response (Lisy & Bowling 2017) against AGENT: LBR's mbb/g per seat and over
     both seats, with 95% intervals; a lower bound on AGENT's exploitability."""
     out = console()
+    require_folder(str(json_path) if json_path else None, "--json")
     game = load_game(game_name)
     config = LBRConfig(parse_rounds(call_rounds, game), max_enumeration, runout_samples)
     agent = resolve_agent(agent_spec, game)

@@ -43,6 +43,8 @@ def train(**options: object) -> None:
     Settings come from the game's preset, then the --config file, then the flags. Ctrl-C (or
     SIGTERM) finishes the step in progress and checkpoints; --resume continues the run.
     """
+    if options["algo"] not in ALGORITHM_NAMES:
+        raise PokerbotError(f"unknown --algo {options['algo']!r}; known: {', '.join(ALGORITHM_NAMES)}")
     if options["resume"] is None and options["game"] is None and options["config_path"] is None:
         raise PokerbotError("--game is required for a new run: kuhn, leduc (minutes), fhp, holdem (hours), or a gamedef path")
     if options["resume"] is not None:  # say what continues, terminal or not

@@ -27,6 +27,7 @@ from bot.abstraction_spec import SPECS, policy_path, resolve_size, spec_dir
 from bot.abstraction_tables import AbstractGame, Abstraction
 from bot.errors import PokerbotError
 from bot.progress import progress_bar
+from training import flop_solve
 from training.abstraction.build import build_abstraction, cached_feature_rounds
 from training.abstraction.solver import run_batch
 from training.rundir import RunDir, atomic_write, config_to_dict, parse_duration, read_toml
@@ -91,12 +92,18 @@ def run_from_cli(options: dict) -> None:
         if options.get("seed") is not None or options.get("config_path") or options.get("size"):
             raise PokerbotError("--seed, --size and --config cannot change a run on --resume (its config.toml is kept)")
         run = RunDir.open(options["resume"])
+        if flop_solve.is_flop_run(run.config()):
+            flop_solve.run_from_cli(options, run.config())
+            return
         config = make_config(run.config() | flags)
         atomic_write(run.path / "config.toml", lambda h: h.write(_toml(config)))
         train(config, run, resume=True)
         return
     if not options.get("size"):
         raise PokerbotError("--algo abstraction needs --size (e.g. --game holdem --size 3e6, or --size fhp_abstraction_4e4)")
+    if resolve_size(str(options.get("game") or "leduc"), str(options["size"])).name == flop_solve.LOSSLESS_NAME:
+        flop_solve.run_from_cli(options)  # full-width CFR on the real game, not sampled buckets
+        return
     values: dict = {}
     if options.get("config_path"):
         values |= read_toml(Path(options["config_path"]))

@@ -79,7 +79,7 @@ def _evaluate_chunk(arrays, legal, tables, lo, root_reach, valid, hand_cards, or
         for k in range(3):
             player = k if k < 2 else 0
             values_up(arrays, strategy, player, k < 2, reach, empty, valid[c], hand_cards, 1.0,
-                      order[c:c + 1], strength[c:c + 1], values)
+                      order[c], strength[c], values)
             store_root_values(arrays, values, out[i, k])
 
 

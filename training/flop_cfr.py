@@ -104,7 +104,7 @@ def _cfr_chunk(arrays, legal, regrets, average, lo, hi, player, root_reach, vali
         match_strategy(regrets[c], legal, strategy)
         reach_down(arrays, strategy, root_reach, valid[c], reach)
         values_up(arrays, strategy, player, False, reach, empty, valid[c], hand_cards, 1.0,
-                  order[c:c + 1], strength[c:c + 1], values)
+                  order[c], strength[c], values)
         update_tables(arrays, player, strategy, reach, values, valid[c], regrets[c], average[c],
                       discounts, floor, decay)
         store_root_values(arrays, values, out[i])

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import resource
+import signal
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -107,15 +108,15 @@ def solve(config: FlopSolveConfig, run: RunDir, resume: bool = False, console: C
                   f"{config.flop_cfr}, {numba.get_num_threads()} threads")  # fmt: skip
     last_checkpoint = time.monotonic()
     interrupted = False
+    previous_handler = signal.signal(signal.SIGTERM, _interrupt)  # kill = Ctrl-C: checkpoint, then stop
     status = TextColumn("{task.fields[status]}")
     try:
         with progress_bar(console, status) as bar:
             task = bar.add_task("flop CFR", total=config.iterations, completed=solver.iteration,
                                 status=_status(state))  # fmt: skip
             while not _done(config, solver, state):
-                start = solver.iteration
                 t0 = time.monotonic()
-                solver.iterate(lambda done, total: bar.update(task, completed=start + done / total))
+                solver.iterate(lambda done, total, start=solver.iteration: bar.update(task, completed=start + done / total))
                 state["solve_s"] += time.monotonic() - t0
                 state["iteration"] = solver.iteration
                 record = {"iteration": solver.iteration, "solve_s": round(state["solve_s"], 2),
@@ -129,13 +130,19 @@ def solve(config: FlopSolveConfig, run: RunDir, resume: bool = False, console: C
                     last_checkpoint = time.monotonic()
     except KeyboardInterrupt:
         interrupted = True
+    finally:
+        signal.signal(signal.SIGTERM, previous_handler)
     _checkpoint(run, solver, state)
     publish(run, solver, state)
     console.print(f"{solver.iteration:,} iterations, {state['solve_s']:.0f} s solving; {_status(state)}; "
-                  f"policy in {run.policy_path} and published as {LOSSLESS_NAME!r}")  # fmt: skip
+                  f"policy in {run.policy_path}")  # fmt: skip
     if interrupted:
         raise PokerbotError(f"interrupted; continue with --resume {run.path}")
     return solver
+
+
+def _interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
 
 
 def _done(config: FlopSolveConfig, solver: FlopCFR, state: dict) -> bool:
@@ -202,6 +209,7 @@ def publish(run: RunDir, solver: FlopCFR, state: dict) -> None:
     target = policy_path(spec)
     atomic_write(target, lambda h: np.save(h, rows))
     atomic_write(spec_dir(spec) / "policy.json", lambda h: h.write(json.dumps(meta).encode()))
+    Console(stderr=True).print(f"published as the agent {LOSSLESS_NAME!r} ({target})")
 
 
 def lossless_rows(solver: FlopCFR) -> np.ndarray:

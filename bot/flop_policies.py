@@ -16,15 +16,17 @@ from __future__ import annotations
 
 import itertools
 import json
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
 
 from bot.errors import PokerbotError
-from bot.flop_best_response import FlopPolicy, FlopTables
+from bot.flop_best_response import FlopPolicy, FlopTables, flop_game_for
 from bot.flop_game import FlopGame
 from bot.infosets import space_for
 from protocol.cards import NUM_SUITS
+from protocol.gamedef import Game
 
 
 class FlopPolicyError(PokerbotError, ValueError):
@@ -138,26 +140,37 @@ def is_solve_policy(path: Path) -> bool:
     return _solve_folder(path) is not None
 
 
-def _solve_folder(path: Path) -> Path | None:
+def _solve_folder(path: Path) -> tuple[Path, str] | None:
+    """The folder holding a solve's ``average.npy`` and the game it solved: ``policy/`` once
+    published, else the run's last checkpoint (so a running solve can be measured)."""
     for folder in (path, path / "policy"):
         meta = folder / "meta.json"
         if meta.is_file() and (folder / "average.npy").is_file():
             try:
-                if json.loads(meta.read_text()).get("solver") == "flop_cfr":
-                    return folder
+                meta_json = json.loads(meta.read_text())
             except (OSError, json.JSONDecodeError):
                 return None
+            if meta_json.get("solver") == "flop_cfr":
+                return folder, str(meta_json.get("game"))
+    config = path / "config.toml"
+    if config.is_file() and "flop_cfr" in config.read_text():
+        from protocol.gamedef import load_game
+        from training.rundir import RunDir
+
+        checkpoint = RunDir.open(path).checkpoint_path
+        if checkpoint is not None:
+            return checkpoint, load_game(str(RunDir.open(path).config().get("game", "fhp"))).name
     return None
 
 
 def solve_policy(fg: FlopGame, path: Path) -> FlopPolicy:
     """The average strategy of a full-width flop solve stored at ``path`` (canonical flops)."""
-    folder = _solve_folder(path)
-    if folder is None:
+    found = _solve_folder(path)
+    if found is None:
         raise FlopPolicyError(f"{path}: not a flop-solve run or policy folder")
-    meta = json.loads((folder / "meta.json").read_text())
-    if meta.get("game") != fg.game.name:
-        raise FlopPolicyError(f"{path}: solved {meta.get('game')!r}, not {fg.game.name!r}")
+    folder, game_name = found
+    if game_name != fg.game.name:
+        raise FlopPolicyError(f"{path}: solved {game_name!r}, not {fg.game.name!r}")
     average = np.load(folder / "average.npy", mmap_mode="r")
     pre = np.load(folder / "pre_average.npy")
     expected = (fg.num_flops, fg.flop.num_decisions, fg.num_hands, 3)
@@ -187,3 +200,52 @@ def policy_strategy(fg: FlopGame, policy: FlopPolicy) -> np.ndarray:
         for d, node in enumerate(fg.flop.decision_nodes):
             space.node_block(dense, node)[row] = flop[d]
     return space.from_dense(dense)
+
+
+#: ``(game, spec) -> (FlopGame, FlopPolicy) | None``: how ``pokerbot exploit`` reads a policy
+#: name or path in a flop game (None: not this loader's kind).
+FlopPolicyLoader = Callable[[Game, str], "tuple[FlopGame, FlopPolicy] | None"]
+_LOADERS: list[FlopPolicyLoader] = []
+
+
+def register_flop_policy_loader(loader: FlopPolicyLoader) -> None:
+    """Teach :func:`resolve_flop_policy` a new kind of policy (e.g. a shipped bot's kind)."""
+    _LOADERS.append(loader)
+
+
+def _builtin_loader(game: Game, spec: str) -> tuple[FlopGame, FlopPolicy] | None:
+    from bot.abstraction_spec import SPECS
+
+    canonical = flop_game_for(game, True)
+    if spec == "random":
+        from bot.flop_best_response import uniform_policy
+
+        return canonical, uniform_policy(canonical)
+    if spec in SPECS and SPECS[spec].load_game().name == game.name:
+        return canonical, abstraction_policy(canonical, spec)
+    path = Path(spec)
+    if path.exists() and is_solve_policy(path):
+        return canonical, solve_policy(canonical, path)
+    if path.suffix.lower() == ".json" and path.is_file():
+        from bot.tabular_policy import load_policy
+
+        _, strategy = load_policy(path, game)
+        raw = flop_game_for(game, False)
+        return raw, strategy_policy(raw, strategy)
+    return None
+
+
+def resolve_flop_policy(game: Game, spec: str) -> tuple[FlopGame, FlopPolicy]:
+    """The policy named or stored at ``spec`` as the flop passes read it, with the FlopGame to
+    evaluate it on (canonical flops when the policy is suit-invariant)."""
+    from bot.registry import load_plugins
+
+    load_plugins()
+    for loader in [_builtin_loader, *_LOADERS]:
+        found = loader(game, spec)
+        if found is not None:
+            return found
+    raise FlopPolicyError(
+        f"{spec}: not a policy pokerbot can evaluate in {game.name} (an abstraction name, 'default', "
+        "a flop-solve run, a policy file, or a run directory of a registered kind)"
+    )

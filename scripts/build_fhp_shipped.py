@@ -3,7 +3,7 @@
 Run from the repository root, after ``pokerbot train --algo abstraction --game fhp --size
 lossless --out runs/fhp_lossless``::
 
-    python scripts/build_fhp_shipped.py --teacher runs/fhp_lossless [--width 256 --depth 3 --epochs 4]
+    python scripts/build_fhp_shipped.py --teacher runs/fhp_lossless [--width 256 --depth 3 --minutes 30]
 
 Teacher data: for every canonical flop and every hand that misses it, the solution's average
 strategy at all 56 flop decision nodes, and as weight the acting player's own reach there
@@ -64,15 +64,20 @@ def teacher_data(fg: FlopGame, policy: FlopPolicy) -> tuple[np.ndarray, np.ndarr
     return hands, flops, targets, weights
 
 
-def train(net: FlopNet, data: tuple, legal: np.ndarray, epochs: float, batch: int, lr: float, seed: int) -> None:
+def train(net: FlopNet, data: tuple, legal: np.ndarray, minutes: float, batch: int, lr: float, seed: int) -> int:
+    """Adam on reach-weighted cross-entropy for ``minutes`` of wall time, the learning rate on a
+    cosine from ``lr`` to 0 over that time (the machine is shared: a step budget would not say
+    when it ends). Returns the steps taken."""
     hands, flops, targets, weights = data
     generator = np.random.default_rng(seed)
-    steps = int(epochs * len(hands) / batch)
     optimizer = torch.optim.Adam(net.parameters(), lr=lr)
-    schedule = torch.optim.lr_scheduler.CosineAnnealingLR(optimizer, T_max=max(steps, 1))
     mask = torch.from_numpy(legal)
     started = time.monotonic()
-    for step in range(steps):
+    budget = minutes * 60.0
+    step = 0
+    while (elapsed := time.monotonic() - started) < budget:
+        for group in optimizer.param_groups:
+            group["lr"] = lr * 0.5 * (1.0 + np.cos(np.pi * elapsed / budget))
         rows = generator.integers(0, len(hands), batch)
         logits = net(one_hot_cards(hands[rows], flops[rows])).masked_fill(~mask, -1e9)
         target = torch.from_numpy(targets[rows].astype(np.float32))
@@ -80,11 +85,10 @@ def train(net: FlopNet, data: tuple, legal: np.ndarray, epochs: float, batch: in
         optimizer.zero_grad()
         loss.backward()
         optimizer.step()
-        schedule.step()
-        if step % 200 == 0 or step == steps - 1:
-            elapsed = time.monotonic() - started
-            eta = elapsed / (step + 1) * (steps - step - 1)
-            print(f"step {step + 1}/{steps} loss {loss.item():.5f} {elapsed:.0f} s eta {eta:.0f} s", flush=True)
+        step += 1
+        if step % 200 == 0:
+            print(f"step {step} ({step * batch / len(hands):.2f} epochs) loss {loss.item():.5f} {elapsed:.0f} s", flush=True)
+    return step
 
 
 def preflop_classes(fg: FlopGame, policy: FlopPolicy, size: int) -> np.ndarray:
@@ -104,7 +108,7 @@ def main() -> None:
     parser.add_argument("--teacher", required=True, type=Path, help="the lossless solve (run dir or policy folder)")
     parser.add_argument("--width", type=int, default=256)
     parser.add_argument("--depth", type=int, default=3)
-    parser.add_argument("--epochs", type=float, default=4.0)
+    parser.add_argument("--minutes", type=float, default=30.0, help="training wall time")
     parser.add_argument("--batch", type=int, default=2048)
     parser.add_argument("--lr", type=float, default=2e-3)
     parser.add_argument("--seed", type=int, default=0)
@@ -121,17 +125,19 @@ def main() -> None:
     data = teacher_data(fg, teacher)
     print(f"{len(data[0]):,} (hand, flop) rows of teacher data", flush=True)
     net = FlopNet(fg.flop.num_decisions, args.width, args.depth)
-    train(net, data, fg.flop.legal, args.epochs, args.batch, args.lr, args.seed)
+    steps = train(net, data, fg.flop.legal, args.minutes, args.batch, args.lr, args.seed)
+    epochs = steps * args.batch / len(data[0])
     shipped = FlopNetPolicy(game, preflop_classes(fg, teacher, 169), net)
+    files = shipped.save(args.out)
     report = flop_exploitability(fg, shipped.flop_policy())
     average, total = report.mbb(report.exploitability), report.mbb(report.nash_conv)
     print(f"distilled: {average:.3f} mbb/g (NashConv/2), {total:.3f} mbb/g NashConv", flush=True)
-    files = shipped.save(args.out)
     size = sum((args.out / f).stat().st_size for f in files)
     write_manifest(args.out, {
         "kind": "flop_net", "game": game.name, "name": "pokerbot-fhp",
         "description": (f"preflop: the lossless FHP solution's exact table per suit class; flop: a {args.depth}x{args.width} "
-                        f"MLP on suit-canonical cards distilled from it ({args.epochs:g} epochs, seed {args.seed})"),
+                        f"MLP on suit-canonical cards distilled from it ({steps:,} Adam steps of {args.batch}, {epochs:.1f} epochs, "
+                        f"seed {args.seed})"),
         "strength": {
             "exploitability": f"{average:.2f} mbb/g (exact, NashConv/2)",
             "nash_conv": f"{total:.2f} mbb/g (exact, total)",

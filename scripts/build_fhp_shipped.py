@@ -114,6 +114,7 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--out", type=Path, default=SHIPPED_ROOT / "fhp")
+    parser.add_argument("--init", type=Path, help="continue from this shipped folder's network (same width and depth)")
     args = parser.parse_args()
     torch.manual_seed(args.seed)
     torch.set_num_threads(args.threads)
@@ -125,6 +126,8 @@ def main() -> None:
     data = teacher_data(fg, teacher)
     print(f"{len(data[0]):,} (hand, flop) rows of teacher data", flush=True)
     net = FlopNet(fg.flop.num_decisions, args.width, args.depth)
+    if args.init is not None:
+        net.load_state_dict({k: v.float() for k, v in torch.load(args.init / "flop_net.pt", weights_only=True).items()})
     steps = train(net, data, fg.flop.legal, args.minutes, args.batch, args.lr, args.seed)
     epochs = steps * args.batch / len(data[0])
     shipped = FlopNetPolicy(game, preflop_classes(fg, teacher, 169), net)

@@ -238,17 +238,9 @@ def lossless_rows(solver: FlopCFR) -> np.ndarray:
     return rows
 
 
-def run_from_cli(options: dict, resume_config: dict | None = None) -> None:
-    """``train --algo abstraction --size lossless --game fhp`` (or ``--resume`` of such a run)."""
-    flags: dict = {}
-    if options.get("iterations") is not None:
-        flags["iterations"] = int(options["iterations"])
-    if options.get("time_budget") is not None:
-        from training.rundir import parse_duration
-
-        flags["time_budget"] = parse_duration(options["time_budget"])
-    if options.get("threads"):
-        flags["threads"] = int(options["threads"])
+def run_from_cli(options: dict, flags: dict, resume_config: dict | None = None) -> None:
+    """``train --algo abstraction --size lossless --game fhp`` (or ``--resume`` of such a run);
+    ``flags``: the iteration, time-budget and thread flags already parsed by the caller."""
     if resume_config is not None:
         run = RunDir.open(options["resume"])
         config = make_config(resume_config | flags)
@@ -261,7 +253,6 @@ def run_from_cli(options: dict, resume_config: dict | None = None) -> None:
 
         values |= read_toml(Path(options["config_path"]))
     if options.get("seed") is not None:
-        flags["seed"] = int(options["seed"])
+        flags = flags | {"seed": int(options["seed"])}
     config = make_config(values | flags)
     solve(config, RunDir.create(options["out"], config))
-

@@ -93,7 +93,7 @@ def run_from_cli(options: dict) -> None:
             raise PokerbotError("--seed, --size and --config cannot change a run on --resume (its config.toml is kept)")
         run = RunDir.open(options["resume"])
         if flop_solve.is_flop_run(run.config()):
-            flop_solve.run_from_cli(options, run.config())
+            flop_solve.run_from_cli(options, flags, run.config())
             return
         config = make_config(run.config() | flags)
         atomic_write(run.path / "config.toml", lambda h: h.write(_toml(config)))
@@ -102,7 +102,7 @@ def run_from_cli(options: dict) -> None:
     if not options.get("size"):
         raise PokerbotError("--algo abstraction needs --size (e.g. --game holdem --size 3e6, or --size fhp_abstraction_4e4)")
     if resolve_size(str(options.get("game") or "leduc"), str(options["size"])).name == flop_solve.LOSSLESS_NAME:
-        flop_solve.run_from_cli(options)  # full-width CFR on the real game, not sampled buckets
+        flop_solve.run_from_cli(options, flags)  # full-width CFR on the real game, not sampled buckets
         return
     values: dict = {}
     if options.get("config_path"):

@@ -100,4 +100,5 @@ _PLUGIN_MODULES: list[str] = [
     "bot.abstraction_agent",
     "bot.abstraction_policy",
     "bot.shipped.register",
+    "bot.flop_network",
 ]

@@ -28,10 +28,12 @@ FORBIDDEN = {"protocol": {"bot", "training", "tui"}, "bot": {"training", "tui"},
 LAZY_EXCEPTIONS = {"bot/commands/train.py": {"training"}, "bot/commands/solve.py": {"training"},
                    "bot/commands/play.py": {"tui"}, "bot/commands/watch.py": {"tui"}}
 #: module -> packages it imports against the arrows today, to be removed: ``pokerbot watch``
-#: reads training run directories (``training.rundir``'s layout and checkpoint reading,
-#: ``training.input_keys``); the next step is moving that reading into ``bot`` beside the bundle
-#: loader, so ``tui`` imports ``protocol`` and ``bot`` only.
-KNOWN_BACK_ARROWS = {"tui/watch/reader.py": {"training"}, "tui/watch/model.py": {"training"}}
+#: and the FHP best response's reader of a running flop solve read training run directories
+#: (``training.rundir``'s layout and checkpoint reading, ``training.input_keys``); the next step
+#: is moving that reading into ``bot`` beside the bundle loader, so ``tui`` and ``bot`` import
+#: only what lies below them.
+KNOWN_BACK_ARROWS = {"tui/watch/reader.py": {"training"}, "tui/watch/model.py": {"training"},
+                     "bot/flop_policies.py": {"training"}}
 
 
 def imports(path: Path) -> list[tuple[str, bool, int]]:

@@ -334,6 +334,12 @@ def run_from_cli(options: Mapping[str, Any]) -> None:
     """``pokerbot train``: resolve (and validate) everything, then create or open the run
     directory and train. Ctrl-C follows :class:`StopRequest`."""
     algo = str(options["algo"])
+    if algo == "abstraction":
+        from training import flop_solve
+
+        if flop_solve.claims(dict(options)):  # lossless FHP: full-width CFR, its own loop
+            flop_solve.run_from_cli(dict(options))
+            return
     trainer = load_trainer(algo)
     cluster = distributed.Cluster.from_options(options)
     if cluster.distributed and algo not in DISTRIBUTED_ALGOS:

@@ -70,10 +70,16 @@ class AbstractGame:
     @classmethod
     def build(cls, abstraction: Abstraction) -> AbstractGame:
         tree = BettingTree.build(abstraction.game)
-        row_offset = np.full(tree.num_nodes, -1, dtype=np.int64)
-        sizes = np.array([abstraction.num_buckets[tree.round[n]] for n in tree.decision_ids], dtype=np.int64)
-        row_offset[tree.decision_ids] = np.concatenate(([0], np.cumsum(sizes)[:-1]))
-        return cls(abstraction, tree, row_offset, int(sizes.sum()))
+        return cls(abstraction, tree, *row_layout(tree, abstraction.num_buckets))
 
     def rows_of(self, node: int, bucket: int) -> int:
         return int(self.row_offset[node]) + bucket
+
+
+def row_layout(tree: BettingTree, num_buckets: tuple[int, ...]) -> tuple[np.ndarray, int]:
+    """First table row of every decision node (-1 at terminals) and the number of rows, for
+    ``num_buckets`` rows per node of each round: the layout of every abstraction policy."""
+    row_offset = np.full(tree.num_nodes, -1, dtype=np.int64)
+    sizes = np.array([num_buckets[tree.round[n]] for n in tree.decision_ids], dtype=np.int64)
+    row_offset[tree.decision_ids] = np.concatenate(([0], np.cumsum(sizes)[:-1]))
+    return row_offset, int(sizes.sum())

@@ -89,4 +89,5 @@ _PLUGIN_MODULES: list[str] = [
     "bot.deep_cfr_agent",
     "bot.abstraction_agent",
     "bot.shipped.register",
+    "bot.compact_abstraction",
 ]

@@ -1,0 +1,245 @@
+"""The compact abstraction bot: play-time buckets equal the build's, the quantised policy plays
+like the full agent, and the shipped hold'em bot plays at a dealer given its gamedef file."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from bot.abstraction_agent import AbstractionAgent
+from bot.abstraction_spec import SPECS, AbstractionSpec, bucket_path, policy_path
+from bot.abstraction_tables import AbstractGame, Abstraction
+from bot.compact_abstraction import (
+    UNITS,
+    CompactAbstractionAgent,
+    pack_policy,
+    quantise_policy,
+    unpack_policy,
+    write_compact,
+)
+from bot.runtime_buckets import (
+    CentreBuckets,
+    HandBucketer,
+    build_order_hand,
+    cdf_vectors,
+    runout_features,
+)
+from bot.shipped import read_manifest
+from protocol.betting_tree import BettingTree
+from protocol.gamedef import load_game
+from protocol.isomorphism import HandIndexer, canonical_representatives, round_indexer
+from protocol.matchstate import MatchState
+from training.abstraction.build import build_abstraction
+from training.abstraction.compact import compact_rounds, percentile_upper
+from training.abstraction.features import RoundFeatures, compute_round_features, hole_combinations
+
+HOLDEM = load_game("holdem")
+
+
+@pytest.fixture(autouse=True)
+def _cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("POKERBOT_CACHE", str(tmp_path / "cache"))
+
+
+def renamed(cards, perm, suits=4):
+    return tuple((c // suits) * suits + perm[c % suits] for c in cards)
+
+
+def random_hand(rng, game, visible):
+    cards = rng.choice(np.array(game.deck), game.num_hole_cards + visible, replace=False)
+    return tuple(int(c) for c in cards[:2]), tuple(int(c) for c in cards[2:])
+
+
+def test_build_order_hand_is_the_canonical_board_and_the_last_hole_written():
+    """The build visits a class on its board's canonical representative, and the last hole (in
+    enumeration order) landing in the class writes its features."""
+    game = HOLDEM
+    board_indexer = HandIndexer((3,))
+    reps, _ = canonical_representatives(board_indexer, game.deck)
+    flop = round_indexer(game, 1)
+    holes = hole_combinations(game)
+    rng = np.random.default_rng(0)
+    boards = [(0, 4, 8), (0, 1, 2), (0, 1, 4), (48, 49, 51)] + [random_hand(rng, game, 3)[1] for _ in range(4)]
+    for board in boards:
+        rep = reps[board_indexer.index(board)]
+        rep_classes = flop.index_batch(np.concatenate([holes, np.repeat(rep[None], len(holes), 0)], axis=1))
+        for hole in [tuple(h) for h in holes[rng.choice(len(holes), 30)] if not set(h) & set(board)]:
+            canonical_hole, canonical_board = build_order_hand(game, hole, board)
+            assert tuple(canonical_board) == tuple(rep)
+            target = flop.index(hole + board)
+            last = holes[np.flatnonzero(rep_classes == target)[-1]]
+            assert tuple(canonical_hole) == tuple(last)
+
+
+@pytest.mark.parametrize("round_index", [1, 2, 3])
+def test_runtime_features_equal_the_build_bit_for_bit(tmp_path, round_index):
+    """On a few HULH boards, E[HS], E[HS^2] and the 50-bin histogram computed for one hand at
+    play time equal what the build's own feature pass stores for its class."""
+    game = HOLDEM
+    visible = game.board_cards_through(round_index)
+    indexer = round_indexer(game, round_index)
+    reps, _ = canonical_representatives(HandIndexer((visible,)), game.deck)
+    positions = np.array([0, len(reps) // 3, len(reps) - 1])
+    bins = 50 if round_index < 3 else 0
+    arrays = {name: np.lib.format.open_memmap(tmp_path / f"{name}.npy", mode="w+", dtype=dtype, shape=shape)
+              for name, dtype, shape in (("ehs", np.float32, (indexer.size,)), ("ehs2", np.float32, (indexer.size,)),
+                                         ("weight", np.uint8, (indexer.size,)), ("hist", np.uint16, (indexer.size, max(bins, 1))))}  # fmt: skip
+    out = RoundFeatures(arrays["ehs"], arrays["ehs2"], arrays["weight"], arrays["hist"] if bins else None)
+    compute_round_features(game, round_index, out, boards=positions)
+    rng = np.random.default_rng(round_index)
+    holes = hole_combinations(game)
+    checked = 0
+    for rep in reps[positions]:
+        for hole in holes[rng.choice(len(holes), 6 if round_index == 1 else 20, replace=False)]:
+            if set(hole) & set(rep):
+                continue
+            perm = tuple(rng.permutation(4))  # any suit renaming of the hand is the same class
+            raw_hole, raw_board = renamed(hole, perm), renamed(rep, perm)
+            index = indexer.index(raw_hole + raw_board)
+            ehs, ehs2, hist = runout_features(game, *build_order_hand(game, raw_hole, raw_board), bins)
+            assert (ehs, ehs2) == (out.ehs[index], out.ehs2[index])
+            if bins:
+                assert np.array_equal(hist, out.hist[index])
+            checked += 1
+    assert checked >= 10
+
+
+def test_percentile_buckets_reproduce_the_built_table():
+    """fhp_abstraction_4e4 (E[HS^2] percentiles on the FHP flop): the bucket found from one
+    hand's feature and the extracted upper bounds equals the built table's, on every hand tried."""
+    spec = SPECS["fhp_abstraction_4e4"]
+    game = spec.load_game()
+    build_abstraction(spec)
+    rounds = compact_rounds(spec, log=lambda line: None)
+    bucketer = HandBucketer(game, rounds)
+    table = np.load(bucket_path(spec, 1))
+    indexer = round_indexer(game, 1)
+    rng = np.random.default_rng(3)
+    for _ in range(300):
+        hole, board = random_hand(rng, game, 3)
+        assert bucketer.bucket(1, hole, board) == table[indexer.index(hole + board)]
+    assert bucketer.bucket(0, (0, 1), ()) == round_indexer(game, 0).index((0, 1))
+
+
+def test_percentile_upper_refuses_overlapping_buckets():
+    values = np.array([0.1, 0.2, 0.3, 0.4], dtype=np.float32)
+    assert percentile_upper(values, np.array([0, 0, 1, 1]), 2).tolist() == pytest.approx([0.2, 0.4])
+    with pytest.raises(ValueError, match="overlap"):
+        percentile_upper(values, np.array([0, 1, 0, 1]), 2)
+    with pytest.raises(ValueError, match="empty"):
+        percentile_upper(values, np.array([0, 0, 0, 0]), 2)
+
+
+SMALL_GAME = """GAMEDEF
+limit
+numPlayers = 2
+numRounds = 2
+blind = 2 1
+raiseSize = 2 4
+firstPlayer = 2 1
+maxRaises = 3 3
+numSuits = 4
+numRanks = 5
+numHoleCards = 2
+numBoardCards = 0 3
+END GAMEDEF
+"""
+
+
+def test_kmeans_centres_reproduce_the_built_table(tmp_path, monkeypatch):
+    """A ``ke`` round (on a 20-card flop game, 7,760 classes): the refitted centres (the
+    build's seeded k-means run again) reproduce the built table on all classes (checked inside
+    compact_rounds), and play-time buckets of hands equal the table's."""
+    path = tmp_path / "small.game"
+    path.write_text(SMALL_GAME)
+    spec = AbstractionSpec("small_ke", str(path), (None, 8), ("lossless", "ke"))
+    monkeypatch.setitem(SPECS, spec.name, spec)
+    game = spec.load_game()
+    build_abstraction(spec)
+    rounds = compact_rounds(spec, log=lambda line: None)
+    assert isinstance(rounds[1], CentreBuckets) and rounds[1].centres.shape == (8, 50)
+    bucketer = HandBucketer(game, rounds)
+    table = np.load(bucket_path(spec, 1))
+    indexer = round_indexer(game, 1)
+    rng = np.random.default_rng(4)
+    for _ in range(300):
+        hole, board = random_hand(rng, game, 3)
+        assert bucketer.bucket(1, hole, board) == table[indexer.index(hole + board)]
+
+
+def test_centre_buckets_replay_empty_cluster_moves_in_order():
+    hist = np.zeros(4, dtype=np.int64)
+    hist[1] = 3
+    point = cdf_vectors(hist[None])[0]
+    centres = np.array([[0, 1, 1, 1], [0, 0, 0, 1]], dtype=np.float32)
+    plain = CentreBuckets(centres, np.zeros(0, np.int64), np.zeros((0, 4), np.float32), np.zeros(0, np.int64))
+    assert plain.bucket_of(0, 0, hist) == 0
+    moves = CentreBuckets(centres, np.array([0, 2, 1]), np.stack([point, point, point + 1]), np.array([2, 3, 0]))
+    assert moves.bucket_of(0, 0, hist) == 3  # 0 -> 2 -> 3; the third move's point differs
+    other = hist.copy()
+    other[3] = 1
+    assert moves.bucket_of(0, 0, other) == 0
+
+
+def test_quantised_policy_round_trips_and_rounds_within_one_unit():
+    game = load_game("fhp")
+    tree = BettingTree.build(game)
+    num_buckets = (169, 30)
+    rows = sum(n * b for n, b in zip(tree.decision_nodes_per_round, num_buckets, strict=True))
+    rng = np.random.default_rng(5)
+    average = rng.random((rows, 3)).astype(np.float32) ** 4 * 1000
+    average[::7] = 0  # never reached: uniform
+    shares = quantise_policy(tree, num_buckets, average)
+    assert np.array_equal(unpack_policy(tree, num_buckets, pack_policy(tree, num_buckets, shares)), shares)
+    legal = np.repeat(tree.legal[tree.decision_ids], [num_buckets[tree.round[n]] for n in tree.decision_ids], axis=0)
+    assert (shares.sum(axis=1) == UNITS).all() and (shares[~legal] == 0).all()
+    exact = np.where(legal, average, 0.0)
+    exact = np.where(exact.sum(axis=1, keepdims=True) > 0, exact, legal)
+    exact = exact / exact.sum(axis=1, keepdims=True)
+    assert np.abs(shares / UNITS - exact).max() < 1 / UNITS
+    with pytest.raises(ValueError, match="needs"):
+        unpack_policy(tree, (169, 31), pack_policy(tree, num_buckets, shares))
+
+
+def test_compact_agent_plays_like_the_full_abstraction_agent(tmp_path):
+    spec = SPECS["fhp_abstraction_4e4"]
+    game = spec.load_game()
+    build_abstraction(spec)
+    ag = AbstractGame.build(Abstraction.load(spec))
+    rng = np.random.default_rng(6)
+    average = (rng.random((ag.num_rows, 3)) ** 3).astype(np.float32)
+    average[rng.random(ag.num_rows) < 0.1] = 0
+    np.save(policy_path(spec), average)
+    folder = tmp_path / "bot"
+    write_compact(folder, game, compact_rounds(spec, log=lambda line: None), spec.round_methods, average,
+                  {"name": "tiny", "description": "test", "strength": {}})  # fmt: skip
+    manifest = read_manifest(folder)
+    compact, full = CompactAbstractionAgent(game, folder, manifest), AbstractionAgent(game, spec.name)
+    assert compact.name == "tiny"
+    tree = ag.tree
+    for _ in range(300):
+        node = int(rng.choice(tree.decision_ids))
+        hole, board = random_hand(rng, game, 3)
+        shown = board[: game.board_cards_through(int(tree.round[node]))]
+        seat = int(tree.actor[node])
+        holes = tuple(hole if p == seat else () for p in range(2))
+        view = MatchState(seat, 0, tree.history[node], holes, (shown,) if shown else ())
+        a, b = compact.action_probabilities(view), full.action_probabilities(view)
+        assert a.keys() == b.keys()
+        assert max(abs(a[k] - b[k]) for k in a) < 1 / UNITS
+
+
+def test_compact_agent_names_a_damaged_folder(tmp_path):
+    from bot.shipped import ShippedBotError
+
+    folder = tmp_path / "bot"
+    spec = SPECS["fhp_abstraction_4e4"]
+    game = spec.load_game()
+    build_abstraction(spec)
+    ag = AbstractGame.build(Abstraction.load(spec))
+    write_compact(folder, game, compact_rounds(spec, log=lambda line: None), spec.round_methods,
+                  np.ones((ag.num_rows, 3), np.float32), {"name": "tiny", "description": "", "strength": {}})  # fmt: skip
+    manifest = read_manifest(folder)
+    manifest["abstraction"]["buckets"] = [169, 691]
+    with pytest.raises(ShippedBotError, match="691"):
+        CompactAbstractionAgent(game, folder, manifest)

@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from bot.abstraction_spec import SPECS, policy_path
-from bot.abstraction_tables import AbstractGame, Abstraction, build_hint
+from bot.abstraction_tables import AbstractGame, Abstraction, build_hint, missing_message
 from bot.agent import Agent
 from bot.registry import AgentNotFound, register_name
 from protocol.betting_tree import BettingTree
@@ -63,7 +63,7 @@ class AbstractionAgent(RowPolicyAgent):
         self.name = name
         path = policy_path(spec)
         if not path.exists():
-            raise AgentNotFound(f"agent {name!r} is not solved yet: {build_hint(spec)}")
+            raise AgentNotFound(missing_message(spec))
         self.abstract_game = AbstractGame.build(Abstraction.load(spec))
         self.tree, self.row_offset = self.abstract_game.tree, self.abstract_game.row_offset
         self.policy = np.load(path, mmap_mode="r")

@@ -15,7 +15,8 @@ decides play and drops the rest:
 
 The folder's ``manifest.json`` (:mod:`bot.shipped`) says ``kind: compact-abstraction`` and, under
 ``abstraction``, the per-round methods and bucket counts; :func:`write_compact` writes all three
-files, :class:`CompactAbstractionAgent` plays them. Importing this module registers the kind.
+files, :class:`CompactAbstractionAgent` plays them. Importing this module registers the kind
+and a path loader, so ``--agent FOLDER`` plays a compact folder built anywhere.
 """
 
 from __future__ import annotations
@@ -28,8 +29,15 @@ import numpy as np
 
 from bot.abstraction_agent import RowPolicyAgent
 from bot.abstraction_tables import row_layout
+from bot.registry import register_path_loader
 from bot.runtime_buckets import CentreBuckets, HandBucketer, PercentileBuckets, RoundBuckets
-from bot.shipped import ShippedBotError, register_shipped_kind, write_manifest
+from bot.shipped import (
+    MANIFEST_NAME,
+    ShippedBotError,
+    read_manifest,
+    register_shipped_kind,
+    write_manifest,
+)
 from protocol.betting_tree import BettingTree
 from protocol.gamedef import Game
 
@@ -63,7 +71,7 @@ def quantise_policy(tree: BettingTree, num_buckets: tuple[int, ...], average: np
 
 def pack_policy(tree: BettingTree, num_buckets: tuple[int, ...], shares: np.ndarray) -> bytes:
     """LZMA-compressed byte stream of every row's shares except its last legal one."""
-    return lzma.compress(np.ascontiguousarray(shares[_stored(tree, num_buckets)]).tobytes(), preset=9 | lzma.PRESET_EXTREME)
+    return lzma.compress(np.ascontiguousarray(shares[_stored(tree, num_buckets)]).tobytes(), preset=9)
 
 
 def unpack_policy(tree: BettingTree, num_buckets: tuple[int, ...], packed: bytes) -> np.ndarray:
@@ -180,4 +188,15 @@ class CompactAbstractionAgent(RowPolicyAgent):
         return self.shares[row]
 
 
+def _folder_loader(game: Game, path: Path) -> CompactAbstractionAgent | None:
+    """``--agent FOLDER``: a compact abstraction folder (its manifest says the kind)."""
+    if not (path / MANIFEST_NAME).is_file():
+        return None
+    manifest = read_manifest(path)
+    if manifest.get("kind") != KIND:
+        return None
+    return CompactAbstractionAgent(game, path, manifest)
+
+
 register_shipped_kind(KIND, CompactAbstractionAgent)
+register_path_loader(_folder_loader)

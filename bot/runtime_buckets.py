@@ -34,6 +34,7 @@ from functools import cache
 import numpy as np
 from numba import njit
 
+from protocol.cards import NUM_RANKS as NUM_RANKS_MAX
 from protocol.cards import NUM_SUITS
 from protocol.evaluator import _COLEX, _NF_OFFSETS, _eval_row, _get_tables
 from protocol.gamedef import Game
@@ -82,10 +83,15 @@ def runout_features(game: Game, hole: np.ndarray, board: np.ndarray, bins: int) 
 def _runout_features(hole, board, deck, runout_size, nonflush, flush, colex, offset, hist):
     """Sum HS and HS^2 over runouts in the build's order (lexicographic over the deck minus the
     board, skipping those that hit the hole); HS counts opponent holes disjoint from every
-    known card by strength below / equal to ours."""
+    known card by strength below / equal to ours.
+
+    Per final board, the non-flush strength of the board plus each *pair of ranks* is looked up
+    once (91 pairs instead of ~1,000 opponent holes); an opponent hole is evaluated in full only
+    when the board and its suits could make a flush, so strengths equal the evaluator's."""
     k = hole.shape[0]
     visible = board.shape[0]
     final = visible + runout_size
+    cards = k + final
     rest = np.empty(deck.shape[0], dtype=np.int64)
     n_rest = 0
     for c in deck:
@@ -96,11 +102,14 @@ def _runout_features(hole, board, deck, runout_size, nonflush, flush, colex, off
         if not on_board:
             rest[n_rest] = c
             n_rest += 1
-    row = np.empty(k + final, dtype=np.int64)
-    for a in range(k):
-        row[a] = hole[a]
-    for j in range(visible):
-        row[k + j] = board[j]
+    row = np.empty(cards, dtype=np.int64)
+    row[:k] = hole
+    row[k : k + visible] = board
+    synthetic = np.empty(cards, dtype=np.int64)
+    opponent = np.empty(cards, dtype=np.int64)
+    pair_strength = np.empty((NUM_RANKS_MAX, NUM_RANKS_MAX), dtype=np.int64)
+    used = np.zeros(64, dtype=np.bool_)
+    suit_count = np.zeros(4, dtype=np.int64)
     others = np.empty(deck.shape[0], dtype=np.int64)
     pos = np.arange(runout_size)
     bins = hist.shape[0]
@@ -116,25 +125,42 @@ def _runout_features(hole, board, deck, runout_size, nonflush, flush, colex, off
                 if hole[a] == card:
                     hits_hole = True
         if not hits_hole:
-            ours = _eval_row(row, k + final, nonflush, flush, colex, offset)
+            ours = _eval_row(row, cards, nonflush, flush, colex, offset)
+            used[:] = False
+            suit_count[:] = 0
+            for j in range(cards):
+                used[row[j]] = True
+            for j in range(k, cards):
+                suit_count[row[j] & 3] += 1
+            board_suited = suit_count.max()
+            # non-flush strength of the final board plus ranks (x, y): suits i % 4 never flush
+            for j in range(final):
+                synthetic[j] = (row[k + j] >> 2) * 4 + (j % 4)
+            for x in range(NUM_RANKS_MAX):
+                for y in range(x, NUM_RANKS_MAX):
+                    synthetic[final] = x * 4 + (final % 4)
+                    synthetic[final + 1] = y * 4 + ((final + 1) % 4)
+                    pair_strength[x, y] = _eval_row(synthetic, cards, nonflush, flush, colex, offset)
+            opponent[k:] = row[k:]
             n_others = 0
             for c in deck:
-                used = False
-                for j in range(k + final):
-                    if row[j] == c:
-                        used = True
-                if not used:
+                if not used[c]:
                     others[n_others] = c
                     n_others += 1
             less = 0
             equal = 0
             total = 0
-            opponent = row.copy()
             for i in range(n_others):
-                opponent[0] = others[i]
+                a = others[i]
                 for j in range(i + 1, n_others):
-                    opponent[1] = others[j]
-                    s = _eval_row(opponent, k + final, nonflush, flush, colex, offset)
+                    b = others[j]
+                    sa, sb = a & 3, b & 3
+                    if board_suited >= 5 or suit_count[sa] + 1 + (sa == sb) >= 5 or suit_count[sb] + 1 >= 5:
+                        opponent[0] = a
+                        opponent[1] = b
+                        s = _eval_row(opponent, cards, nonflush, flush, colex, offset)
+                    else:
+                        s = pair_strength[min(a >> 2, b >> 2), max(a >> 2, b >> 2)]
                     total += 1
                     if s < ours:
                         less += 1
@@ -145,7 +171,7 @@ def _runout_features(hole, board, deck, runout_size, nonflush, flush, colex, off
             s2 += hs * hs
             count += 1
             hist[min(int(hs * bins), bins - 1)] += 1
-        # next runout (lexicographic k-subsets of rest)
+        # next runout (lexicographic subsets of rest)
         j = runout_size - 1
         while j >= 0 and pos[j] == n_rest - runout_size + j:
             j -= 1

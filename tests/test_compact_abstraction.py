@@ -24,7 +24,7 @@ from bot.runtime_buckets import (
     cdf_vectors,
     runout_features,
 )
-from bot.shipped import read_manifest
+from bot.shipped import SHIPPED_ROOT, read_manifest
 from protocol.betting_tree import BettingTree
 from protocol.gamedef import load_game
 from protocol.isomorphism import HandIndexer, canonical_representatives, round_indexer
@@ -34,6 +34,7 @@ from training.abstraction.compact import compact_rounds, percentile_upper
 from training.abstraction.features import RoundFeatures, compute_round_features, hole_combinations
 
 HOLDEM = load_game("holdem")
+SHIPPED_HOLDEM = SHIPPED_ROOT / "holdem"
 
 
 @pytest.fixture(autouse=True)
@@ -243,3 +244,110 @@ def test_compact_agent_names_a_damaged_folder(tmp_path):
     manifest["abstraction"]["buckets"] = [169, 691]
     with pytest.raises(ShippedBotError, match="691"):
         CompactAbstractionAgent(game, folder, manifest)
+
+
+REFERENCE_HOLDEM_GAMEDEF = """GAMEDEF
+limit
+numPlayers = 2
+numRounds = 4
+blind = 10 5
+raiseSize = 10 10 20 20
+firstPlayer = 2 1 1 1
+maxRaises = 3 4 4 4
+numSuits = 4
+numRanks = 13
+numHoleCards = 2
+numBoardCards = 0 3 1 1
+END GAMEDEF
+"""
+
+
+def test_connect_plays_the_shipped_bot_given_the_reference_gamedef_file(tmp_path):
+    """`pokerbot connect HOST PORT --game PATH/holdem.limit.2p.reverse_blinds.game --agent
+    default` over loopback TCP against our dealer: the game is matched by its rules, the shipped
+    bot plays every hand, and every action it sent has positive probability under its policy."""
+    import asyncio
+    import io
+    import threading
+
+    from click.testing import CliRunner
+
+    from bot.agent import CallAgent
+    from bot.cli import main
+    from bot.match import run_as_client
+    from bot.registry import resolve_agent
+    from bot.shipped import shipped_alias
+    from protocol.dealer import Dealer, DealerOptions
+    from protocol.match_log import read_match_log
+    from protocol.state import State
+
+    gamedef = tmp_path / "acpc" / "holdem.limit.2p.reverse_blinds.game"
+    gamedef.parent.mkdir()
+    gamedef.write_text(REFERENCE_HOLDEM_GAMEDEF)
+    game = load_game(str(gamedef))
+    assert shipped_alias(game) == "holdem"
+    hands = 24
+    options = DealerOptions(str(tmp_path / "m"), str(gamedef), game, hands, 3, ("shipped", "caller"), os_ports=True, quiet=True)
+    dealer = Dealer(options, io.StringIO(), io.StringIO())
+    ports = dealer.listen()
+    status: list[int] = []
+    server = threading.Thread(target=lambda: status.append(asyncio.run(dealer.serve())))
+    server.start()
+    caller = threading.Thread(target=run_as_client, args=(game, CallAgent(game), "127.0.0.1", ports[1], 0), daemon=True)
+    caller.start()
+    result = CliRunner().invoke(main, ["connect", "127.0.0.1", str(ports[0]), "--game", str(gamedef), "--agent", "default"])
+    server.join(120)
+    assert result.exit_code == 0, result.output
+    assert status == [0] and "match over" in result.output
+    log = read_match_log(tmp_path / "m.log")
+    assert len(log.hands) == hands
+    bot = resolve_agent("default", game)
+    assert bot.name == read_manifest(SHIPPED_HOLDEM)["name"]
+    raises = 0
+    for record in log.hands:
+        seat = record.names.index("shipped")
+        state = State(game)
+        for letter in record.betting.replace("/", ""):
+            if state.actor == seat:
+                board = tuple(record.board[: state.round])
+                holes = tuple(record.hole_cards[p] if p == seat else () for p in range(2))
+                view = MatchState(seat, record.hand_number, state.betting_string(), holes, board)
+                assert bot.action_probabilities(view).get(letter, 0.0) > 0
+                raises += letter == "r"
+            state.apply(letter)
+    assert raises > 0  # not the calling station: it bets its strong hands
+
+
+def test_shipped_holdem_bot_is_the_default_agent_and_small():
+    from bot.registry import resolve_agent
+
+    manifest = read_manifest(SHIPPED_HOLDEM)
+    assert manifest["kind"] == "compact-abstraction" and manifest["game"] == HOLDEM.name
+    assert sum(p.stat().st_size for p in SHIPPED_HOLDEM.iterdir()) < 6_000_000
+    bot = resolve_agent("default", HOLDEM)
+    assert isinstance(bot, CompactAbstractionAgent)
+    # pocket aces open-raise (or call) far more often than they fold preflop
+    view = MatchState(1, 0, "", ((), (48, 49)), ())
+    assert bot.action_probabilities(view).get("f", 0.0) < 0.05
+
+
+def test_missing_big_abstractions_say_what_is_missing_the_cost_and_the_command():
+    from click.testing import CliRunner
+
+    from bot.cli import main
+
+    for size, name in (("3e8", "abstraction_3e8"), ("3e7", "abstraction_3e7")):
+        result = CliRunner().invoke(main, ["match", "--game", "holdem", "--agent", "call", "--opponent", name, "--hands", "2"])
+        assert result.exit_code == 2
+        line = result.output.strip()
+        assert "\n" not in line and line.startswith(f"error: agent '{name}' is not built: no bucket tables")
+        assert f"`pokerbot train --algo abstraction --game holdem --size {size} --out runs/{name}`" in line
+        assert "iterations ~" in line and "--threads 64" in line and "mmap_tables = true" in line
+    spec = SPECS["fhp_abstraction_4e4"]
+    build_abstraction(spec)
+    result = CliRunner().invoke(main, ["match", "--game", "fhp", "--agent", "call", "--opponent", spec.name, "--hands", "2"])
+    assert result.exit_code == 2 and "is built (bucket tables in" in result.output and "policy.npy is missing" in result.output
+    ag = AbstractGame.build(Abstraction.load(spec))
+    np.save(policy_path(spec), np.ones((ag.num_rows, 3), np.float32))
+    result = CliRunner().invoke(main, ["match", "--game", "fhp", "--agent", "call", "--opponent", spec.name, "--hands", "2", "--no-aivat"])
+    assert result.exit_code == 0, result.output

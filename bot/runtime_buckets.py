@@ -38,7 +38,7 @@ from protocol.cards import NUM_RANKS as NUM_RANKS_MAX
 from protocol.cards import NUM_SUITS
 from protocol.evaluator import _COLEX, _NF_OFFSETS, _eval_row, _get_tables
 from protocol.gamedef import Game
-from protocol.isomorphism import round_indexer
+from protocol.isomorphism import all_combinations, round_indexer
 
 
 def build_order_hand(game: Game, hole: tuple[int, ...], board: tuple[int, ...]) -> tuple[np.ndarray, np.ndarray]:
@@ -111,15 +111,15 @@ def _runout_features(hole, board, deck, runout_size, nonflush, flush, colex, off
     used = np.zeros(64, dtype=np.bool_)
     suit_count = np.zeros(4, dtype=np.int64)
     others = np.empty(deck.shape[0], dtype=np.int64)
-    pos = np.arange(runout_size)
     bins = hist.shape[0]
     s1 = 0.0
     s2 = 0.0
     count = 0
-    while True:
+    runouts = all_combinations(rest[:n_rest], runout_size)  # the build's order (_final_boards)
+    for run in range(runouts.shape[0]):
         hits_hole = False
         for j in range(runout_size):
-            card = rest[pos[j]]
+            card = np.int64(runouts[run, j])
             row[k + visible + j] = card
             for a in range(k):
                 if hole[a] == card:
@@ -171,15 +171,6 @@ def _runout_features(hole, board, deck, runout_size, nonflush, flush, colex, off
             s2 += hs * hs
             count += 1
             hist[min(int(hs * bins), bins - 1)] += 1
-        # next runout (lexicographic subsets of rest)
-        j = runout_size - 1
-        while j >= 0 and pos[j] == n_rest - runout_size + j:
-            j -= 1
-        if j < 0:
-            break
-        pos[j] += 1
-        for i in range(j + 1, runout_size):
-            pos[i] = pos[i - 1] + 1
     return np.float32(s1 / count), np.float32(s2 / count)
 
 

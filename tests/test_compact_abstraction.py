@@ -3,6 +3,8 @@ like the full agent, and the shipped hold'em bot plays at a dealer given its gam
 
 from __future__ import annotations
 
+from importlib import resources
+
 import numpy as np
 import pytest
 
@@ -49,6 +51,19 @@ def renamed(cards, perm, suits=4):
 def random_hand(rng, game, visible):
     cards = rng.choice(np.array(game.deck), game.num_hole_cards + visible, replace=False)
     return tuple(int(c) for c in cards[:2]), tuple(int(c) for c in cards[2:])
+
+
+def assert_flop_buckets_match_the_table(spec, rounds, seed, hands=300):
+    """Play-time flop buckets of random hands equal the built table's; returns the bucketer."""
+    game = spec.load_game()
+    bucketer = HandBucketer(game, rounds)
+    table = np.load(bucket_path(spec, 1))
+    indexer = round_indexer(game, 1)
+    rng = np.random.default_rng(seed)
+    for _ in range(hands):
+        hole, board = random_hand(rng, game, 3)
+        assert bucketer.bucket(1, hole, board) == table[indexer.index(hole + board)]
+    return bucketer
 
 
 def test_build_order_hand_is_the_canonical_board_and_the_last_hole_written():
@@ -112,13 +127,7 @@ def test_percentile_buckets_reproduce_the_built_table():
     game = spec.load_game()
     build_abstraction(spec)
     rounds = compact_rounds(spec, log=lambda line: None)
-    bucketer = HandBucketer(game, rounds)
-    table = np.load(bucket_path(spec, 1))
-    indexer = round_indexer(game, 1)
-    rng = np.random.default_rng(3)
-    for _ in range(300):
-        hole, board = random_hand(rng, game, 3)
-        assert bucketer.bucket(1, hole, board) == table[indexer.index(hole + board)]
+    bucketer = assert_flop_buckets_match_the_table(spec, rounds, seed=3)
     assert bucketer.bucket(0, (0, 1), ()) == round_indexer(game, 0).index((0, 1))
 
 
@@ -131,41 +140,22 @@ def test_percentile_upper_refuses_overlapping_buckets():
         percentile_upper(values, np.array([0, 0, 0, 0]), 2)
 
 
-SMALL_GAME = """GAMEDEF
-limit
-numPlayers = 2
-numRounds = 2
-blind = 2 1
-raiseSize = 2 4
-firstPlayer = 2 1
-maxRaises = 3 3
-numSuits = 4
-numRanks = 5
-numHoleCards = 2
-numBoardCards = 0 3
-END GAMEDEF
-"""
 
 
 def test_kmeans_centres_reproduce_the_built_table(tmp_path, monkeypatch):
     """A ``ke`` round (on a 20-card flop game, 7,760 classes): the refitted centres (the
     build's seeded k-means run again) reproduce the built table on all classes (checked inside
     compact_rounds), and play-time buckets of hands equal the table's."""
+    fhp_text = load_game("fhp").to_text()
+    assert "numRanks = 13" in fhp_text
     path = tmp_path / "small.game"
-    path.write_text(SMALL_GAME)
+    path.write_text(fhp_text.replace("numRanks = 13", "numRanks = 5"))
     spec = AbstractionSpec("small_ke", str(path), (None, 8), ("lossless", "ke"))
     monkeypatch.setitem(SPECS, spec.name, spec)
-    game = spec.load_game()
     build_abstraction(spec)
     rounds = compact_rounds(spec, log=lambda line: None)
     assert isinstance(rounds[1], CentreBuckets) and rounds[1].centres.shape == (8, 50)
-    bucketer = HandBucketer(game, rounds)
-    table = np.load(bucket_path(spec, 1))
-    indexer = round_indexer(game, 1)
-    rng = np.random.default_rng(4)
-    for _ in range(300):
-        hole, board = random_hand(rng, game, 3)
-        assert bucketer.bucket(1, hole, board) == table[indexer.index(hole + board)]
+    assert_flop_buckets_match_the_table(spec, rounds, seed=4)
 
 
 def test_centre_buckets_replay_empty_cluster_moves_in_order():
@@ -246,20 +236,6 @@ def test_compact_agent_names_a_damaged_folder(tmp_path):
         CompactAbstractionAgent(game, folder, manifest)
 
 
-REFERENCE_HOLDEM_GAMEDEF = """GAMEDEF
-limit
-numPlayers = 2
-numRounds = 4
-blind = 10 5
-raiseSize = 10 10 20 20
-firstPlayer = 2 1 1 1
-maxRaises = 3 4 4 4
-numSuits = 4
-numRanks = 13
-numHoleCards = 2
-numBoardCards = 0 3 1 1
-END GAMEDEF
-"""
 
 
 def test_connect_plays_the_shipped_bot_given_the_reference_gamedef_file(tmp_path):
@@ -283,7 +259,8 @@ def test_connect_plays_the_shipped_bot_given_the_reference_gamedef_file(tmp_path
 
     gamedef = tmp_path / "acpc" / "holdem.limit.2p.reverse_blinds.game"
     gamedef.parent.mkdir()
-    gamedef.write_text(REFERENCE_HOLDEM_GAMEDEF)
+    # the reference dealer's own file (protocol/games holds a verbatim copy), outside the package
+    gamedef.write_text((resources.files("protocol") / "games" / gamedef.name).read_text())
     game = load_game(str(gamedef))
     assert shipped_alias(game) == "holdem"
     hands = 24

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import time
 from pathlib import Path
 
@@ -26,11 +27,11 @@ import numpy as np
 from numba import njit
 
 from bot.abstraction_cost import HIST_BINS
-from bot.abstraction_spec import SPECS, AbstractionSpec, bucket_path, policy_path
+from bot.abstraction_spec import SPECS, AbstractionSpec, bucket_path, policy_path, spec_dir
 from bot.compact_abstraction import write_compact
 from bot.runtime_buckets import CentreBuckets, PercentileBuckets, RoundBuckets, cdf_vectors
 from training.abstraction.build import round_features
-from training.abstraction.kmeans import kmeans_fit, l2_metric
+from training.abstraction.kmeans import KMeansFit, kmeans_fit, l2_metric
 
 
 def percentile_upper(feature: np.ndarray, table: np.ndarray, count: int, chunk: int = 8_000_000) -> np.ndarray:
@@ -61,20 +62,36 @@ def _min_max(values, labels, low, high):
             high[b] = v
 
 
-def centre_buckets(spec: AbstractionSpec, r: int, table: np.ndarray) -> CentreBuckets:
+def centre_buckets(spec: AbstractionSpec, r: int, table: np.ndarray, fit: KMeansFit | None = None) -> CentreBuckets:
     """The k-means centres and moves of a ``ke`` round, refitted exactly as the build fits them
-    (same features, seed and schedule); raises ValueError unless they reproduce ``table``."""
-    features = round_features(spec.load_game(), r, hist_bins=HIST_BINS)
-    fit = kmeans_fit(features.hist, features.weight, spec.buckets[r], l2_metric(HIST_BINS, cdf_vectors), seed=r)
+    (same features, seed and schedule: :func:`refit`) unless ``fit`` is given; raises ValueError
+    unless they reproduce ``table`` on every class. The checked result is cached next to the
+    tables (``centres_r<round>.npz``), so the refit runs once."""
+    cache = spec_dir(spec) / f"centres_r{r}.npz"
+    if cache.exists():
+        with np.load(cache) as data:
+            return CentreBuckets(data["centres"], data["move_source"], data["move_point"], data["move_target"])
+    fit = fit if fit is not None else refit(spec, r)
     if fit.centres is None:
         raise ValueError(f"{spec.name} round {r}: a two-level k-means has no single centre table to ship")
     differ = int(np.count_nonzero(fit.buckets != np.asarray(table)))
     if differ:
         raise ValueError(f"{spec.name} round {r}: the refitted k-means gives {differ:,} of {len(table):,} classes another bucket")
-    sources = np.array([m[0] for m in fit.moves], dtype=np.int64)
-    points = np.array([m[1] for m in fit.moves], dtype=np.float32).reshape(len(fit.moves), HIST_BINS)
-    targets = np.array([m[2] for m in fit.moves], dtype=np.int64)
-    return CentreBuckets(np.asarray(fit.centres, dtype=np.float32), sources, points, targets)
+    buckets = CentreBuckets(np.asarray(fit.centres, dtype=np.float32), np.array([m[0] for m in fit.moves], dtype=np.int64),
+                            np.array([m[1] for m in fit.moves], dtype=np.float32).reshape(len(fit.moves), HIST_BINS),
+                            np.array([m[2] for m in fit.moves], dtype=np.int64))  # fmt: skip
+    tmp = cache.with_name(f"{cache.stem}.tmp.npz")
+    np.savez(tmp, centres=buckets.centres, move_source=buckets.move_source, move_point=buckets.move_point,
+             move_target=buckets.move_target)  # fmt: skip
+    os.replace(tmp, cache)
+    return buckets
+
+
+def refit(spec: AbstractionSpec, r: int) -> KMeansFit:
+    """The build's k-means of ``ke`` round ``r`` run again on the cached histograms (the same
+    call as :func:`training.abstraction.build._bucket_round` makes, hence the same result)."""
+    features = round_features(spec.load_game(), r, hist_bins=HIST_BINS)
+    return kmeans_fit(features.hist, features.weight, spec.buckets[r], l2_metric(HIST_BINS, cdf_vectors), seed=r)
 
 
 def compact_rounds(spec: AbstractionSpec, log=print) -> tuple[RoundBuckets | None, ...]:

@@ -69,20 +69,11 @@ class KMeansFit:
     moves: tuple[tuple[int, np.ndarray, int], ...]  # (source, prepared point, target)
 
 
-def kmeans_buckets(
-    features: np.ndarray,
-    weight: np.ndarray,
-    k: int,
-    metric: Metric,
-    seed: int = 0,
-    batch: int = KMEANS_BATCH,
-    steps: int = KMEANS_STEPS,
-    chunk: int = 1_000_000,
-    progress: Callable[[int, int], None] | None = None,
-) -> np.ndarray:
+def kmeans_buckets(features: np.ndarray, weight: np.ndarray, k: int, metric: Metric, **schedule) -> np.ndarray:
     """Bucket (uint16, or uint32 above 65,536) of every row of ``features`` (memory-mapped is
-    fine), ``k`` of them non-empty; raises ValueError when the rows have fewer distinct points."""
-    return kmeans_fit(features, weight, k, metric, seed, batch, steps, chunk, progress).buckets
+    fine), ``k`` of them non-empty; raises ValueError when the rows have fewer distinct points.
+    ``schedule``: :func:`kmeans_fit`'s ``seed``, ``batch``, ``steps``, ``chunk``, ``progress``."""
+    return kmeans_fit(features, weight, k, metric, **schedule).buckets
 
 
 def kmeans_fit(

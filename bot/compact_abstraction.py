@@ -71,23 +71,22 @@ def quantise_policy(tree: BettingTree, num_buckets: tuple[int, ...], average: np
 
 def pack_policy(tree: BettingTree, num_buckets: tuple[int, ...], shares: np.ndarray) -> bytes:
     """LZMA-compressed byte stream of every row's shares except its last legal one."""
-    return lzma.compress(np.ascontiguousarray(shares[_stored(tree, num_buckets)]).tobytes(), preset=9)
+    return lzma.compress(np.ascontiguousarray(shares[_stored(_row_legal(tree, num_buckets))]).tobytes(), preset=9)
 
 
 def unpack_policy(tree: BettingTree, num_buckets: tuple[int, ...], packed: bytes) -> np.ndarray:
     """Inverse of :func:`pack_policy`: the ``[rows, 3]`` uint8 shares."""
-    stored = _stored(tree, num_buckets)
+    legal = _row_legal(tree, num_buckets)
+    stored = _stored(legal)
     stream = np.frombuffer(lzma.decompress(packed), dtype=np.uint8)
     if stream.size != int(stored.sum()):
         raise ValueError(f"policy stream has {stream.size} values, the abstraction needs {int(stored.sum())}")
-    shares = np.zeros(stored.shape, dtype=np.int64)
+    shares = np.zeros(stored.shape, dtype=np.int16)
     shares[stored] = stream
-    legal = _row_legal(tree, num_buckets)
-    last = legal & ~stored
-    implied = UNITS - shares.sum(axis=1)
+    implied = UNITS - shares.sum(axis=1, dtype=np.int16)
     if (implied < 0).any():
         raise ValueError("policy stream has a row whose shares exceed 255")
-    shares[last] = implied
+    shares[legal & ~stored] = implied
     return shares.astype(np.uint8)
 
 
@@ -97,9 +96,8 @@ def _row_legal(tree: BettingTree, num_buckets: tuple[int, ...]) -> np.ndarray:
     return np.repeat(tree.legal[tree.decision_ids], sizes, axis=0)
 
 
-def _stored(tree: BettingTree, num_buckets: tuple[int, ...]) -> np.ndarray:
+def _stored(legal: np.ndarray) -> np.ndarray:
     """Mask of the shares a row stores: its legal actions but the last."""
-    legal = _row_legal(tree, num_buckets)
     last = 2 - np.argmax(legal[:, ::-1], axis=1)
     stored = legal.copy()
     stored[np.arange(len(stored)), last] = False

@@ -88,7 +88,8 @@ def agreement(folder: Path, hands: tuple[int, ...], infosets: int, seed: int) ->
 
 
 def latency(folder: Path, decisions: int, seed: int) -> None:
-    """Seconds per decision of a fresh hand (nothing remembered), per round."""
+    """Seconds per decision of a fresh hand (nothing remembered), per round: wall clock and the
+    process's CPU time (which the machine's load does not inflate)."""
     bot = load_bot(folder)
     rng = np.random.default_rng(seed)
     tree = bot.tree
@@ -103,11 +104,12 @@ def latency(folder: Path, decisions: int, seed: int) -> None:
             shown = (board[:3], board[3:4], board[4:])[:r]
             view = MatchState(seat, 0, tree.history[node], tuple(hole if p == seat else () for p in range(2)), shown)
             bot.bucketer._memo.clear()
-            started = time.perf_counter()
+            started, cpu = time.perf_counter(), time.process_time()
             bot.action_probabilities(view)
-            times.append(time.perf_counter() - started)
+            times.append((time.perf_counter() - started, time.process_time() - cpu))
         ms = np.array(times[1:]) * 1e3
-        print(f"round {r}: {ms.mean():.2f} ms mean, {np.percentile(ms, 95):.2f} ms p95 per decision ({decisions} decisions)")
+        print(f"round {r}: wall {ms[:, 0].mean():.2f} ms mean, {np.percentile(ms[:, 0], 95):.2f} ms p95; "
+              f"CPU {ms[:, 1].mean():.2f} ms mean per decision ({decisions} decisions)")  # fmt: skip
     load_started = time.perf_counter()
     load_bot(folder)
     sizes = {p.name: p.stat().st_size for p in sorted(folder.iterdir())}

@@ -64,7 +64,7 @@ def agreement(folder: Path, hands: tuple[int, ...], infosets: int, seed: int) ->
         visible, same, started = HOLDEM.board_cards_through(r), 0, time.perf_counter()
         for _ in range(hands[r]):
             hole, board = random_hand(rng, visible)
-            bot.bucketer._memo.clear()
+            bot.bucketer.forget()
             same += bot.bucket(r, hole, board) == int(table[indexer.index(hole + board)])
         seconds = (time.perf_counter() - started) / max(hands[r], 1)
         print(f"round {r} ({spec.round_methods[r]}): {same:,} of {hands[r]:,} hands agree "
@@ -103,7 +103,7 @@ def latency(folder: Path, decisions: int, seed: int) -> None:
             hole, board = random_hand(rng, 5)
             shown = (board[:3], board[3:4], board[4:])[:r]
             view = MatchState(seat, 0, tree.history[node], tuple(hole if p == seat else () for p in range(2)), shown)
-            bot.bucketer._memo.clear()
+            bot.bucketer.forget()
             started, cpu = time.perf_counter(), time.process_time()
             bot.action_probabilities(view)
             times.append((time.perf_counter() - started, time.process_time() - cpu))

@@ -8,9 +8,9 @@ one hand: E[HS], E[HS^2] or a 50-bin histogram of final-board hand strength (HS:
 opponent hands beaten, ties half, with card removal; Zinkevich et al. 2007, Johanson et al.
 2013). So the shipped bot stores only what maps a feature to a bucket:
 
-* percentile rounds (``ehs2``, and ``ehs`` on the river of ``ke`` abstractions): the largest
-  feature value of each bucket (a percentile bucket is a monotone step function of the value,
-  :mod:`training.abstraction.buckets`), so the bucket is a binary search;
+* percentile rounds (``ehs2``; on the river E[HS^2] = HS^2 orders hands as E[HS] does): the
+  largest feature value of each bucket (a percentile bucket is a monotone step function of the
+  value, :mod:`training.abstraction.buckets`), so the bucket is a binary search;
 * ``ke`` rounds: the k-means centres (CDF vectors), the bucket being the nearest centre in L2
   exactly as the build's final assignment picks it, plus the few reassignments the build made to
   fill empty clusters.
@@ -34,8 +34,10 @@ from functools import cache
 import numpy as np
 from numba import njit
 
-from protocol.cards import NUM_RANKS as NUM_RANKS_MAX
-from protocol.cards import NUM_SUITS
+from protocol.cards import NUM_RANKS, NUM_SUITS
+
+# the evaluator's row kernel and tables, called per hand inside this module's numba loop (its
+# public batch API would need a ~1M-row array per flop decision)
 from protocol.evaluator import _COLEX, _NF_OFFSETS, _eval_row, _get_tables
 from protocol.gamedef import Game
 from protocol.isomorphism import all_combinations, round_indexer
@@ -107,7 +109,7 @@ def _runout_features(hole, board, deck, runout_size, nonflush, flush, colex, off
     row[k : k + visible] = board
     synthetic = np.empty(cards, dtype=np.int64)
     opponent = np.empty(cards, dtype=np.int64)
-    pair_strength = np.empty((NUM_RANKS_MAX, NUM_RANKS_MAX), dtype=np.int64)
+    pair_strength = np.empty((NUM_RANKS, NUM_RANKS), dtype=np.int64)
     used = np.zeros(64, dtype=np.bool_)
     suit_count = np.zeros(4, dtype=np.int64)
     others = np.empty(deck.shape[0], dtype=np.int64)
@@ -136,8 +138,8 @@ def _runout_features(hole, board, deck, runout_size, nonflush, flush, colex, off
             # non-flush strength of the final board plus ranks (x, y): suits i % 4 never flush
             for j in range(final):
                 synthetic[j] = (row[k + j] >> 2) * 4 + (j % 4)
-            for x in range(NUM_RANKS_MAX):
-                for y in range(x, NUM_RANKS_MAX):
+            for x in range(NUM_RANKS):
+                for y in range(x, NUM_RANKS):
                     synthetic[final] = x * 4 + (final % 4)
                     synthetic[final + 1] = y * 4 + ((final + 1) % 4)
                     pair_strength[x, y] = _eval_row(synthetic, cards, nonflush, flush, colex, offset)
@@ -264,6 +266,10 @@ class HandBucketer:
         self.rounds = rounds
         self.preflop = round_indexer(game, 0)
         self._memo: dict[tuple, int] = {}
+
+    def forget(self) -> None:
+        """Drop remembered buckets (benchmarks time a fresh hand)."""
+        self._memo.clear()
 
     def bucket(self, round_index: int, hole: tuple[int, ...], board: tuple[int, ...]) -> int:
         if round_index == 0:

@@ -123,10 +123,17 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--description", required=True)
     parser.add_argument("--strength", default="{}", help='JSON object of measured figures, e.g. {"vs abstraction_3e6": "+20 mbb/g"}')
     args = parser.parse_args(argv)
+    try:
+        strength = json.loads(args.strength)
+    except json.JSONDecodeError as error:
+        parser.error(f"--strength is not a JSON object: {error}")
     spec = SPECS[args.abstraction]
-    average = np.load(args.policy or policy_path(spec), mmap_mode="r")
+    policy = args.policy or policy_path(spec)
+    if not policy.is_file():
+        parser.error(f"{policy}: no solved policy (solve {spec.name} first, or give --policy)")
+    average = np.load(policy, mmap_mode="r")
     rounds = compact_rounds(spec)
-    manifest = {"name": args.name, "description": args.description, "strength": json.loads(args.strength),
+    manifest = {"name": args.name, "description": args.description, "strength": strength,
                 "source": spec.name}  # fmt: skip
     path = write_compact(args.out, spec.load_game(), rounds, spec.round_methods, np.asarray(average), manifest)
     sizes = {p.name: p.stat().st_size for p in sorted(args.out.iterdir())}

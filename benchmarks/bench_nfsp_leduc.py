@@ -34,17 +34,11 @@ import torch  # noqa: E402
 
 from benchmarks.bench_cfr_leduc import machine  # noqa: E402  (one machine line for every benchmark)
 from bot.best_response import exploitability  # noqa: E402
-from training.nfsp import (  # noqa: E402
-    LEDUC_PAPER,
-    NFSP,
-    anticipatory,
-    best_response_quality,
-    make_config,
-    mixture_bias,
-    preset_for,
-    train,
-    window_q_strategy,
-)
+from training.nfsp import NFSP  # noqa: E402
+from training.nfsp_config import LEDUC_PAPER, make_config, preset_for  # noqa: E402
+from training.nfsp_diagnostics import best_response_quality, mixture_bias, window_q_strategy  # noqa: E402
+from training.nfsp_run import train  # noqa: E402
+from training.nfsp_steps import anticipatory  # noqa: E402
 from training.rundir import CHECKPOINT_DIR, RunDir, load_torch  # noqa: E402
 
 TARGET_MBB = 37.0

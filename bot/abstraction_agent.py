@@ -10,11 +10,14 @@ are not built raises an error carrying the exact build command and its estimated
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 
 from bot.abstraction_spec import SPECS, policy_path
 from bot.abstraction_tables import AbstractGame, Abstraction, build_hint, missing_message
 from bot.agent import Agent
+from bot.encoding import EncodingError
 from bot.registry import AgentNotFound, register_name
 from protocol.betting_tree import BettingTree
 from protocol.gamedef import Game
@@ -40,7 +43,7 @@ class RowPolicyAgent(Agent):
     def action_probabilities(self, view: MatchState) -> dict[str, float]:
         node = self.tree.node_of.get(view.betting)
         if node is None or self.row_offset[node] < 0:
-            raise ValueError(f"{self.name}: no decision at betting {view.betting!r}")
+            raise EncodingError(f"{self.name}: no decision at betting {view.betting!r}")
         round_index = int(self.tree.round[node])
         board = view.board_flat[: self.game.board_cards_through(round_index)]
         row = int(self.row_offset[node]) + self.bucket(round_index, view.own_hole_cards, board)
@@ -55,13 +58,14 @@ class RowPolicyAgent(Agent):
 class AbstractionAgent(RowPolicyAgent):
     """Plays a solved abstraction's average strategy."""
 
-    def __init__(self, game: Game, name: str) -> None:
+    def __init__(self, game: Game, name: str, policy: Path | None = None) -> None:
+        """``policy``: a solve's average table (default: the one published for ``name``)."""
         super().__init__(game)
         spec = SPECS[name]
         if spec.load_game().name != game.name:
             raise AgentNotFound(f"{name} plays {spec.load_game().name}, not {game.name}")
         self.name = name
-        path = policy_path(spec)
+        path = policy if policy is not None else policy_path(spec)
         if not path.exists():
             raise AgentNotFound(missing_message(spec))
         self.abstract_game = AbstractGame.build(Abstraction.load(spec))
@@ -75,6 +79,25 @@ class AbstractionAgent(RowPolicyAgent):
 
     def row_weights(self, row: int) -> np.ndarray:
         return self.policy[row]
+
+    def range_probabilities(self, view: MatchState, hands: np.ndarray) -> np.ndarray:
+        """Every hand's bucket in one batched index lookup, then its policy row, normalised as
+        :meth:`action_probabilities` does (a row training never reached: uniform)."""
+        ag = self.abstract_game
+        node = ag.tree.node_of.get(view.betting)
+        if node is None or ag.row_offset[node] < 0:
+            raise ValueError(f"{self.name}: no decision at betting {view.betting!r}")
+        round_index = int(ag.tree.round[node])
+        board = np.array(view.board_flat[: self.game.board_cards_through(round_index)], dtype=np.int64)
+        hands = np.asarray(hands, dtype=np.int64)
+        index = ag.abstraction.indexers[round_index].index_batch(
+            np.concatenate([hands, np.broadcast_to(board, (len(hands), len(board)))], axis=1))
+        table = ag.abstraction.tables[round_index]
+        buckets = index if table is None else np.asarray(table[index], dtype=np.int64)
+        legal = ag.tree.legal[node]
+        weights = np.where(legal, np.asarray(self.policy[ag.row_offset[node] + buckets], dtype=np.float64), 0.0)
+        weights[weights.sum(axis=1) <= 0] = legal
+        return weights / weights.sum(axis=1, keepdims=True)
 
 
 def _register() -> None:

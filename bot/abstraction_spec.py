@@ -2,7 +2,7 @@
 
 An abstraction maps a player's cards in a round to a bucket (imperfect recall: hole cards plus
 the whole visible board, :func:`protocol.isomorphism.round_indexer`). Each round has a *method*
-(``shared/methods.md`` §1.1; built by :mod:`training.abstraction.build`):
+(Johanson et al. 2013; built by :mod:`training.abstraction.build`):
 
 * ``lossless``: the suit-isomorphism class itself (bucket count ``None``);
 * ``ehs2``: equal-mass percentiles of E[HS^2] (Zinkevich et al. 2007; the classic baseline);
@@ -32,8 +32,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from bot.errors import ConfigError
 from protocol.betting_tree import BettingTree
-from protocol.evaluator import cache_dir
+from protocol.files import cache_dir
 from protocol.gamedef import Game, load_game
 from protocol.isomorphism import round_indexer
 
@@ -153,5 +154,5 @@ def resolve_size(game: str, size: str) -> AbstractionSpec:
     name = SIZE_NAMES.get(key)
     if name is None:
         sizes = ", ".join(s for g, s in SIZE_NAMES if g == key[0]) or "none"
-        raise ValueError(f"no abstraction of size {size!r} for game {game!r}; sizes: {sizes}")
+        raise ConfigError(f"no abstraction of size {size!r} for game {game!r}; sizes: {sizes}")
     return SPECS[name]

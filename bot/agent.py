@@ -10,6 +10,7 @@ passes, so matches are reproducible from one seed.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from dataclasses import replace
 
 import numpy as np
 
@@ -37,6 +38,26 @@ class Agent(ABC):
     def action_probabilities(self, view: MatchState) -> dict[str, float]:
         """Probabilities over the *legal* ACPC letters at the viewer's decision (sum 1)."""
 
+    def range_probabilities(self, view: MatchState, hands: np.ndarray) -> np.ndarray:
+        """Action probabilities ``[len(hands), 3]`` (columns f, c, r; 0 where illegal) at the
+        viewer's decision in ``view`` if the viewer held each row of ``hands`` (``[n, hole]``
+        card codes) instead of its own cards.
+
+        Local best response (:mod:`bot.lbr`) asks this for every hand of the agent's range at
+        each decision. It must be the agent's *behaviour* strategy: per-hand private
+        randomness (an SD-CFR stack entry drawn at :meth:`begin_hand`) is marginalised out,
+        or the responder would see it. This default asks :meth:`action_probabilities` once
+        per hand; subclasses override it where one batched computation is faster.
+        """
+        out = np.zeros((len(hands), len(ACTIONS)))
+        holes = list(view.hole_cards)
+        for row, hand in enumerate(np.asarray(hands)):
+            holes[view.position] = tuple(int(c) for c in hand)
+            probabilities = self.action_probabilities(replace(view, hole_cards=tuple(holes)))
+            for kind, p in probabilities.items():
+                out[row, ACTIONS.index(kind)] = p
+        return out
+
     def act(self, view: MatchState, rng: np.random.Generator) -> str:
         """Sample an action from :meth:`action_probabilities`."""
         probabilities = self.action_probabilities(view)
@@ -53,7 +74,17 @@ def one_hot(kind: str) -> dict[str, float]:
     return {kind: 1.0}
 
 
-class RandomAgent(Agent):
+class CardBlindAgent(Agent):
+    """An agent whose play ignores its cards: one query serves every hand of a range."""
+
+    def range_probabilities(self, view: MatchState, hands: np.ndarray) -> np.ndarray:
+        row = np.zeros(len(ACTIONS))
+        for kind, p in self.action_probabilities(view).items():
+            row[ACTIONS.index(kind)] = p
+        return np.tile(row, (len(hands), 1))
+
+
+class RandomAgent(CardBlindAgent):
     """Uniform over the legal actions."""
 
     name = "random"
@@ -63,7 +94,7 @@ class RandomAgent(Agent):
         return {k: 1.0 / len(legal) for k in legal}
 
 
-class CallAgent(Agent):
+class CallAgent(CardBlindAgent):
     """Always checks or calls (a "calling station")."""
 
     name = "call"
@@ -72,7 +103,7 @@ class CallAgent(Agent):
         return one_hot(CALL)
 
 
-class RaiseAgent(Agent):
+class RaiseAgent(CardBlindAgent):
     """Bets or raises whenever legal, otherwise calls."""
 
     name = "raise"

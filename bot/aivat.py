@@ -44,6 +44,7 @@ import numba
 import numpy as np
 
 from bot.agent import Agent
+from bot.errors import UnsupportedGameError
 from protocol.betting_tree import ACTION_INDEX, DECISION, FOLD_END, BettingTree
 from protocol.evaluator import hand_strength, hand_strength_batch
 from protocol.gamedef import Game
@@ -86,7 +87,7 @@ def view_for(
 
 def _require_heads_up(game: Game) -> None:
     if game.num_players != 2:
-        raise ValueError(f"{game.name}: AIVAT here is for heads-up games")
+        raise UnsupportedGameError(f"{game.name}: AIVAT here is for heads-up games")
 
 
 def _fold_value(tree: BettingTree, node: int) -> float:
@@ -111,7 +112,7 @@ class ExactValue:
     def __init__(self, game: Game, agents_by_position: tuple[Agent, Agent]) -> None:
         _require_heads_up(game)
         if len(game.deck) > EXACT_VALUE_MAX_DECK:
-            raise ValueError(
+            raise UnsupportedGameError(
                 f"{game.name}: the exact AIVAT value function is for decks of at most "
                 f"{EXACT_VALUE_MAX_DECK} cards (Kuhn, Leduc)"
             )

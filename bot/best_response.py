@@ -49,6 +49,7 @@ from pathlib import Path
 import numpy as np
 from numba import njit
 
+from bot.errors import PokerbotError, UnsupportedGameError
 from bot.infosets import InfosetSpace, space_for
 from protocol.betting_tree import DECISION, FOLD_END
 from protocol.evaluator import NUM_CARDS, hand_strength_batch
@@ -112,7 +113,7 @@ class PublicTree:
         #: Board chunks at a new round hold at most this many (board, hand) entries per array.
         self.max_elements = max_elements
         if game.num_hole_cards > 2:
-            raise ValueError(f"{game.name}: exact best response supports at most 2 hole cards")
+            raise UnsupportedGameError(f"{game.name}: exact best response supports at most 2 hole cards")
         self.space = space
         self.tree = space.tree
         self.hand_cards = space.hands.astype(np.int64)
@@ -185,7 +186,7 @@ class PublicTree:
             won = tuple(-spent[p] if folder == p else spent[1 - p] for p in (0, 1))
             return rnd, True, (weight * won[0], weight * won[1])
         if spent[0] != spent[1] or rnd != self.space.game.num_rounds - 1:
-            raise ValueError(f"{self.space.game.name}: all-in showdowns (stacks) are not supported")
+            raise UnsupportedGameError(f"{self.space.game.name}: all-in showdowns (stacks) are not supported")
         return rnd, False, (weight * spent[0], weight * spent[1])
 
     def terminal_values(self, node: int, lo: int, hi: int, player: int, opponent_reach: np.ndarray) -> np.ndarray:
@@ -195,17 +196,23 @@ class PublicTree:
         rnd, is_fold, scales = self.terminal[node]
         valid = self.valid_float[rnd][lo:hi]
         if is_fold:
-            per_card = opponent_reach @ self.incidence
-            disjoint = opponent_reach.sum(axis=1, keepdims=True) - per_card[:, self.hand_cards].sum(axis=2)
-            if self.hand_cards.shape[1] == 2:
-                disjoint += opponent_reach
-            return scales[player] * disjoint * valid
+            return scales[player] * self.disjoint_reach(opponent_reach) * valid
         net = np.zeros(opponent_reach.shape)  # hands colliding with the board stay 0
         _showdown_sweep(
             self.showdown_order[lo:hi], self.showdown_strength[lo:hi],
             np.ascontiguousarray(opponent_reach), self.hand_cards, NUM_CARDS, net,
         )
         return scales[player] * net * valid
+
+    def disjoint_reach(self, opponent_reach: np.ndarray) -> np.ndarray:
+        """``[boards, H]``: per own hand h, the opponent reach summed over the hands that share
+        no card with h (inclusion-exclusion over h's cards; with two-card hands the hand h
+        itself is subtracted twice, so it is added back once)."""
+        per_card = opponent_reach @ self.incidence
+        disjoint = opponent_reach.sum(axis=1, keepdims=True) - per_card[:, self.hand_cards].sum(axis=2)
+        if self.hand_cards.shape[1] == 2:
+            disjoint += opponent_reach
+        return disjoint
 
     # -- passes --------------------------------------------------------------------------
     def counterfactual_values(
@@ -428,6 +435,11 @@ def best_response_strategy(game: Game, strategy: np.ndarray, player: int) -> np.
 # -- loading strategies from files ---------------------------------------------------------
 
 #: ``(game or None, path) -> (game, strategy array) | None`` (None: not this loader's kind).
+class PolicyNotFound(PokerbotError, LookupError, ValueError):
+    """A path that is not there or holds nothing :func:`load_strategy` can evaluate (``ValueError``
+    as before the one error root, ``LookupError`` as a name that resolves to nothing)."""
+
+
 StrategyLoader = Callable[[Game | None, Path], "tuple[Game, np.ndarray] | None"]
 _STRATEGY_LOADERS: list[StrategyLoader] = []
 
@@ -444,9 +456,9 @@ def load_strategy(path: Path, game: Game | None = None) -> tuple[Game, np.ndarra
 
     load_plugins()
     if not path.exists():
-        raise FileNotFoundError(f"{path}: no such file or directory")
+        raise PolicyNotFound(f"{path}: no such file or directory")
     for loader in [load_policy_strategy, *_STRATEGY_LOADERS]:
         found = loader(game, path)
         if found is not None:
             return found
-    raise ValueError(f"{path}: not a policy file or a run directory pokerbot can evaluate")
+    raise PolicyNotFound(f"{path}: not a policy file or a run directory pokerbot can evaluate")

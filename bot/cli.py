@@ -2,8 +2,9 @@
 
 Commands are imported lazily so ``pokerbot --help`` and small commands start fast (torch and
 numba load only for the commands that need them). Errors a user can cause (bad files, names,
-options, protocol lines) print one line on stderr and exit 2 (set ``POKERBOT_DEBUG=1`` for the
-traceback).
+options, protocol lines, damaged files) are :class:`~bot.errors.PokerbotError` subclasses and
+print one line on stderr and exit 2 (set ``POKERBOT_DEBUG=1`` for the traceback). Nothing else
+is caught: a ``KeyError`` or ``IndexError`` is a bug and keeps its traceback.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from bot.errors import PokerbotError
 
 #: command name -> "module:attribute" of its click command.
 COMMANDS: dict[str, str] = {
+    "agents": "bot.commands.agents:agents",
     "games": "bot.commands.games:games",
     "match": "bot.commands.match:match",
     "report": "bot.commands.report:report",
@@ -26,13 +28,11 @@ COMMANDS: dict[str, str] = {
     "train": "bot.commands.train:train",
     "solve": "bot.commands.solve:solve",
     "exploit": "bot.commands.exploit:exploit",
+    "lbr": "bot.commands.lbr:lbr",
     "play": "bot.commands.play:play",
     "export-policy": "bot.commands.export_policy:export_policy",
+    "watch": "bot.commands.watch:watch",
 }
-
-#: Exceptions that are the user's input, not our bug; shown as one line.
-USER_ERRORS: tuple[type[BaseException], ...] = (PokerbotError, ValueError, LookupError, OSError)
-
 
 class LazyGroup(click.Group):
     def list_commands(self, ctx: click.Context) -> list[str]:
@@ -47,11 +47,11 @@ class LazyGroup(click.Group):
     def invoke(self, ctx: click.Context):  # type: ignore[override]
         try:
             return super().invoke(ctx)
-        except USER_ERRORS as error:
+        except PokerbotError as error:
             if os.environ.get("POKERBOT_DEBUG"):
                 raise
             click.echo(f"error: {error}", err=True)
-            sys.exit(2)
+            sys.exit(getattr(error, "exit_code", 2))
 
 
 @click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})

@@ -1,16 +1,13 @@
-"""Deep CFR and SD-CFR policy bundles: the on-disk format, the playing agent, exact strategies.
+"""Deep CFR and SD-CFR policies: the bundle fields, the playing agent, exact strategies.
 
-A policy bundle is a directory (a run's ``policy/``) holding ``bundle.json`` and network weight
-files; it needs only this module, :mod:`bot.network` and :mod:`bot.encoding` to load (no
-training code). ``bundle.json``::
+A Deep CFR or SD-CFR policy is a bundle (:mod:`bot.bundle`: ``bundle.json`` with the gamedef,
+the sha256 of every file and the run's provenance) whose kind-specific fields are::
 
-    {"format": 1, "kind": "sd-cfr" | "deep-cfr", "encoder_version": 1,
-     "game_name": "leduc.limit.2p", "game": "<gamedef text>",
-     "architecture": {"group_sizes": [...], "bet_slots": N, "width": W},
-     "argmax_fallback": true,
-     "stack": [{"weight": 1, "uniform": true},                        # sd-cfr: sigma^1
-               {"weight": 2, "files": ["stack/p0_t000001.pt", "stack/p1_t000001.pt"]}, ...],
-     "average": "average.pt"}                                          # deep-cfr
+    "architecture": {"group_sizes": [...], "bet_slots": N, "width": W},
+    "argmax_fallback": true,
+    "stack": [{"weight": 1, "uniform": true},                        # sd-cfr: sigma^1
+              {"weight": 2, "files": ["stack/p0_t000001.pt", "stack/p1_t000001.pt"]}, ...],
+    "average": "average.pt"                                          # deep-cfr
 
 **SD-CFR** (Steinberger 2019; DREAM paper sec. 4.4): the stack lists every iteration's value
 networks per position; strategy ``sigma^t`` comes from regret matching on them. Playing samples
@@ -23,8 +20,6 @@ infoset is the reach-weighted average ``sum_t w_t pi_p^t(I) sigma^t(I) / sum_t w
 
 from __future__ import annotations
 
-import json
-import pickle
 from collections import OrderedDict
 from dataclasses import dataclass
 from pathlib import Path
@@ -33,89 +28,68 @@ import numpy as np
 import torch
 
 from bot.agent import Agent
-from bot.encoding import ENCODER_VERSION, InfosetEncoder
-from bot.errors import PokerbotError
+from bot.bundle import Bundle, BundleError, load_network, read_bundle, register_kind
+from bot.encoding import InfosetEncoder
 from bot.network import DeepCFRNetwork, masked_softmax, regret_matching
+from bot.progress import report
 from protocol.betting_tree import DECISION
-from protocol.gamedef import Game, parse_gamedef
+from protocol.gamedef import Game
 from protocol.matchstate import MatchState
 from protocol.state import ACTIONS
 
-BUNDLE_FORMAT = 1
-BUNDLE_FILE = "bundle.json"
 KINDS = ("sd-cfr", "deep-cfr")
 
 
-class BundleError(PokerbotError):
-    """A policy bundle that cannot be loaded (the message names the file and the problem)."""
-
-
 @dataclass
-class Bundle:
-    """A loaded ``bundle.json`` (networks are read lazily from ``root``)."""
+class DeepCFRBundle:
+    """A Deep CFR / SD-CFR bundle's fields (networks are read lazily, verified, from ``root``)."""
 
-    root: Path
-    kind: str
-    game: Game
+    bundle: Bundle
     architecture: dict
     argmax_fallback: bool
     stack: list[dict]
     average: str | None
 
     @classmethod
-    def load(cls, path: Path) -> Bundle:
-        path = Path(path)
-        root = path if path.is_dir() else path.parent
-        if (root / "policy" / BUNDLE_FILE).exists():  # a run directory
-            root = root / "policy"
-        manifest_path = root / BUNDLE_FILE
-        if not manifest_path.exists():
-            raise BundleError(f"{path}: no {BUNDLE_FILE} (not a Deep CFR / SD-CFR policy bundle or run)")
-        try:
-            data = json.loads(manifest_path.read_text())
-        except json.JSONDecodeError as error:
-            raise BundleError(f"{manifest_path}: invalid JSON ({error})") from None
-        if data.get("format") != BUNDLE_FORMAT:
-            raise BundleError(f"{manifest_path}: bundle format {data.get('format')!r}, this pokerbot reads {BUNDLE_FORMAT}")
-        if data.get("encoder_version") != ENCODER_VERSION:
-            raise BundleError(f"{manifest_path}: encoder version {data.get('encoder_version')!r}, this pokerbot has {ENCODER_VERSION}")
-        if data.get("kind") not in KINDS:
-            raise BundleError(f"{manifest_path}: unknown kind {data.get('kind')!r}")
-        try:
-            game = parse_gamedef(data["game"], source=str(manifest_path), name=data["game_name"])
-            bundle = cls(root, data["kind"], game, data["architecture"], bool(data.get("argmax_fallback", True)),
-                         list(data.get("stack", [])), data.get("average"))
-        except KeyError as error:
-            raise BundleError(f"{manifest_path}: missing field {error}") from None
-        if bundle.kind == "sd-cfr" and not bundle.stack:
-            raise BundleError(f"{manifest_path}: an sd-cfr bundle with an empty stack")
-        if bundle.kind == "deep-cfr" and not bundle.average:
-            raise BundleError(f"{manifest_path}: a deep-cfr bundle without an average network")
-        return bundle
+    def load(cls, path: Path) -> DeepCFRBundle:
+        return cls.of(read_bundle(path))
+
+    @classmethod
+    def of(cls, bundle: Bundle) -> DeepCFRBundle:
+        source = bundle.root / "bundle.json"
+        data = bundle.manifest
+        if bundle.kind not in KINDS:
+            raise BundleError(f"{source}: a {bundle.kind} bundle, not a Deep CFR / SD-CFR one")
+        stack, average = data.get("stack", []), data.get("average")
+        if not isinstance(stack, list) or not all(isinstance(e, dict) for e in stack):
+            raise BundleError(f"{source}: 'stack' must be a list of entries")
+        if not isinstance(data.get("architecture"), dict):
+            raise BundleError(f"{source}: missing field 'architecture'")
+        if bundle.kind == "sd-cfr" and not stack:
+            raise BundleError(f"{source}: an sd-cfr bundle with an empty stack")
+        if bundle.kind == "deep-cfr" and not isinstance(average, str):
+            raise BundleError(f"{source}: a deep-cfr bundle without an average network")
+        return cls(bundle, data["architecture"], bool(data.get("argmax_fallback", True)), stack, average)
+
+    @property
+    def root(self) -> Path:
+        return self.bundle.root
+
+    @property
+    def kind(self) -> str:
+        return self.bundle.kind
+
+    @property
+    def game(self) -> Game:
+        return self.bundle.game
 
     def network(self, relative: str) -> DeepCFRNetwork:
         """One network of the bundle, on CPU, in eval mode."""
-        arch = self.architecture
-        net = DeepCFRNetwork(tuple(arch["group_sizes"]), int(arch["bet_slots"]), int(arch["width"]))
-        file = self.root / relative
-        try:
-            state = torch.load(file, map_location="cpu", weights_only=True)
-            net.load_state_dict(state)
-        except (OSError, RuntimeError, EOFError, pickle.UnpicklingError) as error:
-            raise BundleError(f"{file}: cannot load network ({str(error).splitlines()[0]})") from None
-        return net.eval()
+        return load_network(self.architecture, self.bundle.path(relative), self.root / "bundle.json")
 
     @property
     def weights(self) -> np.ndarray:
         return np.array([float(entry["weight"]) for entry in self.stack])
-
-
-def manifest(kind: str, game: Game, architecture: dict, argmax_fallback: bool,
-             stack: list[dict] | None = None, average: str | None = None) -> dict:
-    """The ``bundle.json`` content (the training side writes it after the weights it names)."""
-    return {"format": BUNDLE_FORMAT, "kind": kind, "encoder_version": ENCODER_VERSION,
-            "game_name": game.name, "game": game.to_text(),
-            "architecture": architecture, "argmax_fallback": argmax_fallback, "stack": stack or [], "average": average}
 
 
 # -- strategies of networks ----------------------------------------------------------------
@@ -150,19 +124,22 @@ class InfosetBatch:
         self.player = space.player
 
     @torch.no_grad()
+    def outputs(self, nets: tuple[DeepCFRNetwork, DeepCFRNetwork] | DeepCFRNetwork) -> torch.Tensor:
+        """Raw network outputs ``[num_infosets, 3]`` (float32, CPU): each player's rows from its net."""
+        per_player = nets if isinstance(nets, tuple) else (nets, nets)
+        out = torch.zeros((self.space.num_infosets, 3))
+        for p, net in enumerate(per_player):
+            rows = torch.from_numpy(np.flatnonzero(self.player == p))
+            device = next(net.parameters()).device
+            out[rows] = net(self.cards[rows].to(device), self.bets[rows].to(device)).float().cpu()
+        return out
+
     def strategy(self, nets: tuple[DeepCFRNetwork, DeepCFRNetwork] | DeepCFRNetwork | None, kind: str = "value",
                  argmax_fallback: bool = True) -> np.ndarray:
         """``[num_infosets, 3]``: each player's rows from its network (None: uniform)."""
         if nets is None:
             return self.space.uniform_strategy()
-        per_player = nets if isinstance(nets, tuple) else (nets, nets)
-        out = np.zeros((self.space.num_infosets, 3))
-        for p, net in enumerate(per_player):
-            rows = torch.from_numpy(np.flatnonzero(self.player == p))
-            device = next(net.parameters()).device
-            outputs = net(self.cards[rows].to(device), self.bets[rows].to(device)).float().cpu()
-            out[rows.numpy()] = strategy_from_outputs(kind, outputs, self.legal[rows], argmax_fallback).double().numpy()
-        return out
+        return strategy_from_outputs(kind, self.outputs(nets), self.legal, argmax_fallback).double().numpy()
 
 
 class StackAverage:
@@ -223,15 +200,17 @@ class StackAverage:
         self.denominator[...] = state["denominator"]
 
 
-def bundle_strategy(bundle: Bundle) -> np.ndarray:
-    """The exact ``[num_infosets, 3]`` strategy a bundle plays (small games only)."""
+def bundle_strategy(bundle: DeepCFRBundle) -> np.ndarray:
+    """The exact ``[num_infosets, 3]`` strategy a bundle plays (small games only); the stack's
+    progress goes to :func:`bot.progress.report` (a few hundred entries take minutes)."""
     batch = InfosetBatch(bundle.game)
     if bundle.kind == "deep-cfr":
         return batch.strategy(bundle.network(bundle.average), kind="average")
     average = StackAverage(bundle.game)
-    for entry in bundle.stack:  # one entry's networks in memory at a time
+    for done, entry in enumerate(bundle.stack):  # one entry's networks in memory at a time
         nets = None if entry.get("uniform") else tuple(bundle.network(f) for f in entry["files"])
         average.add(batch.strategy(nets, argmax_fallback=bundle.argmax_fallback), float(entry["weight"]))
+        report("averaging the SD-CFR stack", done + 1, len(bundle.stack))
     return average.strategy()
 
 
@@ -243,7 +222,7 @@ class DeepCFRAgent(Agent):
 
     name = "deep-cfr"
 
-    def __init__(self, game: Game, bundle: Bundle, cache_size: int = 8, seed: int = 0) -> None:
+    def __init__(self, game: Game, bundle: DeepCFRBundle, cache_size: int = 8, seed: int = 0) -> None:
         if bundle.game.to_text() != game.to_text():
             raise BundleError(f"{bundle.root}: trained for {bundle.game.name}, not {game.name}")
         super().__init__(game)
@@ -273,23 +252,61 @@ class DeepCFRAgent(Agent):
             self._entry = self.bundle.stack[int(rng.choice(len(self.bundle.stack), p=self._probabilities))]
 
     @torch.no_grad()
-    def action_probabilities(self, view: MatchState) -> dict[str, float]:
-        node, cards = self.encoder.encode_view(view)
-        legal = torch.from_numpy(self.encoder.legal[node][None])
-        if self.bundle.kind == "deep-cfr":
+    def _entry_strategy(self, entry: dict | None, node: int, position: int, cards: np.ndarray) -> np.ndarray:
+        """``[n, 3]`` at betting ``node`` for card rows ``cards``: the average network (deep-cfr,
+        ``entry`` None) or one SD-CFR stack entry's regret matching (uniform entries: uniform)."""
+        legal = torch.from_numpy(np.repeat(self.encoder.legal[node][None], len(cards), axis=0))
+        if entry is not None and entry.get("uniform"):
+            return (legal.double() / legal.sum(dim=1, keepdim=True)).numpy()
+        if entry is None:
             net, kind = self._net(self.bundle.average), "average"
+        else:
+            net, kind = self._net(entry["files"][position]), "value"
+        bets = torch.from_numpy(np.repeat(self.encoder.bets[node][None], len(cards), axis=0))
+        outputs = net(torch.from_numpy(cards.astype(np.int64)), bets)
+        return strategy_from_outputs(kind, outputs, legal, self.bundle.argmax_fallback).double().numpy()
+
+    def action_probabilities(self, view: MatchState) -> dict[str, float]:
+        """Deep CFR: the average network; SD-CFR: this hand's stack entry (drawn at begin_hand)."""
+        node, cards = self.encoder.encode_view(view)
+        if self.bundle.kind == "deep-cfr":
+            probs = self._entry_strategy(None, node, view.position, cards[None])[0]
         else:
             if self._entry is None:  # a caller that skipped begin_hand: draw for this hand now
                 self.begin_hand(view)
-            entry = self._entry
-            assert entry is not None
-            if entry.get("uniform"):
-                probs = legal[0].double() / legal.sum()
-                return {k: float(p) for k, p, ok in zip(ACTIONS, probs, legal[0], strict=True) if ok}
-            net, kind = self._net(entry["files"][view.position]), "value"
-        outputs = net(torch.from_numpy(cards[None].astype(np.int64)), torch.from_numpy(self.encoder.bets[node][None]))
-        probs = strategy_from_outputs(kind, outputs, legal, self.bundle.argmax_fallback)[0]
-        return {k: float(p) for k, p, ok in zip(ACTIONS, probs, legal[0], strict=True) if ok}
+            probs = self._entry_strategy(self._entry, node, view.position, cards[None])[0]
+        return {k: float(p) for k, p, ok in zip(ACTIONS, probs, self.encoder.legal[node], strict=True) if ok}
+
+    def range_probabilities(self, view: MatchState, hands: np.ndarray) -> np.ndarray:
+        """One batched forward per network. SD-CFR gives its average policy, not this hand's
+        entry: ``sum_t w_t pi^t(h) sigma^t(h) / sum_t w_t pi^t(h)`` with ``pi^t(h)`` the
+        entry's probability of the viewer's own earlier actions in ``view`` holding ``h``
+        (Steinberger 2019), which is what drawing one entry per hand plays."""
+        node, cards = self.encoder.encode_view(view)
+        rows = np.repeat(cards[None], len(hands), axis=0)
+        rows[:, : self.game.num_hole_cards] = hands
+        if self.bundle.kind == "deep-cfr":
+            return self._entry_strategy(None, node, view.position, rows)
+        tree, visible = self.encoder.tree, self.encoder.visible
+        earlier = []  # (node, action, card rows as seen then) of the viewer's own decisions
+        walk = 0
+        for letter in view.betting.replace("/", ""):
+            action = ACTIONS.index(letter)
+            if tree.actor[walk] == view.position:
+                earlier.append((walk, action, np.where(visible[tree.round[walk]], rows, -1)))
+            walk = int(tree.child[walk, action])
+        numerator = np.zeros((len(hands), len(ACTIONS)))
+        denominator = np.zeros(len(hands))
+        for entry, weight in zip(self.bundle.stack, self.bundle.weights, strict=True):
+            reach = np.full(len(hands), weight)
+            for past, action, seen in earlier:
+                reach *= self._entry_strategy(entry, past, view.position, seen)[:, action]
+            numerator += reach[:, None] * self._entry_strategy(entry, node, view.position, rows)
+            denominator += reach
+        legal = self.encoder.legal[node].astype(np.float64)
+        uniform = legal / legal.sum()  # hands no entry plays to this point
+        safe = np.where(denominator > 0, denominator, 1.0)[:, None]
+        return np.where(denominator[:, None] > 0, numerator / safe, uniform)
 
     def end_hand(self, view: MatchState) -> None:
         self._entry = None
@@ -297,33 +314,6 @@ class DeepCFRAgent(Agent):
 
 # -- registry hooks ---------------------------------------------------------------------------
 
-def _is_bundle_path(path: Path) -> bool:
-    return (path / BUNDLE_FILE).exists() or (path / "policy" / BUNDLE_FILE).exists() or path.name == BUNDLE_FILE
-
-
-def load_agent(game: Game, path: Path) -> Agent | None:
-    """Registry path loader: a run directory, a ``policy/`` bundle or its ``bundle.json``."""
-    if not _is_bundle_path(path):
-        return None
-    return DeepCFRAgent(game, Bundle.load(path))
-
-
-def load_strategy(game: Game | None, path: Path) -> tuple[Game, np.ndarray] | None:
-    """``pokerbot exploit`` loader: the exact strategy of a bundle or run (small games)."""
-    if not _is_bundle_path(path):
-        return None
-    bundle = Bundle.load(path)
-    if game is not None and game.to_text() != bundle.game.to_text():
-        raise BundleError(f"{path}: trained for {bundle.game.name}, not {game.name}")
-    return bundle.game, bundle_strategy(bundle)
-
-
-def _register() -> None:
-    from bot.best_response import register_strategy_loader
-    from bot.registry import register_path_loader
-
-    register_path_loader(load_agent)
-    register_strategy_loader(load_strategy)
-
-
-_register()
+for _kind in KINDS:
+    register_kind(_kind, lambda game, bundle: DeepCFRAgent(game, DeepCFRBundle.of(bundle)),
+                  lambda bundle: bundle_strategy(DeepCFRBundle.of(bundle)))

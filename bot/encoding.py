@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from bot.errors import PokerbotError
 from protocol.betting_tree import DECISION, BettingTree
 from protocol.gamedef import Game
 from protocol.matchstate import MatchState
@@ -42,7 +43,7 @@ from protocol.matchstate import MatchState
 ENCODER_VERSION = 1
 
 
-class EncodingError(ValueError):
+class EncodingError(PokerbotError, ValueError):
     """A view that does not fit the game this encoder was built for."""
 
 

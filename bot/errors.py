@@ -1,5 +1,6 @@
-"""The error type the CLI shows as one line (no traceback)."""
+"""The error types the CLI shows as one line (no traceback); defined in :mod:`protocol.errors`,
+the bottom layer, so that every package raises the same root."""
 
+from protocol.errors import ConfigError, CorruptFileError, PokerbotError, UnsupportedGameError
 
-class PokerbotError(Exception):
-    """A problem with what the user asked for: bad option, bad file, missing artefact."""
+__all__ = ["ConfigError", "CorruptFileError", "PokerbotError", "UnsupportedGameError"]

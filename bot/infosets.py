@@ -36,6 +36,7 @@ from math import comb
 
 import numpy as np
 
+from bot.errors import UnsupportedGameError
 from protocol.betting_tree import BettingTree
 from protocol.cards import cards_to_str
 from protocol.gamedef import Game
@@ -105,7 +106,7 @@ class InfosetSpace:
     @classmethod
     def build(cls, game: Game) -> InfosetSpace:
         if game.num_players != 2 or not game.is_limit:
-            raise ValueError(f"{game.name}: infoset spaces are built for two-player limit games only")
+            raise UnsupportedGameError(f"{game.name}: infoset spaces are built for two-player limit games only")
         tree = BettingTree.build(game)
         hands = np.array(_combos(list(game.deck), game.num_hole_cards), dtype=np.int16)
         boards, parents = _build_boards(game)
@@ -290,10 +291,10 @@ def count_slots(game: Game) -> int:
 
 
 def require_tabular_size(game: Game) -> None:
-    """ValueError when a game is too large for tabular tables over every infoset here."""
+    """UnsupportedGameError when a game is too large for tabular tables over every infoset here."""
     slots = count_slots(game)
     if slots > MAX_TABULAR_SLOTS:
-        raise ValueError(
+        raise UnsupportedGameError(
             f"{game.name} has {slots:,} infoset slots: too large for tabular tables here "
             f"(limit {MAX_TABULAR_SLOTS:,}); use a card abstraction or a network"
         )
@@ -303,3 +304,21 @@ def require_tabular_size(game: Game) -> None:
 def space_for(game: Game) -> InfosetSpace:
     """The (cached) infoset space of a game."""
     return InfosetSpace.build(game)
+
+
+def normalise_average(strategy_sum: np.ndarray, legal: np.ndarray) -> np.ndarray:
+    """Rows of a strategy sum as distributions; uniform over legal actions where the sum is 0."""
+    total = strategy_sum.sum(axis=1, keepdims=True)
+    uniform = legal / legal.sum(axis=1, keepdims=True)
+    return np.where(total > 0, strategy_sum / np.where(total > 0, total, 1.0), uniform)
+
+
+#: Slots up to which exact exploitability is cheap enough to measure during training and to
+#: write as a tabular file (Kuhn 12, Leduc 1,116; FHP's 1.6e9 are not).
+MAX_EVALUATION_SLOTS = 100_000
+
+
+def is_small(game: Game) -> bool:
+    """Whether ``game`` is small enough for exact exploitability during training: the one test
+    Deep CFR, NFSP, the abstraction solver and ``export-policy`` share."""
+    return game.num_players == 2 and game.is_limit and count_slots(game) <= MAX_EVALUATION_SLOTS

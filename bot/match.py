@@ -9,7 +9,7 @@ receives, so nothing else is shared between the ways of playing. In a duplicate 
 mirrored hand (same deal, seats swapped) draws the same numbers in the same situations, so an
 agent playing itself cancels exactly (methods.md §2, "implementation tip").
 
-Seats and positions follow the dealer (``shared/acpc-protocol.md`` §6): agent A sits in seat 1,
+Seats and positions follow the reference ACPC dealer (``dealer.c``): agent A sits in seat 1,
 so it holds position ``hand % 2`` heads-up; in the mirrored half of a duplicate match it sits in
 seat 2. ``MatchResult.hands`` lists A's chips per hand; statistics are in
 :mod:`bot.statistics`, which never sees agents.
@@ -17,11 +17,10 @@ seat 2. ``MatchResult.hands`` lists A's chips per hand; statistics are in
 
 from __future__ import annotations
 
-import asyncio
 import io
 import tempfile
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -29,15 +28,32 @@ import numpy as np
 
 from bot.agent import Agent
 from bot.errors import PokerbotError
-from protocol.acpc_client import ACPCConnection, ClientSummary, Turn
+from protocol.acpc_client import DEFAULT_READ_TIMEOUT, ACPCConnection, ClientSummary, Turn
 from protocol.dealer import Dealer, DealerOptions
-from protocol.dealing import deal_hand
+from protocol.dealing import deal_hand, position_of_seat
 from protocol.gamedef import Game
 from protocol.match_log import HandRecord, MatchHeader, MatchLogWriter, read_match_log, record_of
 from protocol.matchstate import MatchState, view_of
 from protocol.state import State
 
 AgentFactory = Callable[[], Agent]
+
+#: Most deals one match may ask for. Every hand's result is kept for the statistics (about a
+#: kilobyte each), so ten million deals already need gigabytes; more is a typo, not a plan.
+MAX_MATCH_HANDS = 10_000_000
+
+
+def require_playable(game: Game, hands: int | None = None) -> None:
+    """Refuse, in one line, what a two-agent limit match cannot be: a game for more than two
+    players, a no-limit game, or an absurd number of hands."""
+    if game.num_players != 2:
+        raise PokerbotError(
+            f"{game.name}: {game.num_players}-player game; matches are heads-up (2 players) only"
+        )
+    if not game.is_limit:
+        raise PokerbotError(f"{game.name}: only limit games are playable")
+    if hands is not None and not 1 <= hands <= MAX_MATCH_HANDS:
+        raise PokerbotError(f"{hands} hands: a match plays 1 to {MAX_MATCH_HANDS:,} hands")
 
 
 def agent_rng(seed: int, hand_number: int, position: int) -> np.random.Generator:
@@ -70,11 +86,6 @@ class MatchResult:
         return np.array([h.chips for h in self.hands], dtype=float)
 
 
-def seat_position(seat: int, hand_number: int, num_players: int = 2) -> int:
-    """Position of 0-based ``seat`` in ``hand_number`` under the dealer's rotation (§6)."""
-    return (seat - hand_number) % num_players
-
-
 def play_hand(game: Game, agents_by_position: list[Agent], hand_number: int, seed: int) -> State:
     """One hand on the rules engine: deal, ask agents in turn, return the finished state."""
     holes, board = deal_hand(game, seed, hand_number)
@@ -93,9 +104,11 @@ def play_hand(game: Game, agents_by_position: list[Agent], hand_number: int, see
     return state
 
 
-def _schedule(hands: int, duplicate: bool) -> list[tuple[int, bool]]:
-    """(deal, mirrored) in play order: each deal then its twin when duplicate."""
-    return [(d, m) for d in range(hands) for m in ((False, True) if duplicate else (False,))]
+def _schedule(hands: int, duplicate: bool) -> Iterator[tuple[int, bool]]:
+    """(deal, mirrored) in play order: each deal then its twin when duplicate; generated as
+    played, so nothing proportional to ``hands`` is built before the first hand."""
+    halves = (False, True) if duplicate else (False,)
+    return ((deal, mirrored) for deal in range(hands) for mirrored in halves)
 
 
 def run_in_process(
@@ -111,13 +124,14 @@ def run_in_process(
     """Play ``hands`` deals (each twice, seats swapped, when ``duplicate``). Ctrl-C stops early
     with the hands finished so far (``interrupted``). ``log_path`` writes an ACPC ``.log``
     (the mirrored half to ``<stem>.mirror.log``) exactly as our dealer would."""
+    require_playable(game, hands)
     result = MatchResult(game, names, seed, duplicate)
     logs = _open_logs(log_path, game, hands, seed, duplicate)
     totals = {False: [0.0, 0.0], True: [0.0, 0.0]}
     try:
         for deal, mirrored in _schedule(hands, duplicate):
             a_seat = 1 if mirrored else 0
-            a_position = seat_position(a_seat, deal)
+            a_position = position_of_seat(a_seat, deal, 2)
             by_position = [agents[0], agents[1]] if a_position == 0 else [agents[1], agents[0]]
             position_names = (names[0], names[1]) if a_position == 0 else (names[1], names[0])
             state = play_hand(game, by_position, deal, seed)
@@ -203,6 +217,7 @@ def run_wire(
 ) -> MatchResult:
     """The same match through our dealer on loopback TCP with two of our clients (each in a
     thread, each with its own agent instance); results are read back from the dealer's log."""
+    require_playable(game, hands)
     result = MatchResult(game, names, seed, duplicate)
     with tempfile.TemporaryDirectory() as scratch:
         stem = str(Path(log_path).with_suffix("")) if log_path else str(Path(scratch) / "match")
@@ -216,7 +231,7 @@ def run_wire(
             )
     for deal, mirrored in _schedule(hands, duplicate):
         record = records[mirrored][deal]
-        position = seat_position(1 if mirrored else 0, deal)
+        position = position_of_seat(1 if mirrored else 0, deal, 2)
         result.hands.append(HandResult(deal, mirrored, position, record.values[position], record))
     return result
 
@@ -249,7 +264,7 @@ def _dealer_run(
     threads = [threading.Thread(target=client, args=(seat,), daemon=True) for seat in range(2)]
     for thread in threads:
         thread.start()
-    status = asyncio.run(dealer.serve())
+    status = dealer.run()
     for thread in threads:
         thread.join()
     if status != 0 or failures:
@@ -266,7 +281,10 @@ def run_as_client(
     port: int,
     seed: int,
     on_hand: Callable[[Turn], None] | None = None,
+    read_timeout: float | None = DEFAULT_READ_TIMEOUT,
 ) -> ClientSummary:
-    """Play whatever match an external dealer runs (``pokerbot connect``, ``match --dealer``)."""
-    with ACPCConnection.connect(host, port, game) as connection:
+    """Play whatever match an external dealer runs (``pokerbot connect``, ``match --dealer``);
+    ``read_timeout``: seconds to wait for the dealer's next line before giving up."""
+    require_playable(game)
+    with ACPCConnection.connect(host, port, game, read_timeout=read_timeout) as connection:
         return AgentClient(agent, seed, on_hand).play(connection)

@@ -19,7 +19,9 @@ from rich import box
 from rich.console import Console
 from rich.table import Table
 
+from bot.errors import PokerbotError
 from bot.statistics import Estimate, estimate, hands_for_half_width, pair_means, running_interval
+from protocol.files import output_error
 
 DEFAULT_HALF_WIDTH_MBB = 10.0
 
@@ -184,9 +186,21 @@ def console() -> Console:
     return plain if plain.is_terminal else Console(width=120)
 
 
+def require_folder(path: str | None, option: str) -> None:
+    """Fail before any work if ``path`` (an output option's value) lies in a folder that does
+    not exist: outputs never create folders, so a typo cannot scatter files anywhere."""
+    if path is None:
+        return
+    folder = Path(path).parent
+    if not folder.is_dir():
+        raise PokerbotError(f"{option} {path}: folder {folder} does not exist")
+
+
 def write_json(summary: dict[str, Any], path: str) -> None:
-    Path(path).parent.mkdir(parents=True, exist_ok=True)
-    Path(path).write_text(json.dumps(summary, indent=1, allow_nan=True) + "\n")
+    try:
+        Path(path).write_text(json.dumps(summary, indent=1, allow_nan=True) + "\n")
+    except OSError as error:
+        raise output_error(path, error) from None
 
 
 def plot(summary: dict[str, Any], path: str, title: str) -> None:
@@ -233,6 +247,8 @@ def plot(summary: dict[str, Any], path: str, title: str) -> None:
     axes.set_title(title)
     axes.legend()
     figure.tight_layout()
-    Path(path).parent.mkdir(parents=True, exist_ok=True)
-    figure.savefig(path, dpi=110)
+    try:
+        figure.savefig(path, dpi=110)
+    except OSError as error:
+        raise output_error(path, error) from None
     plt.close(figure)

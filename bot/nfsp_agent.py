@@ -2,9 +2,11 @@
 
 NFSP plays and is evaluated with its average-policy networks Pi, one per seat (Heinrich &
 Silver 2016, sec. 4: the average policy is the one that approaches a Nash equilibrium; the
-best-response networks only drive learning). A policy bundle ``policy/nfsp_policy.pt`` inside a
-run directory holds both seats' Pi weights, the network architecture, the encoder version and the
-gamedef text; it loads with ``torch.load(weights_only=True)`` and needs no training code.
+best-response networks only drive learning). A run's ``policy/`` is a bundle of kind ``nfsp``
+(:mod:`bot.bundle`: ``bundle.json`` with the gamedef, provenance and the file's sha256) whose one
+file ``nfsp_policy.pt`` holds both seats' Pi weights, the network architecture, the encoder
+version and the gamedef text; it loads with ``torch.load(weights_only=True)`` and needs no
+training code. Run directories from before bundles (no ``bundle.json``) still load, unverified.
 
 Where trained NFSP policies live: ``--opponent nfsp`` means the run directory
 ``$POKERBOT_RUNS/nfsp-<game>`` (``POKERBOT_RUNS`` defaults to ``runs`` under the current
@@ -15,6 +17,7 @@ bundle can also be given by path.
 from __future__ import annotations
 
 import os
+import pickle
 from functools import cached_property
 from pathlib import Path
 
@@ -23,6 +26,7 @@ import torch
 
 from bot.agent import Agent
 from bot.best_response import register_strategy_loader
+from bot.bundle import Bundle, bundle_root, load_network, register_kind
 from bot.deep_cfr_agent import InfosetBatch
 from bot.encoding import ENCODER_VERSION, InfosetEncoder
 from bot.network import DeepCFRNetwork, masked_softmax
@@ -103,9 +107,9 @@ class NFSPPolicy:
         """Read a bundle; ``game`` (when given) must be the game it was trained for."""
         try:
             bundle = torch.load(path, map_location="cpu", weights_only=True)
-        except (RuntimeError, EOFError, OSError, ValueError) as error:
-            raise AgentNotFound(f"{path}: cannot read NFSP policy ({error})") from None
-        if not isinstance(bundle, dict) or bundle.get("algorithm") != "nfsp":
+        except (RuntimeError, EOFError, OSError, ValueError, pickle.UnpicklingError) as error:
+            raise AgentNotFound(f"{path}: cannot read NFSP policy ({str(error).splitlines()[0]})") from None
+        if not isinstance(bundle, dict) or bundle.get("algorithm") != "nfsp" or not isinstance(bundle.get("networks"), list):
             raise AgentNotFound(f"{path}: not an NFSP policy bundle")
         if bundle.get("format") != BUNDLE_FORMAT or bundle.get("encoder_version") != ENCODER_VERSION:
             raise AgentNotFound(
@@ -119,13 +123,7 @@ class NFSPPolicy:
         if game is not None and trained_for.to_text() != game.to_text():
             raise AgentNotFound(f"{path}: NFSP policy was trained for {trained_for.name}, not {game.name}")
         game = game or trained_for
-        arch = bundle["architecture"]
-        networks = []
-        for weights in bundle["networks"]:
-            network = DeepCFRNetwork(tuple(arch["group_sizes"]), arch["bet_slots"], arch["width"])
-            network.load_state_dict(weights)
-            network.eval()
-            networks.append(network)
+        networks = [load_network(bundle["architecture"], weights, path) for weights in bundle["networks"]]
         return cls(game, networks)
 
 
@@ -152,28 +150,48 @@ class NFSPAgent(Agent):
         legal = self.policy.encoder.legal[node]
         return {kind: float(probabilities[i]) for i, kind in enumerate(ACTIONS) if legal[i]}
 
+    def range_probabilities(self, view: MatchState, hands: np.ndarray) -> np.ndarray:
+        """One batched forward of the seat's average network over every hand."""
+        node, cards = self.policy.encoder.encode_view(view)
+        rows = np.repeat(cards[None, :], len(hands), axis=0)
+        rows[:, : self.game.num_hole_cards] = hands
+        return self.policy.probabilities(view.position, np.full(len(hands), node), rows)
+
 
 def _named(game: Game) -> Agent:
     run = default_run_dir(game)
     found = policy_file(run)
     if found is None:
         raise AgentNotFound(f"agent 'nfsp' is not built for {game.name} (no policy in {run}): {train_hint(game)}")
+    if bundle_root(run) is not None:
+        from bot.bundle import load_bundle_agent
+
+        agent = load_bundle_agent(game, run)
+        assert agent is not None
+        return agent
     return NFSPAgent(game, NFSPPolicy.load(found, game))
 
 
 def _from_path(game: Game, path: Path) -> Agent | None:
-    found = policy_file(path)
+    """Run directories from before bundles (a bundle is :mod:`bot.bundle`'s to load)."""
+    found = None if bundle_root(path) is not None else policy_file(path)
     return None if found is None else NFSPAgent(game, NFSPPolicy.load(found, game))
 
 
 def _strategy_from_path(game: Game | None, path: Path) -> tuple[Game, np.ndarray] | None:
-    found = policy_file(path)
+    found = None if bundle_root(path) is not None else policy_file(path)
     if found is None:
         return None
     policy = NFSPPolicy.load(found, game)
     return policy.game, policy.strategy()
 
 
+def _bundle_policy(bundle: Bundle, game: Game | None = None) -> NFSPPolicy:
+    return NFSPPolicy.load(bundle.path(POLICY_FILE), game)
+
+
+register_kind("nfsp", lambda game, bundle: NFSPAgent(game, _bundle_policy(bundle, game)),
+              lambda bundle: _bundle_policy(bundle).strategy())
 register_name("nfsp", _named)
 register_path_loader(_from_path)
 register_strategy_loader(_strategy_from_path)

@@ -11,10 +11,11 @@ from collections.abc import Callable
 from pathlib import Path
 
 from bot.agent import Agent, CallAgent, RaiseAgent, RandomAgent
+from bot.errors import PokerbotError
 from protocol.gamedef import Game
 
 
-class AgentNotFound(LookupError):
+class AgentNotFound(PokerbotError, LookupError):
     """No agent by that name or path; the message says what exists and how to build more."""
 
 
@@ -29,8 +30,6 @@ _NAMED: dict[str, AgentFactory] = {
 }
 #: Loaders for paths, tried in order; each returns None when the path is not its kind.
 _PATH_LOADERS: list[Callable[[Game, Path], Agent | None]] = []
-#: Names that exist only after a build step: name -> how to build it.
-_BUILD_HINTS: dict[str, str] = {}
 
 
 def register_name(name: str, factory: AgentFactory) -> None:
@@ -41,12 +40,13 @@ def register_path_loader(loader: Callable[[Game, Path], Agent | None]) -> None:
     _PATH_LOADERS.append(loader)
 
 
-def register_build_hint(name: str, hint: str) -> None:
-    _BUILD_HINTS[name] = hint
-
-
 def known_names() -> list[str]:
     return sorted(_NAMED)
+
+
+def factory_of(name: str) -> AgentFactory:
+    """The factory registered for ``name`` (``pokerbot agents`` reads its docstring)."""
+    return _NAMED[name]
 
 
 def resolve_agent(spec: str, game: Game) -> Agent:
@@ -56,15 +56,24 @@ def resolve_agent(spec: str, game: Game) -> Agent:
         return _NAMED[spec](game)
     path = Path(spec)
     if path.exists():
+        require_finished_run(path)
         for loader in _PATH_LOADERS:
             agent = loader(game, path)
             if agent is not None:
                 return agent
         raise AgentNotFound(f"{spec}: not a policy file, run directory or policy bundle pokerbot can load")
     message = f"unknown agent {spec!r}. Known names: {', '.join(known_names())}; or give a path to a policy file or run directory."
-    if spec in _BUILD_HINTS:
-        message = f"agent {spec!r} is not built yet: {_BUILD_HINTS[spec]}"
     raise AgentNotFound(message)
+
+
+def require_finished_run(path: Path) -> None:
+    """A run directory (it has ``config.toml``) whose ``policy/`` is still empty has no finished
+    iteration: say so, and how to continue it, rather than "not a policy"."""
+    if (path / "config.toml").is_file() and not any((path / "policy").glob("*")):
+        raise AgentNotFound(
+            f"{path}: the run has no finished iteration yet (no policy in {path / 'policy'}); "
+            f"continue it with pokerbot train --resume {path}"
+        )
 
 
 _PLUGINS_LOADED = False
@@ -82,12 +91,14 @@ def load_plugins() -> None:
         importlib.import_module(module)
 
 
-#: Modules whose import registers more agents (each registers names, loaders or build hints).
+#: Modules whose import registers more agents (each registers names or loaders).
 _PLUGIN_MODULES: list[str] = [
+    "bot.bundle",
     "bot.tabular_policy",
     "bot.nfsp_agent",
     "bot.deep_cfr_agent",
     "bot.abstraction_agent",
+    "bot.abstraction_policy",
     "bot.shipped.register",
     "bot.compact_abstraction",
 ]

@@ -19,8 +19,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
-import tempfile
 from pathlib import Path
 
 import numpy as np
@@ -29,6 +27,7 @@ from bot.agent import Agent
 from bot.errors import PokerbotError
 from bot.infosets import SUM_TOLERANCE, InfosetSpace, require_tabular_size, space_for
 from bot.registry import register_path_loader
+from protocol.files import atomic_write_text
 from protocol.gamedef import Game, GamedefError, load_game
 from protocol.matchstate import MatchState
 from protocol.state import ACTIONS
@@ -55,18 +54,7 @@ def save_policy(path: Path, game: Game, strategy: np.ndarray, meta: dict | None 
     document: dict = {"game": game.name, "format": FORMAT, "policy": policy_dict(space_for(game), strategy)}
     if meta is not None:
         document["meta"] = meta
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=path.name, suffix=".tmp")
-    try:
-        with os.fdopen(handle, "w") as out:
-            json.dump(document, out, indent=0)
-            out.flush()
-            os.fsync(out.fileno())
-        os.replace(temporary, path)
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
-        raise
+    atomic_write_text(Path(path), json.dumps(document, indent=0))
 
 
 def load_policy(path: Path, game: Game | None = None) -> tuple[Game, np.ndarray]:
@@ -76,6 +64,8 @@ def load_policy(path: Path, game: Game | None = None) -> tuple[Game, np.ndarray]
         document = json.loads(path.read_text())
     except json.JSONDecodeError as error:
         raise PolicyFileError(f"{path}: not valid JSON: {error}") from None
+    except RecursionError:  # the JSON parser recurses once per nesting level
+        raise PolicyFileError(f"{path}: JSON nested too deeply to be a policy file") from None
     except (OSError, UnicodeDecodeError) as error:
         raise PolicyFileError(f"{path}: cannot read: {error}") from None
     if not isinstance(document, dict):

@@ -1,6 +1,7 @@
 """The client side of the ACPC protocol: connect, handshake, read views, answer on our turn.
 
-``shared/acpc-protocol.md`` §1-§3 and the checklist in §10. The connection knows nothing about
+Follows the ACPC protocol, version 2.0.0, as the University of Alberta ACPC server's ``protocol.pdf`` and ``dealer.c`` define it (connection, handshake,
+which messages need a reply). The connection knows nothing about
 agents or people: whoever decides (``pokerbot connect`` with an Agent, the TUI's
 ``play --connect`` with a human) drives it.
 
@@ -27,19 +28,32 @@ import socket
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
+from protocol.errors import ProtocolError
 from protocol.gamedef import Game
-from protocol.matchstate import MatchState, MatchStateError, parse_matchstate
+from protocol.matchstate import (
+    MatchState,
+    MatchStateError,
+    advance_betting,
+    check_cards,
+    format_matchstate,
+    parse_matchstate,
+)
+from protocol.state import State
 
 VERSION_LINE = "VERSION:2.0.0\r\n"
+#: Seconds the client waits for the dealer's next line before giving up. The dealer is silent
+#: while the other seat thinks, which it allows for 600 s per reply by default, so the client
+#: waits longer than that.
+DEFAULT_READ_TIMEOUT = 900.0
 #: A line longer than this without a newline is cut off and treated as one (garbage) line.
 MAX_LINE = 1 << 20
 
 
-class ACPCConnectionError(OSError):
+class ACPCConnectionError(ProtocolError, OSError):
     """The network failed: refused, reset, timed out."""
 
 
-class ACPCProtocolError(ValueError):
+class ACPCProtocolError(ProtocolError, ValueError):
     """The dealer sent something that breaks the protocol (a malformed line, EOF mid-hand)."""
 
 
@@ -53,7 +67,7 @@ class LineBuffer:
 
     def feed(self, data: bytes) -> list[str]:
         self._pending += data
-        lines = []
+        lines: list[str] = []
         while True:
             end = self._pending.find(b"\n")
             if end >= 0:
@@ -107,15 +121,63 @@ class ClientSummary:
         return text
 
 
-def interpret(text: str, game: Game) -> Turn:
-    """Parse a dealer line and derive whose turn it is and whether the hand is over."""
+def interpret(text: str, game: Game, tracker: HandTracker | None = None) -> Turn:
+    """Parse a dealer line, check its cards against the gamedef, and derive whose turn it is
+    and whether the hand is over. ``tracker`` (one per connection) replays only the letters
+    that are new since the previous line of the same hand."""
     view = parse_matchstate(text)
-    if len(view.hole_cards) != game.num_players:
-        raise MatchStateError(f"{game.num_players} players expected: {text[:120]!r}")
-    state = view.to_state(game)
-    values = view.hand_values(game) if state.is_finished else None
+    state = (tracker or HandTracker(game)).advance(view)
+    values = view.hand_values(game, state) if state.is_finished else None
     ours = not state.is_finished and state.actor == view.position
     return Turn(text, view, ours, state.is_finished, state.legal_actions() if ours else (), values)
+
+
+class HandTracker:
+    """The rules-engine state of the hand in progress, as the client last saw it. A dealer sends
+    every state of a hand in order, so each line's betting extends the previous one and only
+    the new letters need applying; a line that does not (a new hand) starts a fresh replay.
+    Cards are checked against the gamedef (:func:`check_cards`) whenever they or the round
+    change, and may not change within a hand except for new board cards and, at the showdown,
+    the other hands."""
+
+    def __init__(self, game: Game) -> None:
+        self.game = game
+        self._view: MatchState | None = None
+        self._state: State | None = None
+
+    def advance(self, view: MatchState) -> State:
+        previous, state = self._view, self._state
+        self._view = self._state = None  # until this line is fully applied
+        start = 0
+        if (
+            previous is None
+            or state is None
+            or previous.hand_number != view.hand_number
+            or previous.position != view.position
+            or not view.betting.startswith(previous.betting)
+        ):
+            state = State(self.game)
+        else:
+            start = len(previous.betting)
+        if (
+            not start
+            or previous is None  # (never with start > 0: narrows the type)
+            or view.hole_cards != previous.hole_cards  # identical objects while unchanged
+            or view.board != previous.board
+            or view.round != previous.round
+        ):
+            check_cards(view, self.game)
+            if start and previous is not None and (
+                previous.own_hole_cards != view.own_hole_cards
+                or view.board[: len(previous.board)] != previous.board
+            ):
+                raise MatchStateError(
+                    f"cards changed within hand {view.hand_number}: "
+                    f"{format_matchstate(previous)} then {format_matchstate(view)}"
+                )
+        advance_betting(state, view.betting, start)
+        self._view, self._state = view, state
+        return state
 
 
 class ACPCConnection:
@@ -125,14 +187,21 @@ class ACPCConnection:
         self.sock = sock
         self.game = game
         self._buffer = LineBuffer()
+        self._tracker = HandTracker(game)
         self.summary = ClientSummary(big_blind=game.big_blind)
         self._open_hand: int | None = None
 
     @classmethod
     def connect(
-        cls, host: str, port: int, game: Game, timeout: float | None = 10.0
+        cls,
+        host: str,
+        port: int,
+        game: Game,
+        timeout: float | None = 10.0,
+        read_timeout: float | None = DEFAULT_READ_TIMEOUT,
     ) -> ACPCConnection:
-        """Connect, set TCP_NODELAY and send the version line first (§1.4)."""
+        """Connect (within ``timeout`` seconds), set TCP_NODELAY and send the version line
+        first (§1.4); reads then wait at most ``read_timeout`` seconds (None: forever)."""
         if not game.is_limit:
             raise ACPCProtocolError(f"{game.name}: only limit games are playable")
         try:
@@ -143,7 +212,7 @@ class ACPCConnection:
             ) from None
         except (TimeoutError, OSError) as error:
             raise ACPCConnectionError(f"cannot connect to {host}:{port}: {error}") from None
-        sock.settimeout(None)
+        sock.settimeout(read_timeout)
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         connection = cls(sock, game)
         connection._send(VERSION_LINE)
@@ -156,24 +225,36 @@ class ACPCConnection:
             raise ACPCConnectionError(f"dealer connection lost while sending: {error}") from None
 
     def lines(self) -> Iterator[str]:
-        """Non-comment, non-empty lines with ``\\r\\n`` stripped, until EOF."""
+        """Non-comment, non-empty lines with ``\\r\\n`` stripped, until EOF. A silent dealer
+        (past the socket's read timeout) or a partial last line before EOF is an error."""
         while True:
             try:
                 data = self.sock.recv(65536)
+            except TimeoutError:  # an OSError subclass: must come first
+                raise ACPCConnectionError(
+                    f"the dealer sent nothing for {self.sock.gettimeout():g} s; giving up "
+                    f"({self.summary.line()})"
+                ) from None
             except OSError as error:
                 raise ACPCConnectionError(f"dealer connection lost: {error}") from None
             if not data:
-                return
+                break
             for line in self._buffer.feed(data):
                 line = line.rstrip("\r\n")
                 if line and not is_comment(line):
                     yield line
+        partial = self._buffer.pending
+        if partial.strip():
+            raise ACPCProtocolError(
+                f"dealer closed the connection in the middle of a line ({len(partial)} bytes "
+                f"without a newline: {partial[:80]!r}); {self.summary.line()}"
+            )
 
     def turns(self) -> Iterator[Turn]:
         """A :class:`Turn` per state; ends on EOF after a finished hand, raises if cut off."""
         for line in self.lines():
             try:
-                turn = interpret(line, self.game)
+                turn = interpret(line, self.game, self._tracker)
             except MatchStateError as error:
                 raise ACPCProtocolError(f"malformed line from dealer: {error}") from None
             self._open_hand = None if turn.is_final else turn.view.hand_number

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import cached_property
+from typing import Any
 
 import numpy as np
 
@@ -52,7 +53,7 @@ class BettingTree:
 
     @classmethod
     def build(cls, game: Game) -> BettingTree:
-        rows: list[dict] = []
+        rows: list[dict[str, Any]] = []
 
         def visit(state: State, parent: int, parent_action: int, depth: int) -> int:
             node = len(rows)
@@ -61,7 +62,7 @@ class BettingTree:
                 folder = next((p for p, f in enumerate(state.folded) if f), -1)
             else:
                 kind, folder = DECISION, -1
-            row = {
+            row: dict[str, Any] = {
                 "round": state.round,
                 "actor": -1 if state.actor is None else state.actor,
                 "spent": tuple(state.spent),
@@ -104,7 +105,8 @@ class BettingTree:
 
     @cached_property
     def is_terminal(self) -> np.ndarray:
-        return self.kind != DECISION
+        terminal: np.ndarray = self.kind != DECISION
+        return terminal
 
     @cached_property
     def terminal_ids(self) -> np.ndarray:

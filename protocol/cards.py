@@ -16,6 +16,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from protocol.errors import ProtocolError
+
 RANKS = "23456789TJQKA"
 SUITS = "cdhs"
 NUM_RANKS = len(RANKS)
@@ -23,7 +25,7 @@ NUM_SUITS = len(SUITS)
 SUIT_SYMBOLS = {"c": "♣", "d": "♦", "h": "♥", "s": "♠"}
 
 
-class CardError(ValueError):
+class CardError(ProtocolError, ValueError):
     """Raised for text that is not a card in ACPC notation."""
 
 
@@ -42,11 +44,22 @@ def card_suit(card: int) -> int:
     return card % NUM_SUITS
 
 
+#: Two-character text -> code, for parsing a card with one dictionary look-up.
+_CODES = {
+    rank + suit: make_card(r, s) for r, rank in enumerate(RANKS) for s, suit in enumerate(SUITS)
+}
+
+
+def _not_a_card(text: str) -> CardError:
+    return CardError(f"not a card: {text!r} (expected a rank of {RANKS} and a suit of {SUITS})")
+
+
 def card_from_str(text: str) -> int:
     """Parse one two-character card such as ``Kh``."""
-    if len(text) != 2 or text[0] not in RANKS or text[1] not in SUITS:
-        raise CardError(f"not a card: {text!r} (expected a rank of {RANKS} and a suit of {SUITS})")
-    return make_card(RANKS.index(text[0]), SUITS.index(text[1]))
+    try:
+        return _CODES[text]
+    except KeyError:
+        raise _not_a_card(text) from None
 
 
 def card_to_str(card: int) -> str:
@@ -60,7 +73,10 @@ def cards_from_str(text: str) -> tuple[int, ...]:
     """Parse concatenated cards (``"AhKd"``); the empty string is no cards."""
     if len(text) % 2:
         raise CardError(f"card text has odd length: {text!r}")
-    return tuple(card_from_str(text[i : i + 2]) for i in range(0, len(text), 2))
+    try:
+        return tuple([_CODES[text[i : i + 2]] for i in range(0, len(text), 2)])
+    except KeyError as error:
+        raise _not_a_card(error.args[0]) from None
 
 
 def cards_to_str(cards: Iterable[int]) -> str:

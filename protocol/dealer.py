@@ -1,7 +1,8 @@
-"""An ACPC-compatible dealer (asyncio TCP), behaving as the reference ``dealer`` does.
+"""An ACPC-compatible dealer (TCP, blocking sockets), behaving as the reference ``dealer`` does.
 
-``shared/acpc-protocol.md`` §1 (life cycle), §3 (which reply counts), §4 (bad input, timeouts,
-disconnects), §6 (seats and rotation) and §8 (arguments, stdout, stderr, ``.log``). Limit games.
+Follows the ACPC protocol, version 2.0.0, as the University of Alberta ACPC server's ``protocol.pdf`` and ``dealer.c`` define it: life cycle, which reply counts, bad input,
+timeouts and disconnects, seats and rotation, arguments, stdout, stderr and the ``.log``. Limit
+games.
 
 What it does differently from the reference, on purpose: it binds 127.0.0.1 unless told
 otherwise, and the version handshake has a deadline (``t_response``), so a client that connects
@@ -12,7 +13,13 @@ transaction log (the ``.tlog`` itself is written).
 
     dealer = Dealer(options)        # DealerOptions: the reference's arguments and options
     ports = dealer.listen()         # binds, prints the ports line on ``out``
-    status = asyncio.run(dealer.serve())   # 0 on a complete match, 1 on any fatal error
+    status = dealer.run()           # 0 on a complete match, 1 on any fatal error
+    status = await dealer.serve()   # the same from asyncio code (run in a worker thread)
+
+Speed (``benchmarks/bench_dealer.py``): the dealer only ever waits on one seat, so it uses
+blocking sockets with deadlines rather than an event loop; every line a seat gets between two
+waits goes out in one write; view strings come from per-hand pieces (:class:`HandViews`); a
+reply that echoes the state verbatim is judged without parsing (:mod:`protocol.replies`).
 """
 
 from __future__ import annotations
@@ -23,38 +30,27 @@ import re
 import socket
 import sys
 import time
+from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TextIO
+from typing import Any, TextIO
 
 from protocol.acpc_client import LineBuffer, is_comment
-from protocol.dealing import deal_hand
+from protocol.dealing import deal_hand, seat_of_position
+from protocol.errors import ConfigError, PokerbotError, UnsupportedGameError
 from protocol.gamedef import Game
 from protocol.match_log import MatchHeader, MatchLogWriter, format_score_line, record_of
-from protocol.matchstate import (
-    MatchState,
-    MatchStateError,
-    format_matchstate,
-    parse_matchstate,
-    view_of,
-)
+from protocol.matchstate import HandViews
+from protocol.replies import judge_reply
 from protocol.state import State
 
 #: Port draws per seat when no port is given (the reference retries 10 extra times).
 PORT_ATTEMPTS = 11
 _VERSION = re.compile(r"^VERSION:(\d+)\.(\d+)\.(\d+)")
-_REPLY = re.compile(r"^(MATCHSTATE:\d+:\d+:[^:]*:(?:[2-9TJQKA][cdhs]|[|/])*)(.*)$", re.DOTALL)
-_LETTERS = {
-    "f": "f",
-    "F": "f",
-    "c": "c",
-    "C": "c",
-    "k": "c",
-    "K": "c",
-    "r": "r",
-    "R": "r",
-    "b": "r",
-    "B": "r",
-}
+
+
+class DealerSocketError(PokerbotError, OSError):
+    """A listening socket the dealer could not open (port taken, no permission)."""
 
 
 @dataclass(frozen=True)
@@ -82,18 +78,18 @@ class DealerOptions:
 
     def __post_init__(self) -> None:
         if self.hands <= 0:
-            raise ValueError(f"invalid number of hands {self.hands}")
+            raise ConfigError(f"invalid number of hands {self.hands}")
         if len(self.names) != self.game.num_players:
-            raise ValueError(
+            raise ConfigError(
                 f"{self.game.name} needs {self.game.num_players} player names, got {len(self.names)}"
             )
         for name in self.names:
             if not name or any(c in name for c in ":| \t\r\n"):
-                raise ValueError(
+                raise ConfigError(
                     f"player name {name!r} must be non-empty without ':', '|' or spaces"
                 )
         if not self.game.is_limit:
-            raise ValueError(f"{self.game.name}: the dealer plays limit games only")
+            raise UnsupportedGameError(f"{self.game.name}: the dealer plays limit games only")
 
     def header(self) -> MatchHeader:
         return MatchHeader(
@@ -107,102 +103,59 @@ class DealerOptions:
         )
 
 
-@dataclass(frozen=True)
-class Reply:
-    """How the dealer reads one line on a player's turn: an action (possibly changed to a call),
-    or None to keep waiting; ``warning`` is the reference dealer's WARNING text, if any."""
-
-    action: str | None
-    warning: str | None = None
-
-
-def parse_reply(line: str, expected: MatchState, legal: tuple[str, ...]) -> Reply:
-    """Judge a client's line against the state the dealer waits on (§3, §4).
-
-    >>> from protocol.matchstate import parse_matchstate
-    >>> waiting = parse_matchstate("MATCHSTATE:0:1:c:9h6s|")
-    >>> parse_reply("MATCHSTATE:0:1:c:9h6s|:r", waiting, ("c", "r"))
-    Reply(action='r', warning=None)
-    >>> parse_reply("MATCHSTATE:0:1:c:9h6s|\\r:r", waiting, ("c", "r")).warning
-    'bad action format in response, changed to call'
-    >>> parse_reply("MATCHSTATE:0:1:c:9h6s|:f", waiting, ("c", "r"))
-    Reply(action='c', warning='invalid action, changed to call')
-    >>> parse_reply("MATCHSTATE:0:0::9h6s|:c", waiting, ("c", "r"))
-    Reply(action=None, warning='ignoring un-requested response')
-    """
-    match = _REPLY.match(line)
-    if match is None:
-        return Reply(None, "bad state format in response")
-    try:
-        echoed = parse_matchstate(match.group(1))
-    except MatchStateError:
-        return Reply(None, "bad state format in response")
-    if (
-        echoed.position != expected.position
-        or echoed.hand_number != expected.hand_number
-        or echoed.betting != expected.betting
-        or len(echoed.hole_cards) <= expected.position
-        or echoed.own_hole_cards != expected.own_hole_cards
-        or echoed.board != expected.board
-    ):
-        return Reply(None, "ignoring un-requested response")
-    rest = match.group(2)
-    if not rest.startswith(":"):
-        return Reply("c", "bad action format in response, changed to call")
-    action = _LETTERS.get(rest[1:2])
-    if action is None or action not in legal:
-        return Reply("c", "invalid action, changed to call")
-    return Reply(action)
-
-
 class DealerAbort(Exception):
     """A fatal match error; the message is printed after ``ERROR: ``."""
 
 
 class _Seat:
-    """One player's connection: buffered line reads with deadlines, one write per message."""
+    """One player's connection on a blocking socket: buffered line reads with deadlines, and an
+    outbox so every line the dealer sends between two reads goes out in one write.
 
-    def __init__(
-        self, index: int, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
-    ) -> None:
+    The dealer only ever waits on one seat at a time (the actor), so blocking calls with socket
+    timeouts do what an event loop would, without its per-message tasks and callbacks."""
+
+    def __init__(self, index: int, sock: socket.socket) -> None:
         self.index = index
-        self.reader, self.writer = reader, writer
+        self.sock = sock
         self.buffer = LineBuffer()
-        self.lines: list[str] = []
+        self.lines: deque[str] = deque()
+        self.outbox: list[str] = []
         self.match_seconds = 0.0
 
-    async def readline(self, timeout: float) -> str | None:
+    def readline(self, timeout: float) -> str | None:
         """The next line, or None on EOF; raises TimeoutError past ``timeout`` seconds."""
+        lines = self.lines
+        if lines:
+            return lines.popleft()
         deadline = time.monotonic() + timeout
-        while not self.lines:
+        while not lines:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 raise TimeoutError
+            self.sock.settimeout(remaining)
             try:
-                data = await asyncio.wait_for(self.reader.read(65536), remaining)
+                data = self.sock.recv(65536)
             except TimeoutError:  # an OSError subclass: must come first
                 raise
             except OSError:
                 return None
             if not data:
                 return None
-            self.lines += self.buffer.feed(data)
-        return self.lines.pop(0)
+            lines.extend(self.buffer.feed(data))
+        return lines.popleft()
 
-    async def send(self, text: str, timeout: float) -> None:
-        """Write one message; a client that stops reading until the buffers fill cannot block
-        the dealer for longer than ``timeout`` seconds (TimeoutError, an OSError)."""
-        if self.writer.is_closing():
-            raise ConnectionResetError
-        self.writer.write(text.encode("ascii"))
-        await asyncio.wait_for(self.writer.drain(), timeout)
+    def flush(self, timeout: float) -> None:
+        """Send the outbox in one write; a client that stops reading until the buffers fill
+        cannot block the dealer for longer than ``timeout`` seconds (TimeoutError, an OSError)."""
+        if not self.outbox:
+            return
+        data = "".join(self.outbox).encode("ascii")
+        self.outbox.clear()
+        self.sock.settimeout(timeout)
+        self.sock.sendall(data)
 
-    async def close(self) -> None:
-        self.writer.close()
-        try:
-            await self.writer.wait_closed()
-        except (ConnectionError, OSError):
-            pass
+    def close(self) -> None:
+        self.sock.close()
 
 
 def _stamp(moment: float) -> str:
@@ -257,8 +210,7 @@ class Dealer:
                 break
             if listener is None:
                 self._close_listeners()
-                raise OSError(f"could not create listen socket for player {seat + 1}")
-            listener.setblocking(False)
+                raise DealerSocketError(f"could not create listen socket for player {seat + 1}")
             self.listeners.append(listener)
             ports.append(listener.getsockname()[1])
         self.out.write(" ".join(map(str, ports)) + "\n")
@@ -273,30 +225,26 @@ class Dealer:
         self.err.write(line + "\n")
         self.err.flush()
 
-    def _traffic(self, direction: str, seat: int, line: str) -> None:
-        if not self.options.quiet:
-            self._say(f"{direction} {seat + 1} at {_stamp(time.time())} {line}")
-
-    async def _accept_all(self) -> None:
-        loop = asyncio.get_running_loop()
+    def _accept_all(self) -> None:
         start_timeout = self.options.start_timeout
         deadline = None if start_timeout < 0 else time.monotonic() + start_timeout / 1000
         for seat, listener in enumerate(self.listeners):
+            listener.settimeout(
+                None if deadline is None else max(1e-3, deadline - time.monotonic())
+            )
             try:
-                timeout = None if deadline is None else max(0.0, deadline - time.monotonic())
-                connection, _ = await asyncio.wait_for(loop.sock_accept(listener), timeout)
+                connection, _ = listener.accept()
             except TimeoutError:
                 raise DealerAbort(f"timed out waiting for seat {seat + 1} to connect") from None
             listener.close()
             connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-            reader, writer = await asyncio.open_connection(sock=connection)
-            self.seats.append(_Seat(seat, reader, writer))
+            self.seats.append(_Seat(seat, connection))
 
-    async def _read_versions(self) -> None:
+    def _read_versions(self) -> None:
         """Seat order; unlike the reference, a silent client times out after ``t_response``."""
         for seat in self.seats:
             try:
-                line = await seat.readline(self.options.t_response / 1000)
+                line = seat.readline(self.options.t_response / 1000)
             except TimeoutError:
                 raise DealerAbort(
                     f"timed out waiting for the version string of seat {seat.index + 1}"
@@ -312,25 +260,31 @@ class Dealer:
 
     # -- the match ------------------------------------------------------------------------
     async def serve(self) -> int:
+        """:meth:`run` in a worker thread, for callers that drive the dealer from asyncio."""
+        return await asyncio.to_thread(self.run)
+
+    def run(self) -> int:
         """Play the match; 0 when every hand was played, 1 after a fatal error (§4)."""
         options = self.options
         for line in options.header().lines():
             self._say(line)
         try:
             if options.write_log:
-                self._log = MatchLogWriter.open(
-                    f"{options.match_name}.log", options.header(), options.append
+                self._log = self._open(
+                    lambda path: MatchLogWriter.open(path, options.header(), options.append), ".log"
                 )
             if options.write_tlog:
-                self._tlog = open(
-                    f"{options.match_name}.tlog", "a" if options.append else "w", encoding="ascii"
+                self._tlog = self._open(
+                    lambda path: open(path, "a" if options.append else "w", encoding="ascii"),
+                    ".tlog",
                 )
-            await self._accept_all()
-            await self._read_versions()
+            self._accept_all()
+            self._read_versions()
             if not options.quiet:
                 self._say(f"STARTED at {_stamp(time.time())}")
             for hand in range(options.hands):
-                await self._play_hand(hand)
+                self._play_hand(hand)
+            self._flush_all()
             self._report_score()
         except DealerAbort as abort:
             self._say(f"ERROR: {abort}")
@@ -338,12 +292,20 @@ class Dealer:
         finally:
             self._close_listeners()
             for seat in self.seats:
-                await seat.close()
+                seat.close()
             if self._log is not None:
                 self._log.close()
             if self._tlog is not None:
                 self._tlog.close()
         return 0
+
+    def _open(self, opener: Callable[[str], Any], suffix: str) -> Any:
+        """A log file beside the match name; a missing folder is an error, not created."""
+        path = f"{self.options.match_name}{suffix}"
+        try:
+            return opener(path)
+        except OSError as error:
+            raise DealerAbort(f"cannot write {path}: {error.strerror or error}") from None
 
     def _report_score(self) -> None:
         """FINISHED and SCORE on stderr, SCORE in the log and on stdout, all written before the
@@ -361,32 +323,34 @@ class Dealer:
 
     def seat_of(self, position: int, hand: int) -> int:
         """0-based seat holding ``position`` in ``hand`` (§6 rotation, or fixed with ``-f``)."""
-        n = self.game.num_players
-        return position if self.options.fixed_seats else (position + hand) % n
+        return position if self.options.fixed_seats else seat_of_position(position, hand, self.game.num_players)
 
-    async def _play_hand(self, hand: int) -> None:
+    def _play_hand(self, hand: int) -> None:
         game = self.game
         holes, board = deal_hand(game, self.options.seed, hand)
         state = State(game, holes, board)
-        positions = sorted(range(game.num_players), key=lambda p: self.seat_of(p, hand))
+        views = HandViews(game, holes, board, hand)
+        seats = [self.seats[self.seat_of(p, hand)] for p in range(game.num_players)]
+        in_seat_order = sorted(range(game.num_players), key=lambda p: seats[p].index)
         hand_seconds = [0.0] * game.num_players
         while True:
-            sent_at = await self._send_states(state, hand, positions)
+            self._queue_states(state, views, seats, in_seat_order)
             if state.is_finished:
                 break
             position = state.actor
             assert position is not None
-            view = view_of(state, position, hand)
-            action = await self._get_action(
-                self.seats[self.seat_of(position, hand)], view, state, hand_seconds
+            self._flush_all()
+            sent_at = time.time()
+            action = self._get_action(
+                seats[position], views.line(state, position), state, hand_seconds
             )
             if self._tlog is not None:
                 self._tlog.write(f"{action} {hand} {_stamp(sent_at)} {_stamp(time.time())}\n")
             state.apply(action)
-        names = tuple(self.options.names[self.seat_of(p, hand)] for p in range(game.num_players))
+        names = tuple(self.options.names[seat.index] for seat in seats)
         record = record_of(state, hand, names)
-        for position, value in enumerate(record.values):
-            self.totals[self.seat_of(position, hand)] += value
+        for seat, value in zip(seats, record.values, strict=True):
+            self.totals[seat.index] += value
         if self._log is not None:
             self._log.write_hand(record)
         self.hands_played += 1
@@ -396,22 +360,30 @@ class Dealer:
                     f"Seconds cumulatively spent in match for seat {seat.index}: {int(seat.match_seconds)}"
                 )
 
-    async def _send_states(
-        self, state: State, hand: int, positions_in_seat_order: list[int]
-    ) -> float:
+    def _queue_states(
+        self, state: State, views: HandViews, seats: list[_Seat], in_seat_order: list[int]
+    ) -> None:
+        """Every seat's view of ``state``, queued in seat order; they go out at the next flush,
+        which comes before the dealer waits on anyone (so nobody waits on a state not sent)."""
         reveal = state.is_showdown
-        for position in positions_in_seat_order:
-            seat = self.seats[self.seat_of(position, hand)]
-            line = format_matchstate(view_of(state, position, hand, reveal=reveal))
-            self._traffic("TO", seat.index, line)
-            try:
-                await seat.send(line + "\r\n", self.options.t_response / 1000)
-            except (ConnectionError, OSError):
-                raise DealerAbort(f"could not send state to seat {seat.index + 1}") from None
-        return time.time()
+        traffic = not self.options.quiet
+        for position in in_seat_order:
+            line = views.line(state, position, reveal)
+            seat = seats[position]
+            if traffic:
+                self._say(f"TO {seat.index + 1} at {_stamp(time.time())} {line}")
+            seat.outbox.append(line + "\r\n")
 
-    async def _get_action(
-        self, seat: _Seat, view: MatchState, state: State, hand_seconds: list[float]
+    def _flush_all(self) -> None:
+        timeout = self.options.t_response / 1000
+        for seat in self.seats:
+            try:
+                seat.flush(timeout)
+            except OSError:
+                raise DealerAbort(f"could not send state to seat {seat.index + 1}") from None
+
+    def _get_action(
+        self, seat: _Seat, expected: str, state: State, hand_seconds: list[float]
     ) -> str:
         """Read lines from the acting seat until one counts (§3); enforce the three clocks (§4)."""
         options = self.options
@@ -423,11 +395,11 @@ class Dealer:
             "hand": options.t_hand / 1000 - hand_seconds[seat.index],
             "match": match_budget - seat.match_seconds,
         }
+        binding = min(limits, key=limits.__getitem__)
         while True:
             elapsed = time.monotonic() - start
-            binding = min(limits, key=limits.__getitem__)
             try:
-                line = await seat.readline(limits[binding] - elapsed)
+                line = seat.readline(limits[binding] - elapsed)
             except TimeoutError:
                 waited = time.monotonic() - start
                 if binding == "response":
@@ -436,10 +408,11 @@ class Dealer:
                 raise DealerAbort(f"seat {seat.index + 1} ran out of time") from None
             if line is None:
                 raise DealerAbort(f"could not get action from seat {seat.index + 1}")
-            self._traffic("FROM", seat.index, line)
+            if not options.quiet:
+                self._say(f"FROM {seat.index + 1} at {_stamp(time.time())} {line}")
             if is_comment(line):
                 continue
-            reply = parse_reply(line, view, legal)
+            reply = judge_reply(line, expected, legal)
             if reply.warning is not None:
                 self._say(f"WARNING: {reply.warning}")
             if reply.action is not None:

@@ -48,23 +48,23 @@ second; they are written once as ``.npy`` files under ``$POKERBOT_CACHE`` (defau
 from __future__ import annotations
 
 import itertools
-import os
 import threading
 import time
 from collections import Counter
 from collections.abc import Sequence
 from functools import lru_cache
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 from numba import njit, prange
 
 from protocol.cards import NUM_RANKS, NUM_SUITS
+from protocol.files import atomic_write, cache_dir
 
 __all__ = [
     "MAX_CARDS",
     "build_tables",
-    "cache_dir",
     "class_key",
     "class_name",
     "five_card_classes",
@@ -204,7 +204,8 @@ _NF_OFFSETS = np.cumsum([0] + _NF_SIZES[1:], dtype=np.int64)
 def _colex_index(sorted_ranks: np.ndarray) -> np.ndarray:
     """Colex index of each row of ascending ranks (n, k) -> (n,)."""
     k = sorted_ranks.shape[1]
-    return _COLEX[np.arange(k), sorted_ranks].sum(axis=1)
+    index: np.ndarray = _COLEX[np.arange(k), sorted_ranks].sum(axis=1)
+    return index
 
 
 def _small_table(k: int) -> np.ndarray:
@@ -276,24 +277,14 @@ def _compute_tables() -> tuple[np.ndarray, np.ndarray]:
 # --------------------------------------------------------------------------------------------
 
 
-def cache_dir() -> Path:
-    """Where tables live: ``$POKERBOT_CACHE`` or ``~/.cache/pokerbot``."""
-    env = os.environ.get("POKERBOT_CACHE")
-    return Path(env) if env else Path.home() / ".cache" / "pokerbot"
+def _save_table(path: Path, array: np.ndarray) -> None:
+    atomic_write(path, lambda handle: np.save(handle, array))
 
 
 def _table_paths() -> tuple[Path, Path]:
     base = cache_dir()
     return (base / f"evaluator_v{TABLE_VERSION}_nonflush.npy",
             base / f"evaluator_v{TABLE_VERSION}_flush.npy")  # fmt: skip
-
-
-def _save_atomic(path: Path, array: np.ndarray) -> None:
-    """Write via a temporary file and rename, so a concurrent reader never sees half a file."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f"{path.stem}.{os.getpid()}.{threading.get_ident()}.tmp.npy")
-    np.save(tmp, array)
-    os.replace(tmp, path)
 
 
 def _load_valid() -> tuple[np.ndarray, np.ndarray] | None:
@@ -331,7 +322,7 @@ def build_tables(force: bool = False) -> tuple[np.ndarray, np.ndarray]:
             cached = _compute_tables()
             last_build_seconds, last_load_seconds = time.perf_counter() - start, None
             for path, array in zip(_table_paths(), cached, strict=True):
-                _save_atomic(path, array)
+                _save_table(path, array)
         else:
             last_build_seconds, last_load_seconds = None, time.perf_counter() - start
         _tables = cached
@@ -410,7 +401,7 @@ def _sort2(a: int, b: int) -> tuple[int, int]:
 
 
 @njit(cache=True, inline="always")
-def _sort7(r0: int, r1: int, r2: int, r3: int, r4: int, r5: int, r6: int) -> tuple:
+def _sort7(r0: int, r1: int, r2: int, r3: int, r4: int, r5: int, r6: int) -> tuple[int, ...]:
     """Ascending order of seven values: an optimal 16-comparator sorting network.
 
     Branch-free min/max pairs beat an insertion sort whose branches mispredict on random hands.
@@ -436,7 +427,7 @@ def _sort7(r0: int, r1: int, r2: int, r3: int, r4: int, r5: int, r6: int) -> tup
 
 
 @njit(cache=True, inline="always")
-def _card_parts(card: int, ok: bool) -> tuple[int, int, int, bool]:
+def _card_parts(card: Any, ok: bool) -> tuple[int, int, int, bool]:
     """(rank, suit-count increment, suit-lane rank bit, still valid) of one card slot."""
     card = np.int64(card)  # narrow input dtypes (int8, uint8) must not overflow the shifts
     if card < 0 or card >= 52:
@@ -447,7 +438,7 @@ def _card_parts(card: int, ok: bool) -> tuple[int, int, int, bool]:
 
 
 @njit(cache=True, inline="always")
-def _eval_row(row, k: int, nonflush, flush, colex, offset: int) -> int:
+def _eval_row(row: np.ndarray, k: int, nonflush: np.ndarray, flush: np.ndarray, colex: np.ndarray, offset: int) -> Any:
     """Strength of one row of ``k`` cards; -1 if a card code is out of range.
 
     Missing slots (k < 7) get a sentinel rank that sorts last and weighs 0 in the colex sum.
@@ -497,14 +488,16 @@ def _eval_row(row, k: int, nonflush, flush, colex, offset: int) -> int:
 
 
 @njit(cache=True)
-def _batch_serial(cards, nonflush, flush, colex, offset, out) -> None:
+def _batch_serial(cards: np.ndarray, nonflush: np.ndarray, flush: np.ndarray, colex: np.ndarray, offset: int,
+                  out: np.ndarray) -> None:
     k = cards.shape[1]
     for i in range(cards.shape[0]):
         out[i] = _eval_row(cards[i], k, nonflush, flush, colex, offset)
 
 
 @njit(cache=True, parallel=True)
-def _batch_parallel(cards, nonflush, flush, colex, offset, out) -> None:
+def _batch_parallel(cards: np.ndarray, nonflush: np.ndarray, flush: np.ndarray, colex: np.ndarray, offset: int,
+                    out: np.ndarray) -> None:
     k = cards.shape[1]
     for i in prange(cards.shape[0]):
         out[i] = _eval_row(cards[i], k, nonflush, flush, colex, offset)

@@ -27,12 +27,15 @@ from importlib import resources
 from pathlib import Path
 
 from protocol.cards import deck
+from protocol.errors import ProtocolError
 
 #: Stack used when the gamedef gives none (the reference server's INT32_MAX).
 UNLIMITED_STACK = 2**31 - 1
 #: ``maxRaises`` default in the reference server: no practical limit.
 UNLIMITED_RAISES = 255
 MAX_ROUNDS = 4
+#: Longest number accepted (a stack of 2**63 has 19 digits); longer is a typo, named as such.
+MAX_NUMBER_DIGITS = 19
 MAX_PLAYERS = 10
 
 #: Short names accepted wherever a game is named, mapped to the shipped file stems.
@@ -65,7 +68,7 @@ _FLAG_KEYS = {"gamedef", "end gamedef", "limit", "nolimit"}
 _LINE = re.compile(r"^(end\s+gamedef|[a-z]+)\s*(.*)$", re.IGNORECASE)
 
 
-class GamedefError(ValueError):
+class GamedefError(ProtocolError, ValueError):
     """A game definition that cannot be used; the message names file, line and key."""
 
 
@@ -149,6 +152,7 @@ def parse_gamedef(text: str, source: str = "<gamedef>", name: str | None = None)
             word = match.group(1) if match else line.split()[0]
             known = ", ".join(sorted(_KEY_NAMES.values(), key=str.lower))
             raise GamedefError(f"{source}:{line_number}: unknown key {word!r} (known keys: {known})")
+        assert match is not None  # every known key came from a match
         rest = match.group(2).strip()
         if key == "end gamedef":
             break
@@ -160,10 +164,13 @@ def parse_gamedef(text: str, source: str = "<gamedef>", name: str | None = None)
             continue
         numbers = rest.lstrip("=").replace("=", " ").split()
         try:
+            if any(len(n) > MAX_NUMBER_DIGITS for n in numbers):
+                raise ValueError
             parsed = [int(n) for n in numbers]
         except ValueError:
             raise GamedefError(
-                f"{source}:{line_number}: key {_KEY_NAMES[key]!r} needs whole numbers, got {rest!r}"
+                f"{source}:{line_number}: key {_KEY_NAMES[key]!r} needs whole numbers of at most "
+                f"{MAX_NUMBER_DIGITS} digits, got {rest[:60]!r}"
             ) from None
         if not parsed:
             raise GamedefError(f"{source}:{line_number}: key {_KEY_NAMES[key]!r} has no value")

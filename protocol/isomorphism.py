@@ -3,7 +3,7 @@
 Two hands that differ only by a renaming of suits play identically, so features and bucket
 tables are stored once per *class*. The indexer follows the algorithm of Waugh, *A Fast and
 Optimal Hand Isomorphism Algorithm* (AAAI workshop 2013), implemented here from the paper's
-description (see ``shared/methods.md`` §1.1):
+description:
 
 1. the cards are split into groups (rounds), e.g. ``(2, 3)`` = hole cards, then the flop;
 2. each suit gets a *configuration*: how many of its cards fall in each group;
@@ -31,8 +31,10 @@ True
 from __future__ import annotations
 
 import itertools
+from collections.abc import Sequence
 from functools import cached_property
 from math import comb
+from typing import Any
 
 import numpy as np
 from numba import njit, prange
@@ -113,13 +115,13 @@ class HandIndexer:
         self.size = int(sizes.sum())
 
     @cached_property
-    def _tables(self) -> tuple:
+    def _tables(self) -> tuple[Any, ...]:
         return (np.array(self.groups, dtype=np.int64), self.binom, self.suit_size,
                 self.class_keys, self.class_offsets, self.num_ranks, self.num_suits)  # fmt: skip
 
     # ---- indexing -------------------------------------------------------------------------
 
-    def index(self, cards) -> int:
+    def index(self, cards: Sequence[int] | np.ndarray) -> int:
         """The class index of ``cards`` (concatenated groups, e.g. hole then board)."""
         row = np.asarray(cards, dtype=np.int64).reshape(1, -1)
         return int(self.index_batch(row)[0])
@@ -130,13 +132,14 @@ class HandIndexer:
         if cards.ndim != 2 or cards.shape[1] != sum(self.groups):
             raise ValueError(f"cards must have shape (n, {sum(self.groups)}): {cards.shape}")
         out = np.empty(cards.shape[0], dtype=np.int64)
-        kernel = index_rows if len(cards) >= _PARALLEL_ROWS else _index_rows_serial
+        kernel: Any = index_rows if len(cards) >= _PARALLEL_ROWS else _index_rows_serial
         kernel(cards, *self._tables, out)
         return out
 
 
 @njit(cache=True, inline="always")
-def index_one(cards, groups, binom, suit_size, class_keys, class_offsets, num_ranks, num_suits) -> int:
+def index_one(cards: np.ndarray, groups: np.ndarray, binom: np.ndarray, suit_size: np.ndarray, class_keys: np.ndarray,
+              class_offsets: np.ndarray, num_ranks: int, num_suits: int) -> Any:
     """Waugh's index of one hand; ``cards`` are the groups' cards concatenated (see module doc)."""
     rank_low = NUM_RANKS - num_ranks
     suit_low = NUM_SUITS - num_suits
@@ -211,7 +214,7 @@ def index_one(cards, groups, binom, suit_size, class_keys, class_offsets, num_ra
 
 
 @njit(cache=True, inline="always")
-def _popcount(x: int) -> int:
+def _popcount(x: Any) -> int:
     n = 0
     while x:
         x &= x - 1
@@ -231,13 +234,16 @@ def _comb(n: int, k: int) -> int:
 
 
 @njit(cache=True)
-def _index_rows_serial(cards, groups, binom, suit_size, class_keys, class_offsets, num_ranks, num_suits, out) -> None:
+def _index_rows_serial(cards: np.ndarray, groups: np.ndarray, binom: np.ndarray, suit_size: np.ndarray,
+                       class_keys: np.ndarray, class_offsets: np.ndarray, num_ranks: int, num_suits: int,
+                       out: np.ndarray) -> None:
     for i in range(cards.shape[0]):
         out[i] = index_one(cards[i], groups, binom, suit_size, class_keys, class_offsets, num_ranks, num_suits)
 
 
 @njit(cache=True, parallel=True)
-def index_rows(cards, groups, binom, suit_size, class_keys, class_offsets, num_ranks, num_suits, out) -> None:
+def index_rows(cards: np.ndarray, groups: np.ndarray, binom: np.ndarray, suit_size: np.ndarray, class_keys: np.ndarray,
+               class_offsets: np.ndarray, num_ranks: int, num_suits: int, out: np.ndarray) -> None:
     for i in prange(cards.shape[0]):
         out[i] = index_one(cards[i], groups, binom, suit_size, class_keys, class_offsets, num_ranks, num_suits)
 

@@ -1,6 +1,6 @@
 """ACPC ``.log`` files: the reference dealer's record of a match, written and parsed exactly.
 
-Format (``shared/acpc-protocol.md`` §8)::
+Format (what the reference ACPC ``dealer.c`` writes)::
 
     # name/game/hands/seed <matchName> <gameDefFile> <hands> <seed>
     #--t_response <ms>
@@ -30,16 +30,18 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import TextIO
 
 from protocol.cards import CardError, cards_from_str, cards_to_str
+from protocol.errors import ProtocolError
+from protocol.files import output_error
+from protocol.matchstate import MAX_HAND_DIGITS
 from protocol.state import State
 
 Number = int | float
 
 
-class MatchLogError(ValueError):
+class MatchLogError(ProtocolError, ValueError):
     """A log line that is not in the ACPC ``.log`` format; the message names file and line."""
 
 
@@ -89,6 +91,7 @@ class MatchLog:
     header: MatchHeader | None = None
     hands: list[HandRecord] = field(default_factory=list)
     score: tuple[tuple[Number, ...], tuple[str, ...]] | None = None
+    torn_line: int | None = None  # number of a last line cut off without its newline (dropped)
 
     @property
     def player_names(self) -> list[str]:
@@ -125,8 +128,8 @@ def parse_state_line(line: str) -> HandRecord:
     if len(parts) != 6 or parts[0] != "STATE":
         raise MatchLogError(f"not a STATE line: {line[:120]!r}")
     _, hand_text, betting, cards_text, values_text, names_text = parts
-    if not hand_text.isdigit():
-        raise MatchLogError(f"bad hand number {hand_text!r}")
+    if not hand_text.isdigit() or len(hand_text) > MAX_HAND_DIGITS:
+        raise MatchLogError(f"bad hand number {hand_text[:40]!r}")
     groups = cards_text.split("/")
     try:
         holes = tuple(cards_from_str(h) for h in groups[0].split("|"))
@@ -187,10 +190,22 @@ def record_of(state: State, hand_number: int, names_by_position: tuple[str, ...]
 
 def read_match_log(path: str | os.PathLike[str]) -> MatchLog:
     """Parse a ``.log`` file. Lines other than headers, STATE and SCORE (e.g. from ``-a``
-    appends' comments) are skipped only if they start with ``#``; anything else is an error."""
+    appends' comments) are skipped only if they start with ``#``; anything else is an error.
+
+    Every writer ends each line with a newline, so a last line without one was cut off (a
+    dealer killed mid-write, a full disk): it is dropped and its number kept in ``torn_line``,
+    even if it happens to parse (its numbers may be cut short); the complete hands before it
+    stand."""
     log = MatchLog()
-    with open(path, encoding="utf-8", errors="replace") as handle:
+    try:
+        handle = open(path, encoding="utf-8", errors="replace")
+    except OSError as error:
+        raise MatchLogError(f"{path}: cannot read: {error.strerror or error}") from None
+    with handle:
         for number, raw in enumerate(handle, 1):
+            if not raw.endswith("\n"):
+                log.torn_line = number
+                break
             line = raw.rstrip("\r\n")
             try:
                 if not line:
@@ -229,8 +244,13 @@ class MatchLogWriter:
     def open(
         cls, path: str | os.PathLike[str], header: MatchHeader, append: bool = False
     ) -> MatchLogWriter:
-        Path(path).parent.mkdir(parents=True, exist_ok=True)
-        return cls(open(path, "a" if append else "w", encoding="utf-8"), header)
+        """Open ``path`` for writing; its folder must exist (a typo in a path must not create
+        folders wherever it points). A path that cannot be written is a one-line
+        :class:`~protocol.files.OutputPathError` naming it."""
+        try:
+            return cls(open(path, "a" if append else "w", encoding="utf-8"), header)
+        except OSError as error:
+            raise output_error(path, error) from None
 
     def _write(self, lines: list[str]) -> None:
         self.stream.write("".join(line + "\n" for line in lines))

@@ -1,6 +1,7 @@
 """``MATCHSTATE`` text: what one player sees of a hand, parsed and formatted exactly.
 
-``MATCHSTATE:<position>:<handNumber>:<betting>:<cards>`` (``shared/acpc-protocol.md`` §2).
+``MATCHSTATE:<position>:<handNumber>:<betting>:<cards>`` (the ACPC server's ``protocol.pdf``,
+protocol version 2.0.0).
 The parsed :class:`MatchState` is also the *player view* every :class:`bot.agent.Agent` gets,
 whether the hand runs in-process, over TCP, or in the TUI.
 
@@ -18,17 +19,30 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 
-from protocol.cards import CardError, cards_from_str, cards_to_str
+from protocol.cards import (
+    NUM_RANKS,
+    NUM_SUITS,
+    CardError,
+    card_rank,
+    card_suit,
+    cards_from_str,
+    cards_to_str,
+)
+from protocol.errors import ProtocolError
 from protocol.gamedef import Game
-from protocol.state import State
+from protocol.state import IllegalActionError, State
 
 PREFIX = "MATCHSTATE"
+#: Longest hand number accepted (the reference dealer counts hands in 32 bits; 18 digits fit any
+#: 64-bit count), so a 5,000-digit number is a one-line error, not Python's conversion limit.
+MAX_HAND_DIGITS = 18
 _LIMIT_BETTING = re.compile(r"^[fcr/]*$")
 _NOLIMIT_BETTING = re.compile(r"^(?:[fc/]|r\d+)*$")
 
 
-class MatchStateError(ValueError):
+class MatchStateError(ProtocolError, ValueError):
     """Text that is not a well-formed MATCHSTATE line."""
 
 
@@ -65,41 +79,91 @@ class MatchState:
 
     def _replay(self, state: State, game: Game) -> State:
         try:
-            for rnd, actions in enumerate(self.betting_rounds()):
-                if rnd != state.round:
-                    raise MatchStateError(f"betting {self.betting!r}: round {rnd} is out of order")
-                for kind in actions:
-                    state.apply(kind)
-        except (ValueError, NotImplementedError) as error:
-            if isinstance(error, MatchStateError):
-                raise
-            raise MatchStateError(f"betting {self.betting!r} is illegal in {game.name}: {error}") from None
-        if state.round != self.round:
-            raise MatchStateError(f"betting {self.betting!r} does not match the round structure")
-        return state
+            return advance_betting(state, self.betting)
+        except NotImplementedError as error:
+            raise MatchStateError(f"betting {self.betting!r} in {game.name}: {error}") from None
 
-    def hand_values(self, game: Game) -> tuple[int, ...] | None:
+    def hand_values(self, game: Game, state: State | None = None) -> tuple[int, ...] | None:
         """Net chips per position once the hand is over (None while it runs), computed from the
         betting and the gamedef as a client must (§2.4): a fold needs no cards, a showdown uses
-        the revealed hands and the board."""
-        state = self.to_state(game)
+        the revealed hands and the board. ``state``: this view's betting already replayed."""
+        state = self.to_state(game) if state is None else state
         if not state.is_finished:
             return None
         if not state.is_showdown:
             return state.payoffs()
         if any(len(h) != game.num_hole_cards for h in self.hole_cards):
-            raise MatchStateError(f"showdown without every hand revealed: {format_matchstate(self)}")
+            raise MatchStateError(
+                f"showdown without every hand revealed: {format_matchstate(self)}"
+            )
         board = self.board_flat
         if len(board) != game.total_board_cards:
             raise MatchStateError(f"showdown without the whole board: {format_matchstate(self)}")
         try:
-            return self._replay(State(game, self.hole_cards, board), game).payoffs()
+            return state.with_cards(self.hole_cards, board).payoffs()
         except ValueError as error:
-            raise MatchStateError(f"impossible showdown {format_matchstate(self)}: {error}") from None
+            raise MatchStateError(
+                f"impossible showdown {format_matchstate(self)}: {error}"
+            ) from None
 
-    def with_action(self, kind: str) -> MatchState:
-        """The view after appending an action letter (no round bookkeeping: use ``to_state``)."""
-        return MatchState(self.position, self.hand_number, self.betting + kind, self.hole_cards, self.board)
+
+def advance_betting(state: State, betting: str, start: int = 0) -> State:
+    """Apply ``betting[start:]`` to ``state``, which must be the state after ``betting[:start]``
+    (a client applies only the new letters of each line). Every ``/`` must close a round the
+    rules closed; raises :class:`MatchStateError` otherwise or for an illegal letter."""
+    rnd = betting.count("/", 0, start)
+    try:
+        for letter in betting[start:]:
+            if letter == "/":
+                rnd += 1
+                continue
+            if state.round != rnd:
+                raise MatchStateError(f"betting {betting!r}: round {rnd} is out of order")
+            state.apply(letter)
+    except IllegalActionError as error:
+        raise MatchStateError(
+            f"betting {betting!r} is illegal in {state.game.name}: {error}"
+        ) from None
+    if state.round != rnd:
+        raise MatchStateError(f"betting {betting!r} does not match the round structure")
+    return state
+
+
+def check_cards(view: MatchState, game: Game) -> None:
+    """Reject a view whose cards cannot happen in ``game``: a hand of the wrong size, a card
+    not in the deck or seen twice, board cards of a round not reached or the wrong number of
+    them (a dealer must never send these; an agent that ignores cards would play on)."""
+    if len(view.hole_cards) != game.num_players:
+        raise MatchStateError(
+            f"{game.num_players} hole-card groups expected, got {len(view.hole_cards)}"
+        )
+    for position, hole in enumerate(view.hole_cards):
+        if len(hole) != game.num_hole_cards and (hole or position == view.position):
+            raise MatchStateError(
+                f"position {position} has {len(hole)} hole cards; {game.name} deals "
+                f"{game.num_hole_cards}"
+            )
+    rounds = view.round
+    if rounds >= game.num_rounds:
+        raise MatchStateError(f"betting {view.betting!r} has more rounds than {game.name}")
+    if len(view.board) > rounds:
+        raise MatchStateError(f"board cards of round {len(view.board)} sent in round {rounds}")
+    for rnd, cards in enumerate(view.board, start=1):
+        if len(cards) != game.num_board_cards[rnd]:
+            raise MatchStateError(
+                f"{len(cards)} board cards in round {rnd}; {game.name} deals "
+                f"{game.num_board_cards[rnd]}"
+            )
+    if len(view.board) < rounds and any(game.num_board_cards[1 : rounds + 1]):
+        raise MatchStateError(f"board cards of round {rounds} missing")
+    seen = [c for hole in view.hole_cards for c in hole] + list(view.board_flat)
+    lowest_rank, lowest_suit = NUM_RANKS - game.num_ranks, NUM_SUITS - game.num_suits
+    for card in seen:  # a reduced deck keeps the top ranks and the last suits (protocol.cards)
+        if card_rank(card) < lowest_rank or card_suit(card) < lowest_suit:
+            raise MatchStateError(f"card {cards_to_str((card,))} is not in the {game.name} deck")
+    if len(set(seen)) != len(seen):
+        repeated = sorted({c for c in seen if seen.count(c) > 1})
+        raise MatchStateError(f"card {cards_to_str(repeated[:1])} appears twice")
 
 
 def parse_matchstate(line: str) -> MatchState:
@@ -110,18 +174,32 @@ def parse_matchstate(line: str) -> MatchState:
     _, position_text, hand_text, betting, cards_text = parts
     if not position_text.isdigit() or not hand_text.isdigit():
         raise MatchStateError(f"bad position or hand number in {line[:120]!r}")
+    if len(position_text) > 2 or len(hand_text) > MAX_HAND_DIGITS:
+        raise MatchStateError(
+            f"position or hand number too long (hand numbers have at most {MAX_HAND_DIGITS} "
+            f"digits) in {line[:120]!r}"
+        )
     if not (_LIMIT_BETTING.match(betting) or _NOLIMIT_BETTING.match(betting)):
         raise MatchStateError(f"bad betting {betting!r} in {line[:120]!r}")
-    groups = cards_text.split("/")
     try:
-        holes = tuple(cards_from_str(h) for h in groups[0].split("|"))
-        board = tuple(cards_from_str(b) for b in groups[1:])
+        holes, board = _parse_cards_field(cards_text)
     except CardError as error:
         raise MatchStateError(f"bad cards {cards_text!r}: {error}") from None
     position = int(position_text)
     if position >= len(holes):
         raise MatchStateError(f"position {position} has no hole-card group in {cards_text!r}")
     return MatchState(position, int(hand_text), betting, holes, board)
+
+
+@lru_cache(maxsize=4096)
+def _parse_cards_field(
+    cards_text: str,
+) -> tuple[tuple[tuple[int, ...], ...], tuple[tuple[int, ...], ...]]:
+    """Hole cards per position and board cards per round of a cards field; cached, since a
+    client sees the same field in most lines of a hand (it changes only with a new round)."""
+    groups = cards_text.split("/")
+    holes = tuple([cards_from_str(h) for h in groups[0].split("|")])
+    return holes, tuple([cards_from_str(b) for b in groups[1:]])
 
 
 def format_matchstate(view: MatchState) -> str:
@@ -146,3 +224,52 @@ def view_of(state: State, position: int, hand_number: int, reveal: bool = False)
         start, stop = game.board_cards_through(rnd - 1), game.board_cards_through(rnd)
         board_rounds.append(tuple(visible[start:stop]))
     return MatchState(position, hand_number, state.betting_string(), holes, tuple(board_rounds))
+
+
+class HandViews:
+    """The MATCHSTATE text of every view of one dealt hand, built from per-hand pieces: the
+    dealer sends a line per player per state, and formatting cards anew for each costs more
+    than the rest of the dealer's work. ``line(state, p, reveal)`` equals
+    ``format_matchstate(view_of(state, p, hand, reveal))``.
+
+    >>> from protocol.gamedef import load_game
+    >>> from protocol.cards import cards_from_str
+    >>> game = load_game("leduc")
+    >>> holes, board = (cards_from_str("Kh"), cards_from_str("Qs")), cards_from_str("Ks")
+    >>> state = State(game, holes, board)
+    >>> _ = state.bet_or_raise(); _ = state.check_or_call()
+    >>> HandViews(game, holes, board, 7).line(state, 1)
+    'MATCHSTATE:1:7:rc/:|Qs/Ks'
+    """
+
+    def __init__(
+        self,
+        game: Game,
+        holes: tuple[tuple[int, ...], ...],
+        board: tuple[int, ...],
+        hand_number: int,
+    ) -> None:
+        self._prefix = [f"{PREFIX}:{p}:{hand_number}:" for p in range(game.num_players)]
+        self._holes = [cards_to_str(h) for h in holes]
+        self._hidden = [
+            ":" + "|".join(text if q == p else "" for q, text in enumerate(self._holes))
+            for p in range(game.num_players)
+        ]
+        self._board = [
+            "".join(
+                "/"
+                + cards_to_str(board[game.board_cards_through(r - 1) : game.board_cards_through(r)])
+                for r in range(1, last + 1)
+            )
+            for last in range(game.num_rounds)
+        ]
+
+    def line(self, state: State, position: int, reveal: bool = False) -> str:
+        if reveal:
+            folded = state.folded
+            cards = ":" + "|".join(
+                text if q == position or not folded[q] else "" for q, text in enumerate(self._holes)
+            )
+        else:
+            cards = self._hidden[position]
+        return self._prefix[position] + state.betting_string() + cards + self._board[state.round]

@@ -3,7 +3,7 @@
 Every player action has a check that raises with a message (``verify_fold``), a yes/no question
 (``can_fold``) and the act itself (``fold``) returning a small immutable :class:`Action`
 (pokerkit's pattern). The dealer, the bots, training and the TUI ask ``can_*`` and call the act;
-none of them re-implements legality. Rules follow ``shared/acpc-protocol.md`` section 2.5: who
+none of them re-implements legality. Rules follow the ACPC server's ``game.c``: who
 acts first per round (``firstPlayer``), raise caps that do not count the blinds, no fold when
 checking is free, a round closes when everyone still able to act has called the last raise.
 
@@ -32,6 +32,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from protocol.errors import ProtocolError
 from protocol.gamedef import Game
 
 FOLD, CALL, RAISE = "f", "c", "r"
@@ -40,7 +41,7 @@ ACTIONS = (FOLD, CALL, RAISE)
 MAX_ACTIONS_PER_ROUND = 64
 
 
-class IllegalActionError(ValueError):
+class IllegalActionError(ProtocolError, ValueError):
     """An action that the rules do not allow in the current state."""
 
 
@@ -83,6 +84,7 @@ class State:
         self.folded = [False] * game.num_players
         self.round = 0
         self.actions: list[list[Action]] = [[]]
+        self._betting = ""  # betting_string(), kept up to date: the dealer sends it per state
         self.num_raises = 0
         self.is_finished = False
         self.actor: int | None = self._first_actor(0)
@@ -118,6 +120,17 @@ class State:
         other.actions = [list(r) for r in self.actions]
         return other
 
+    def with_cards(
+        self, hole_cards: Sequence[Sequence[int]], board_cards: Sequence[int]
+    ) -> State:
+        """A copy holding every card, for a state replayed without them (a client learns the
+        other hands only at the showdown). Raises ``ValueError`` for impossible cards."""
+        other = self.copy()
+        other.hole_cards = tuple(tuple(h) for h in hole_cards)
+        other.board_cards = tuple(board_cards)
+        other._check_cards()
+        return other
+
     # -- derived facts -----------------------------------------------------------------
     def _is_all_in(self, player: int) -> bool:
         return self.spent[player] >= self.game.stack[player]
@@ -126,7 +139,9 @@ class State:
         return not self.folded[player] and not self._is_all_in(player)
 
     def _num_acting(self) -> int:
-        return sum(self._can_act(p) for p in range(self.game.num_players))
+        """Players neither folded nor all-in (inlined ``_can_act``: called on every action)."""
+        spent, stack, folded = self.spent, self.game.stack, self.folded
+        return sum(1 for p in range(len(folded)) if not folded[p] and spent[p] < stack[p])
 
     def _next_actor_from(self, player: int) -> int:
         n = self.game.num_players
@@ -177,50 +192,67 @@ class State:
 
     def betting_string(self) -> str:
         """ACPC betting text; a closed round is followed by ``/`` as the dealer writes it."""
-        return "/".join("".join(a.kind for a in r) for r in self.actions)
+        return self._betting
 
     @property
     def is_showdown(self) -> bool:
         return self.is_finished and self.num_folded < self.game.num_players - 1
 
     # -- verify / can / act ---------------------------------------------------------------
-    def _verify_turn(self) -> int:
+    # Each rule is written once, as a ``_*_problem`` method that names what forbids the act (or
+    # None): ``verify_*`` raises it, ``can_*`` and ``legal_actions`` test it without raising,
+    # which keeps the dealer's and the client's per-action checks cheap.
+    def _turn_problem(self) -> str | None:
         if self.is_finished or self.actor is None:
-            raise IllegalActionError("the hand is over: nobody may act")
-        return self.actor
+            return "the hand is over: nobody may act"
+        return None
+
+    def _fold_problem(self) -> str | None:
+        """Folding is illegal when checking is free."""
+        turn = self._turn_problem()
+        if turn is not None:
+            return turn
+        assert self.actor is not None
+        if self.spent[self.actor] >= self.max_spent:
+            return "cannot fold: checking is free"
+        return None
+
+    def _raise_problem(self) -> str | None:
+        """A raise needs room under the round's cap, two players able to act, and chips."""
+        turn = self._turn_problem()
+        if turn is not None:
+            return turn
+        cap = self.game.max_raises[self.round]
+        if self.num_raises >= cap:
+            return f"cannot raise: round {self.round} allows {cap} raises"
+        if self._num_acting() <= 1:
+            return "cannot raise: nobody else can act"
+        if len(self.actions[self.round]) + self.game.num_players > MAX_ACTIONS_PER_ROUND:
+            return "cannot raise: too many actions this round"
+        if self.raise_to_amount() <= self.max_spent:
+            return "cannot raise: no chips left to raise with"
+        return None
 
     def verify_fold(self) -> None:
         """Raise unless the actor may fold: folding is illegal when checking is free."""
-        player = self._verify_turn()
-        if self.spent[player] >= self.max_spent:
-            raise IllegalActionError("cannot fold: checking is free")
+        _raise_if(self._fold_problem())
 
     def verify_check_or_call(self) -> None:
         """Raise unless the actor may check or call (always legal while the hand runs)."""
-        self._verify_turn()
+        _raise_if(self._turn_problem())
 
     def verify_bet_or_raise(self) -> None:
         """Raise unless the actor may raise: the round's cap, two players able to act, room."""
-        self._verify_turn()
-        if self.num_raises >= self.game.max_raises[self.round]:
-            raise IllegalActionError(
-                f"cannot raise: round {self.round} allows {self.game.max_raises[self.round]} raises"
-            )
-        if self._num_acting() <= 1:
-            raise IllegalActionError("cannot raise: nobody else can act")
-        if len(self.actions[self.round]) + self.game.num_players > MAX_ACTIONS_PER_ROUND:
-            raise IllegalActionError("cannot raise: too many actions this round")
-        if self.raise_to_amount() <= self.max_spent:
-            raise IllegalActionError("cannot raise: no chips left to raise with")
+        _raise_if(self._raise_problem())
 
     def can_fold(self) -> bool:
-        return _permits(self.verify_fold)
+        return self._fold_problem() is None
 
     def can_check_or_call(self) -> bool:
-        return _permits(self.verify_check_or_call)
+        return self._turn_problem() is None
 
     def can_bet_or_raise(self) -> bool:
-        return _permits(self.verify_bet_or_raise)
+        return self._raise_problem() is None
 
     can_raise = can_bet_or_raise
 
@@ -228,13 +260,9 @@ class State:
         """The legal ACPC letters, in the order fold, call, raise."""
         if self.is_finished:
             return ()
-        return tuple(
-            kind
-            for kind, allowed in zip(
-                ACTIONS, (self.can_fold(), True, self.can_bet_or_raise()), strict=True
-            )
-            if allowed
-        )
+        fold = (FOLD,) if self._fold_problem() is None else ()
+        raise_ = (RAISE,) if self._raise_problem() is None else ()
+        return fold + (CALL,) + raise_
 
     def fold(self) -> Action:
         self.verify_fold()
@@ -272,6 +300,7 @@ class State:
     def _record(self, kind: str, player: int) -> Action:
         action = Action(kind, player, self.round, self.spent[player])
         self.actions[self.round].append(action)
+        self._betting += kind
         self._advance()
         return action
 
@@ -279,10 +308,11 @@ class State:
         """Move the turn on, close the round, or end the hand (ACPC ``doAction``)."""
         if self.num_folded + 1 >= self.game.num_players:
             self.is_finished, self.actor = True, None
-        elif self._num_called() >= self._num_acting():
-            if self._num_acting() > 1 and self.round + 1 < self.game.num_rounds:
+        elif self._num_called() >= (acting := self._num_acting()):
+            if acting > 1 and self.round + 1 < self.game.num_rounds:
                 self.round += 1
                 self.actions.append([])
+                self._betting += "/"
                 self.num_raises = 0
                 self.actor = self._first_actor(self.round)
             else:
@@ -296,6 +326,7 @@ class State:
         while self.round + 1 < self.game.num_rounds:
             self.round += 1
             self.actions.append([])
+            self._betting += "/"
         self.is_finished, self.actor = True, None
 
     # -- outcome -----------------------------------------------------------------------
@@ -348,9 +379,6 @@ def split_pots(spent: Sequence[int], strength: dict[int, int]) -> tuple[int, ...
     return tuple(int(x) if float(x).is_integer() else x for x in net)  # type: ignore[misc]
 
 
-def _permits(verify) -> bool:
-    try:
-        verify()
-    except IllegalActionError:
-        return False
-    return True
+def _raise_if(problem: str | None) -> None:
+    if problem is not None:
+        raise IllegalActionError(problem)

@@ -10,6 +10,7 @@ from click.testing import CliRunner
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from bot.abstraction_policy import full_game_strategy
 from bot.abstraction_spec import SPECS, AbstractionSpec, bucket_path, num_infosets
 from bot.abstraction_tables import AbstractGame, Abstraction
 from bot.best_response import exploitability
@@ -23,7 +24,6 @@ from training.abstraction.buckets import percentile_buckets
 from training.abstraction.build import build_abstraction
 from training.abstraction.features import RoundFeatures, compute_round_features
 from training.abstraction.solver import run_batch
-from training.abstraction.strategy import full_game_strategy
 
 
 @pytest.fixture(autouse=True)

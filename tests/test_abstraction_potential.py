@@ -162,10 +162,10 @@ def test_two_level_potential_aware_abstraction_solves_below_uniform(tmp_path):
     instead of 6 keeps its exact best response to ~2 s (6 ranks: ~40 s)."""
     from test_abstraction import solve  # tests/ is on sys.path (rootdir-relative imports)
 
+    from bot.abstraction_policy import full_game_strategy
     from bot.best_response import exploitability
     from bot.infosets import space_for
     from protocol.gamedef import load_game
-    from training.abstraction.strategy import full_game_strategy
 
     path = tmp_path / "mini4.limit.2p.game"
     path.write_text(MINI.replace("numRanks = 6", "numRanks = 4"))

@@ -7,7 +7,7 @@ import pytest
 from click.testing import CliRunner
 
 from bot.cli import main
-from bot.commands.solve import SolveConfig, run_solve
+from training.solve import SolveConfig, run_solve
 
 
 def invoke(*args):
@@ -104,3 +104,23 @@ def test_cli_resume_extends_a_cfr_run_and_checks_the_config(tmp_path):
     assert wrong.exit_code == 2 and "checkpoint was made with algo 'cfr+', not 'dcfr'" in wrong.output
     missing = invoke("solve", "--out", str(tmp_path / "none.json"), "--resume")
     assert missing.exit_code == 2 and "no checkpoint to resume" in missing.output
+
+
+def test_algorithm_names_match_and_a_damaged_checkpoint_is_one_line(tmp_path):
+    from bot.commands.solve import ALGORITHM_NAMES
+    from training.solve import SOLVE_ALGORITHMS
+
+    assert ALGORITHM_NAMES == SOLVE_ALGORITHMS
+    out = tmp_path / "k.json"
+    checkpoint = tmp_path / "k.json.ckpt.npz"
+    for content in (b"", b"PK\x03\x04garbage"):
+        checkpoint.write_bytes(content)
+        result = invoke("solve", "--game", "kuhn", "--out", str(out), "--resume")
+        assert result.exit_code == 2 and f"error: {checkpoint}: not a solve checkpoint" in result.output
+        assert "Aborted" not in result.output
+    assert invoke("solve", "--game", "kuhn", "--iterations", "4", "--out", str(out)).exit_code == 0
+    data = bytearray(checkpoint.read_bytes())
+    data[len(data) // 2] ^= 0x20  # a bit flip inside a table: the zip member's CRC-32 fails
+    checkpoint.write_bytes(bytes(data))
+    result = invoke("solve", "--game", "kuhn", "--iterations", "8", "--out", str(out), "--resume")
+    assert result.exit_code == 2 and "not a solve checkpoint" in result.output

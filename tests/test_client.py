@@ -23,7 +23,7 @@ HULH = load_game("holdem")
 
 class ScriptedDealer:
     """Accepts one client, records everything it sends, and plays a script of
-    ("send", bytes) / ("expect", None) steps; then closes the connection."""
+    ("send", bytes) / ("expect", None) / ("silent", None) steps; then closes the connection."""
 
     def __init__(self, script: list[tuple[str, bytes | None]]) -> None:
         self.listener = socket.create_server(("127.0.0.1", 0))
@@ -51,6 +51,9 @@ class ScriptedDealer:
             if step == "send":
                 assert payload is not None
                 connection.sendall(payload)
+            elif step == "silent":  # say nothing until the client gives up and closes
+                while next_line() is not None:
+                    pass
             else:
                 line = next_line()
                 if line is not None:
@@ -184,3 +187,91 @@ def test_cli_connect_plays_to_eof() -> None:
     assert result.exit_code == 0, result.output
     assert dealer.received == ["VERSION:2.0.0\r", "MATCHSTATE:0:0::Ks|:c\r"]
     assert "hands played 1, chips won 1, 1000.0 mbb/g" in result.output
+
+
+# -- a hostile dealer: impossible cards, silence, a line cut off ------------------------------
+LEDUC = load_game("leduc")
+
+
+@pytest.mark.parametrize(
+    ("game", "line", "problem"),
+    [
+        (
+            HULH,
+            "MATCHSTATE:0:0::9h|",
+            "position 0 has 1 hole cards; holdem.limit.2p.reverse_blinds deals 2",
+        ),
+        (HULH, "MATCHSTATE:0:0::9h6s7c|", "position 0 has 3 hole cards"),
+        (HULH, "MATCHSTATE:0:0::AsAs|", "card As appears twice"),
+        (HULH, "MATCHSTATE:0:0:cc/:9h6s|/5s9h8h", "card 9h appears twice"),
+        (HULH, "MATCHSTATE:0:0:cc/:9h6s|/5s3s8h2c3c4c", "6 board cards in round 1; holdem"),
+        (HULH, "MATCHSTATE:0:0::9h6s|/5s3s8h", "board cards of round 1 sent in round 0"),
+        (HULH, "MATCHSTATE:0:0:cc/:9h6s|", "board cards of round 1 missing"),
+        (HULH, "MATCHSTATE:0:0::9h6s|As", "position 1 has 1 hole cards"),
+        (HULH, "MATCHSTATE:0:0::9h6s", "2 hole-card groups expected, got 1"),
+        (HULH, "MATCHSTATE:0:0:cc/cc/cc/cc/cc:9h6s|", "more rounds than"),
+        (LEDUC, "MATCHSTATE:0:0::2c|", "card 2c is not in the leduc.limit.2p deck"),
+        (HULH, "MATCHSTATE:0:" + "9" * 5000 + "::9h6s|", "hand numbers have at most 18 digits"),
+    ],
+)
+def test_impossible_cards_are_refused_in_one_line(game, line: str, problem: str) -> None:
+    """An agent that ignores cards (always call) would play on; the client refuses instead."""
+    dealer = ScriptedDealer([("send", line.encode() + b"\r\n")])
+    with ACPCConnection.connect("127.0.0.1", dealer.port, game) as connection:
+        with pytest.raises(ACPCProtocolError, match="malformed line from dealer") as error:
+            connection.play(lambda view: "c")
+    assert problem in str(error.value) and "\n" not in str(error.value)
+    dealer.thread.join(5)
+    assert dealer.received == ["VERSION:2.0.0\r"]  # nothing was answered
+
+
+def test_cards_changing_within_a_hand_are_refused() -> None:
+    dealer = ScriptedDealer(
+        [
+            ("send", b"MATCHSTATE:0:0:c:9h6s|\r\n"),
+            ("expect", None),
+            ("send", b"MATCHSTATE:0:0:cc/:9h6s|/5s3s8h\r\nMATCHSTATE:0:0:cc/c:9h6s|/5s3s8d\r\n"),
+        ]
+    )
+    with ACPCConnection.connect("127.0.0.1", dealer.port, HULH) as connection:
+        with pytest.raises(ACPCProtocolError, match="cards changed within hand 0"):
+            connection.play(lambda view: "c")
+
+
+def test_silent_dealer_times_out_in_one_line() -> None:
+    dealer = ScriptedDealer(
+        [("send", b"MATCHSTATE:0:1:c:9h6s|\r\n"), ("expect", None), ("silent", None)]
+    )
+    connection = ACPCConnection.connect("127.0.0.1", dealer.port, HULH, read_timeout=0.2)
+    with connection, pytest.raises(ACPCConnectionError) as error:
+        connection.play(lambda view: "c")
+    assert str(error.value).startswith("the dealer sent nothing for 0.2 s; giving up")
+    dealer.thread.join(5)
+    assert dealer.received == ["VERSION:2.0.0\r", "MATCHSTATE:0:1:c:9h6s|:c\r"]
+
+
+def test_cli_connect_timeout_option() -> None:
+    dealer = ScriptedDealer([("silent", None)])
+    result = CliRunner().invoke(
+        main, ["connect", "127.0.0.1", str(dealer.port), "--agent", "call", "--timeout", "0.2"]
+    )
+    assert result.exit_code == 2 and result.output.count("\n") == 1
+    assert result.output.startswith("error: the dealer sent nothing for 0.2 s; giving up")
+
+
+def test_partial_last_line_before_eof_is_reported() -> None:
+    """A finished hand, then half a line and EOF: not dropped silently."""
+    dealer = ScriptedDealer(
+        [
+            ("send", b"MATCHSTATE:0:0::Ks|\r\n"),
+            ("expect", None),
+            ("send", b"MATCHSTATE:0:0:c:Ks|\r\nMATCHSTATE:0:0:cc:Ks|Qs\r\nMATCHSTATE:1:1"),
+        ]
+    )
+    with ACPCConnection.connect("127.0.0.1", dealer.port, load_game("kuhn")) as connection:
+        with pytest.raises(ACPCProtocolError) as error:
+            connection.play(lambda view: "c")
+    assert str(error.value) == (
+        "dealer closed the connection in the middle of a line (14 bytes without a newline: "
+        "b'MATCHSTATE:1:1'); hands played 1, chips won 1, 1000.0 mbb/g"
+    )

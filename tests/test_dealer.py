@@ -4,7 +4,6 @@ complete log of every finished hand."""
 
 from __future__ import annotations
 
-import asyncio
 import io
 import os
 import socket
@@ -39,6 +38,7 @@ def run_dealer(
     **options,
 ):
     game = load_game(game_name)
+    tmp_path.mkdir(parents=True, exist_ok=True)  # the dealer creates no folders
     dealer_options = DealerOptions(
         str(tmp_path / "m"), game_name, game, hands, seed, names, os_ports=True, **options
     )
@@ -51,7 +51,7 @@ def run_dealer(
     ]
     for thread in threads:
         thread.start()
-    status = asyncio.run(dealer.serve())
+    status = dealer.run()
     for thread in threads:
         thread.join(10)
     return status, out.getvalue(), err.getvalue(), read_match_log(tmp_path / "m.log")

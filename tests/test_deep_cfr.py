@@ -18,12 +18,14 @@ from click.testing import CliRunner
 
 from bot.best_response import exploitability, load_strategy
 from bot.cli import main
-from bot.deep_cfr_agent import Bundle, DeepCFRAgent, bundle_strategy
+from bot.deep_cfr_agent import DeepCFRAgent, DeepCFRBundle, bundle_strategy
 from bot.registry import resolve_agent
 from bot.tabular_policy import load_policy
 from protocol.gamedef import load_game
 from protocol.matchstate import parse_matchstate
-from training.deep_cfr import PRESETS, DeepCFRConfig, DeepCFRTrainer, resolve_config
+from training.deep_cfr import TRAINERS, DeepCFRTrainer
+from training.deep_cfr_config import PRESETS, DeepCFRConfig
+from training.run import resolve_new
 
 KUHN_UNIFORM_MBB = 458.333
 LEDUC_UNIFORM_MBB = 1186.806
@@ -56,7 +58,7 @@ def test_sdcfr_converges_on_kuhn(kuhn_sdcfr) -> None:
 
 def test_sdcfr_bundle_strategy_agent_and_export(kuhn_sdcfr, tmp_path) -> None:
     out, records = kuhn_sdcfr
-    bundle = Bundle.load(out)
+    bundle = DeepCFRBundle.load(out)
     assert bundle.kind == "sd-cfr" and len(bundle.stack) == 16  # uniform sigma^1 + 15 iterations
     assert bundle.weights.tolist() == list(range(1, 17))  # linear CFR: weight = iteration
     # the exact average recomputed from the files equals the one tracked during training
@@ -111,7 +113,7 @@ def test_deep_cfr_average_network_converges_on_kuhn(tmp_path) -> None:
     records = trainer.train()
     final = records[-1]
     assert final["average_exploitability_mbb"] < 100.0, final  # uniform: 458.3
-    bundle = Bundle.load(tmp_path / "r")
+    bundle = DeepCFRBundle.load(tmp_path / "r")
     assert bundle.kind == "deep-cfr" and bundle.average == "average.pt"
     assert mbb("kuhn", bundle_strategy(bundle)) == pytest.approx(final["average_exploitability_mbb"], rel=1e-6)
     assert (tmp_path / "r" / "exploitability.png").stat().st_size > 0
@@ -152,12 +154,12 @@ class _NoProgress:
 def test_config_precedence_and_saved_config(tmp_path) -> None:
     toml = tmp_path / "run.toml"
     toml.write_text('traversals = 77\nwidth = 24\nseed = 5\n')
-    config = resolve_config({"game": "kuhn", "algo": "sd-cfr", "config_path": str(toml), "seed": 9, "iterations": 3})
+    config = resolve_new(TRAINERS["sd-cfr"], {"game": "kuhn", "config_path": str(toml), "seed": 9, "iterations": 3}).config
     assert (config.traversals, config.width, config.seed, config.iterations) == (77, 24, 9, 3)  # flags win
     assert config.sgd_steps == PRESETS["kuhn"]["sgd_steps"]  # the preset fills the rest
     toml.write_text("widht = 3\n")
-    with pytest.raises(ValueError, match="unknown setting"):
-        resolve_config({"game": "kuhn", "algo": "sd-cfr", "config_path": str(toml)})
+    with pytest.raises(ValueError, match="unknown sd-cfr config key"):
+        resolve_new(TRAINERS["sd-cfr"], {"game": "kuhn", "config_path": str(toml)})
 
 
 def test_cli_errors_are_one_line(tmp_path) -> None:
@@ -213,7 +215,7 @@ def test_killed_run_resumes_exactly(tmp_path) -> None:
     assert resumed.iteration >= done_at_kill - 1  # at most the iteration in progress is lost
     resumed.train()
 
-    config = resolve_config({"config_path": str(tmp_path / "run.toml")})
+    config = resolve_new(TRAINERS["sd-cfr"], {"config_path": str(tmp_path / "run.toml")}).config
     reference = DeepCFRTrainer.new(config, tmp_path / "reference", progress=False)
     reference.train()
 
@@ -224,7 +226,7 @@ def test_killed_run_resumes_exactly(tmp_path) -> None:
         assert a.seen == b.seen and a.seen > a.capacity
         for name in a.data:
             assert np.array_equal(a.stored()[name], b.stored()[name]), name
-    assert np.allclose(bundle_strategy(Bundle.load(killed)), bundle_strategy(Bundle.load(tmp_path / "reference")))
+    assert np.allclose(bundle_strategy(DeepCFRBundle.load(killed)), bundle_strategy(DeepCFRBundle.load(tmp_path / "reference")))
 
 
 def test_deep_cfr_checkpoint_restores_every_memory(tmp_path) -> None:

@@ -35,6 +35,15 @@ def strategy_fn(profile):
     return strategy
 
 
+def terminal_value(node: int, holes, traverser: int) -> float:
+    """The traverser's payoff at terminal ``node`` of a Kuhn deal ``holes`` (one card each)."""
+    spent = TREE.spent[node]
+    if TREE.kind[node] == FOLD_END:
+        return -spent[traverser] if TREE.folder[node] == traverser else spent[1 - traverser]
+    mine, theirs = hand_strength([holes[traverser]]), hand_strength([holes[1 - traverser]])
+    return spent[1 - traverser] if mine > theirs else -spent[traverser]
+
+
 def exact_regrets(profile, traverser: int) -> tuple[dict[tuple[int, int], np.ndarray], float]:
     """r(I, a) = sum over deals h in I of P(deal) pi_-i(h) (v(h a) - v(h)), by brute force, and
     the traverser's expected payoff."""
@@ -43,11 +52,7 @@ def exact_regrets(profile, traverser: int) -> tuple[dict[tuple[int, int], np.nda
 
     def value(node: int, holes, reach_other: float) -> float:
         if TREE.kind[node] != DECISION:
-            spent = TREE.spent[node]
-            if TREE.kind[node] == FOLD_END:
-                return -spent[traverser] if TREE.folder[node] == traverser else spent[1 - traverser]
-            mine, theirs = hand_strength([holes[traverser]]), hand_strength([holes[1 - traverser]])
-            return spent[1 - traverser] if mine > theirs else -spent[traverser]
+            return terminal_value(node, holes, traverser)
         actor = int(TREE.actor[node])
         sigma = profile[(holes[actor], node)]
         children = {a: int(TREE.child[node, a]) for a in range(3) if TREE.legal[node, a]}

@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from bot.network import DeepCFRNetwork
-from training.deep_cfr import DeepCFRConfig
+from training.deep_cfr_config import DeepCFRConfig
 from training.fused_network import Features, FusedNetwork, fit_weighted_mse
 
 #: (card groups, bet slots): Leduc's layout and a HULH-like one (hole, flop, turn, river).
@@ -106,7 +106,7 @@ def test_cosine_schedule_decays_each_fit_to_zero(tmp_path) -> None:
     from training.deep_cfr import DeepCFRTrainer
 
     config = DeepCFRConfig(game="kuhn", iterations=1, learning_rate=0.01, lr_schedule="cosine", evaluate_every=0)
-    rates = DeepCFRTrainer.new(config, tmp_path / "r", progress=False).learning_rates(4)
+    rates = DeepCFRTrainer.new(config, tmp_path / "r", progress=False).fit.learning_rates(4)
     np.testing.assert_allclose(rates, [0.01, 0.01 * (1 + np.cos(np.pi / 4)) / 2, 0.005, 0.01 * (1 - np.cos(np.pi / 4)) / 2])
     with pytest.raises(ValueError, match="lr_schedule"):
         DeepCFRConfig(lr_schedule="step").validate()

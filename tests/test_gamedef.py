@@ -1,12 +1,14 @@
 """Game definitions: shipped files, the parser's errors, round trips."""
 
+import dataclasses
+import re
 from pathlib import Path
 
 import pytest
 
 from protocol.gamedef import GamedefError, load_game, parse_gamedef, shipped_game_names
 
-SHARED = Path(__file__).resolve().parents[2] / "shared" / "acpc-protocol.md"
+REFERENCE = Path(__file__).resolve().parent / "data" / "acpc_gamedefs.txt"
 
 
 def test_shipped_games_are_the_four_research_games():
@@ -29,13 +31,15 @@ def test_holdem_file_is_exact_acpc_text():
     assert text.count("\n") == 13
 
 
-@pytest.mark.skipif(not SHARED.exists(), reason="shared/ not beside the checkout")
-def test_shipped_texts_match_the_spec():
-    spec = SHARED.read_text()
-    for stem in shipped_game_names():
-        text = (Path(__file__).resolve().parents[1] / f"protocol/games/{stem}.game").read_text()
-        indented = "\n".join("    " + line for line in text.splitlines())
-        assert indented in spec, stem
+def test_shipped_texts_match_the_reference_texts():
+    """Each shipped file is exactly its reference text (tests/data/acpc_gamedefs.txt names
+    the sources: the ACPC server's HULH file, the public Leduc file, our FHP and Kuhn)."""
+    blocks = re.split(r"^=== (\S+)\n", REFERENCE.read_text(), flags=re.M)[1:]
+    reference = dict(zip(blocks[::2], blocks[1::2], strict=True))
+    assert sorted(reference) == shipped_game_names()
+    for stem, text in reference.items():
+        assert (Path(__file__).resolve().parents[1] / f"protocol/games/{stem}.game").read_text() == text, stem
+        assert dataclasses.replace(parse_gamedef(text), name=stem) == load_game(stem)
 
 
 @pytest.mark.parametrize("name", ["kuhn", "leduc", "fhp", "holdem"])

@@ -3,7 +3,6 @@ the ``pokerbot match`` and ``pokerbot report`` commands end to end."""
 
 from __future__ import annotations
 
-import asyncio
 import io
 import json
 import threading
@@ -169,7 +168,7 @@ def test_cli_match_against_an_external_dealer(tmp_path: Path) -> None:
     dealer = Dealer(options, io.StringIO(), io.StringIO())
     ports = dealer.listen()
     status: list[int] = []
-    server = threading.Thread(target=lambda: status.append(asyncio.run(dealer.serve())))
+    server = threading.Thread(target=lambda: status.append(dealer.run()))
     server.start()
     opponent = threading.Thread(
         target=run_as_client, args=(game, CallAgent(game), "127.0.0.1", ports[1], 0), daemon=True

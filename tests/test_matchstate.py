@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import random
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -9,7 +11,13 @@ from hypothesis import strategies as st
 
 from protocol.dealing import deal_hand
 from protocol.gamedef import load_game
-from protocol.matchstate import MatchStateError, format_matchstate, parse_matchstate, view_of
+from protocol.matchstate import (
+    HandViews,
+    MatchStateError,
+    format_matchstate,
+    parse_matchstate,
+    view_of,
+)
 from protocol.state import State
 
 HULH = load_game("holdem")
@@ -197,3 +205,23 @@ def test_every_dealer_state_parses_back(game_name: str, seed: int, hand: int) ->
             break
         legal = state.legal_actions()
         state.apply(legal[int(rng.integers(len(legal)))])
+
+
+@pytest.mark.parametrize("game_name", ["kuhn", "leduc", "fhp", "holdem"])
+def test_hand_views_equal_formatted_views(game_name: str) -> None:
+    """The dealer's cached view strings are exactly ``format_matchstate(view_of(...))`` in every
+    state of random hands (folds, showdowns, every position, revealed or not)."""
+    game = load_game(game_name)
+    rng = random.Random(7)
+    for hand in range(60):
+        holes, board = deal_hand(game, 3, hand)
+        state = State(game, holes, board)
+        views = HandViews(game, holes, board, hand)
+        while True:
+            for position in range(game.num_players):
+                for reveal in (False, True):
+                    expected = format_matchstate(view_of(state, position, hand, reveal=reveal))
+                    assert views.line(state, position, reveal) == expected
+            if state.is_finished:
+                break
+            state.apply(rng.choice(state.legal_actions()))

@@ -7,6 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from bot.errors import CorruptFileError
 from training.memory_log import MemoryLog
 from training.reservoir import Reservoir
 from training.rundir import RunDirError
@@ -68,3 +69,41 @@ def test_a_corrupt_row_file_is_a_clear_error(tmp_path) -> None:
     (tmp_path / chain[0]).write_bytes(b"not an npz")
     with pytest.raises(RunDirError, match="cannot restore memory m"):
         MemoryLog(tmp_path, "m").restore(Reservoir(100, FIELDS), chain)
+
+
+@pytest.mark.parametrize("damage", [lambda b: b[: len(b) // 2], lambda b: b[:100] + bytes([b[100] ^ 1]) + b[101:]])
+def test_truncated_or_bit_flipped_delta_is_a_one_line_error(tmp_path, damage) -> None:
+    """With the digests a checkpoint records, a truncated or bit-flipped delta is caught by its
+    checksum before it is replayed; without them (older checkpoints) by the reader."""
+    memory, log = Reservoir(100, FIELDS), MemoryLog(tmp_path, "m")
+    rng = np.random.default_rng(5)
+    memory.add(rows(0, 10), rng)
+    log.checkpoint(memory, 1)
+    memory.add(rows(10, 10), rng)
+    chain = log.checkpoint(memory, 2)
+    delta = tmp_path / chain[-1]
+    delta.write_bytes(damage(delta.read_bytes()))
+    with pytest.raises(CorruptFileError, match=f"{chain[-1]}: checksum mismatch"):
+        MemoryLog(tmp_path, "m").restore(Reservoir(100, FIELDS), chain, log.digests)
+
+
+def test_truncated_delta_without_digests_is_a_one_line_error(tmp_path) -> None:
+    memory, log = Reservoir(100, FIELDS), MemoryLog(tmp_path, "m")
+    memory.add(rows(0, 10), np.random.default_rng(6))
+    chain = log.checkpoint(memory, 1)
+    path = tmp_path / chain[0]
+    path.write_bytes(path.read_bytes()[:-40])
+    with pytest.raises(RunDirError, match="cannot restore memory m"):
+        MemoryLog(tmp_path, "m").restore(Reservoir(100, FIELDS), chain)
+
+
+def test_prune_keeps_the_previous_checkpoints_files_for_the_fallback(tmp_path) -> None:
+    memory, log = Reservoir(20, FIELDS, "window"), MemoryLog(tmp_path, "m")
+    rng = np.random.default_rng(7)
+    chains = []
+    for iteration in range(1, 6):
+        memory.add(rows(iteration * 100, 15), rng)
+        chains.append(log.checkpoint(memory, iteration))
+        MemoryLog.prune(tmp_path, [log])
+    assert chains[-1][0] != chains[-2][0], "the last checkpoint should have written a new base"
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(set(chains[-1]) | set(chains[-2]))

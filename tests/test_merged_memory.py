@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 import torch
 
-from training.deep_cfr import PRESETS, DeepCFRConfig, DeepCFRTrainer
+from training.deep_cfr import DeepCFRTrainer
+from training.deep_cfr_config import PRESETS, DeepCFRConfig
 from training.input_keys import InputKeys
 from training.merged_memory import merge_rows
 
@@ -78,7 +79,7 @@ def test_full_merged_batch_is_the_exact_gradient_of_the_whole_memory_loss(tmp_pa
     """The merged full batch differs from the all-rows loss by a constant: same gradient."""
     trainer = _trainer(tmp_path, merge_duplicates=True)
     memory = trainer.advantage[0]
-    batches, form = trainer._batches(memory, 1, 100_000, np.random.default_rng(0))
+    batches, form = trainer.fit.batches(memory, 1, 100_000, np.random.default_rng(0), trainer.iteration)
     assert form == "full"
     stored = memory.stored()
     node = torch.from_numpy(stored["node"].astype(np.int64))
@@ -93,8 +94,8 @@ def test_weighted_merged_minibatches_are_unbiased(tmp_path) -> None:
     """More distinct inputs than a batch: draws by total weight average to the full gradient."""
     trainer = _trainer(tmp_path, merge_duplicates=True)
     memory = trainer.advantage[0]
-    full = [g.clone() for g in _gradient(trainer, next(trainer._batches(memory, 1, 100_000, np.random.default_rng(0))[0]))]
-    batches, form = trainer._batches(memory, 400, 64, np.random.default_rng(1))
+    full = [g.clone() for g in _gradient(trainer, next(trainer.fit.batches(memory, 1, 100_000, np.random.default_rng(0), trainer.iteration)[0]))]
+    batches, form = trainer.fit.batches(memory, 400, 64, np.random.default_rng(1), trainer.iteration)
     assert form == "weighted"
     total = [torch.zeros_like(g) for g in full]
     for batch in batches:
@@ -117,8 +118,8 @@ def test_normalized_targets_have_unit_weighted_rms_and_the_same_regret_matching(
 
     trainer = _trainer(tmp_path, merge_duplicates=merge)
     memory = trainer.advantage[1]
-    plain = next(trainer._batches(memory, 1, 100_000, np.random.default_rng(5))[0])
-    scaled = next(trainer._batches(memory, 1, 100_000, np.random.default_rng(5), normalize=True)[0])
+    plain = next(trainer.fit.batches(memory, 1, 100_000, np.random.default_rng(5), trainer.iteration)[0])
+    scaled = next(trainer.fit.batches(memory, 1, 100_000, np.random.default_rng(5), trainer.iteration, normalize=True)[0])
     _, _, legal, target, weight, _ = scaled
     rms = torch.sqrt((weight * (target**2 * legal).sum(1)).sum() / (weight * legal.sum(1)).sum())
     # merged: every distinct input; rows: a 100,000-row sample of the memory, so close to 1

@@ -21,20 +21,11 @@ from bot.registry import AgentNotFound, resolve_agent
 from protocol.betting_tree import FOLD_END
 from protocol.gamedef import load_game
 from protocol.matchstate import parse_matchstate
-from training.nfsp import (
-    LEDUC_PAPER,
-    NFSP,
-    NFSPConfig,
-    anticipatory,
-    best_response_quality,
-    dqn_targets,
-    make_config,
-    mixture_bias,
-    preset_for,
-    q_learning_rate,
-    train,
-    window_q_strategy,
-)
+from training.nfsp import NFSP
+from training.nfsp_config import LEDUC_PAPER, NFSPConfig, make_config, preset_for
+from training.nfsp_diagnostics import best_response_quality, mixture_bias, window_q_strategy
+from training.nfsp_run import train
+from training.nfsp_steps import anticipatory, dqn_targets, q_learning_rate
 from training.rundir import RunDir
 
 KUHN = make_config(preset_for("kuhn"))
@@ -162,7 +153,7 @@ def test_greedy_q_diagnostic_is_zero_for_exact_best_responses(monkeypatch) -> No
     player = learner.policy.infosets.player
     exact = np.where((player == 0)[:, None], best_response_strategy(game, average, 0),
                      best_response_strategy(game, average, 1))
-    monkeypatch.setattr("training.nfsp.greedy_q_strategy", lambda _: exact)
+    monkeypatch.setattr("training.nfsp_diagnostics.greedy_q_strategy", lambda _: exact)
     quality = best_response_quality(learner, report)
     assert [quality[k] for k in ("q_gap_mbb_0", "q_gap_mbb_1")] == pytest.approx([0.0, 0.0], abs=1e-9)
     assert [quality[k] for k in ("q_share_0", "q_share_1")] == pytest.approx([1.0, 1.0])

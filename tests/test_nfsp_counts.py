@@ -13,8 +13,10 @@ import torch.nn.functional as F
 
 from bot.encoding import InfosetEncoder
 from protocol.gamedef import load_game
-from training.nfsp import NFSP, dqn_targets, make_config, preset_for, supervised_loss
+from training.nfsp import NFSP
+from training.nfsp_config import make_config, preset_for
 from training.nfsp_counts import InputCounts, ReplayCounts
+from training.nfsp_steps import dqn_targets, supervised_loss
 
 
 def _leduc(**changes) -> NFSP:

@@ -8,7 +8,7 @@ import numpy as np
 
 from bot.encoding import InfosetEncoder
 from protocol.gamedef import load_game
-from training.nfsp import replay_memory, supervised_memory
+from training.nfsp_steps import replay_memory, supervised_memory
 
 
 def _rows(encoder: InfosetEncoder, start: int, stop: int) -> dict[str, np.ndarray]:

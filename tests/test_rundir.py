@@ -6,7 +6,9 @@ import dataclasses
 
 import pytest
 
-from training.rundir import RunDir, RunDirError, load_torch, parse_duration, save_torch
+from bot.errors import PokerbotError
+from training.run import parse_duration
+from training.rundir import RunDir, RunDirError, load_torch, save_torch
 
 
 @dataclasses.dataclass(frozen=True)
@@ -52,7 +54,8 @@ def test_checkpoint_swap_keeps_one_complete_checkpoint(tmp_path) -> None:
     with run.writing_checkpoint() as folder:
         save_torch(folder / "state.pt", {"iteration": 3})
     assert load_torch(run.checkpoint_path / "state.pt") == {"iteration": 3}
-    assert not (run.path / "checkpoint.old").exists()
+    # the previous complete checkpoint is kept as the fallback (issue 17: never lose a run)
+    assert load_torch(run.path / "checkpoint.old" / "state.pt") == {"iteration": 1}
 
 
 def test_a_kill_between_renames_still_resumes(tmp_path) -> None:
@@ -95,3 +98,54 @@ def test_progress_prints_a_plain_line_per_iteration_off_a_terminal() -> None:
     progress.end_iteration(1, "loss 0.5")
     progress.close()
     assert stream.getvalue() == "iteration 1/3: loss 0.5\n"
+
+
+def _two_checkpoints(tmp_path) -> RunDir:
+    run = RunDir.create(tmp_path / "r", Cfg())
+    for iteration in (1, 2):
+        with run.writing_checkpoint() as folder:
+            save_torch(folder / "state.pt", {"iteration": iteration})
+        run.append_metrics({"iteration": iteration})
+    return run
+
+
+def test_a_bit_flip_in_the_last_checkpoint_falls_back_to_the_previous_one(tmp_path, capsys) -> None:
+    run = _two_checkpoints(tmp_path)
+    state = run.path / "checkpoint" / "state.pt"
+    data = bytearray(state.read_bytes())
+    data[len(data) // 2] ^= 0x01
+    state.write_bytes(bytes(data))
+    assert run.resume_checkpoint() == run.path / "checkpoint.old"
+    assert load_torch(run.resume_checkpoint() / "state.pt") == {"iteration": 1}
+    assert "state.pt: checksum mismatch" in capsys.readouterr().err
+
+
+def test_missing_complete_marker_never_restarts_silently(tmp_path, capsys) -> None:
+    run = _two_checkpoints(tmp_path)
+    (run.path / "checkpoint" / "COMPLETE").unlink()
+    assert run.resume_checkpoint() == run.path / "checkpoint.old"  # said on stderr
+    assert "COMPLETE missing" in capsys.readouterr().err
+    import shutil
+
+    shutil.rmtree(run.path / "checkpoint.old")
+    with pytest.raises(RunDirError, match="COMPLETE missing.*--force starts it over"):
+        run.resume_checkpoint()
+    assert run.resume_checkpoint(force=True) is None
+
+
+def test_metrics_without_any_checkpoint_is_an_error_not_a_restart(tmp_path) -> None:
+    run = RunDir.create(tmp_path / "r", Cfg())
+    assert run.resume_checkpoint() is None  # nothing to lose: starting is fine
+    run.append_metrics({"iteration": 1})
+    with pytest.raises(RunDirError, match="has metrics but no checkpoint"):
+        run.resume_checkpoint()
+
+
+def test_empty_state_file_is_a_one_line_error(tmp_path) -> None:
+    path = tmp_path / "state.pt"
+    path.write_bytes(b"")
+    with pytest.raises(PokerbotError, match="empty file"):
+        load_torch(path)
+    path.write_bytes(b"PK\x03\x04" + b"\0" * 10)  # a zip header cut short
+    with pytest.raises(RunDirError, match="cannot load checkpoint file"):
+        load_torch(path)

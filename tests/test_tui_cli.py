@@ -19,11 +19,39 @@ def test_strongest_available_is_first_that_resolves(monkeypatch) -> None:
     assert agent.name == "raise" and notice is None
 
 
-def test_fallback_says_so_and_how_to_train(monkeypatch) -> None:
+def test_fallback_names_the_cheapest_real_opponent(monkeypatch, tmp_path) -> None:
     monkeypatch.setitem(play.STRONGEST_FIRST, "leduc", ["no-such-agent"])
     agent, notice = play.strongest_opponent(LEDUC)
     assert agent.name == play.FALLBACK == "call"
-    assert "pokerbot train --game leduc --algo sd-cfr --out runs/sd-cfr-leduc" in notice
+    assert "pokerbot solve --game leduc --out runs/cfr-leduc.json" in notice
+    monkeypatch.setenv("POKERBOT_CACHE", str(tmp_path))  # no abstraction is built here
+    monkeypatch.setitem(play.STRONGEST_FIRST, "fhp", ["no-such-agent"])
+    agent, notice = play.strongest_opponent(load_game("fhp"))
+    assert agent.name == "call"
+    assert "fhp_abstraction_4e4" in notice and "--size 4e4 --out runs/fhp_abstraction_4e4" in notice
+    assert "pokerbot train --game fhp --algo sd-cfr" not in notice  # not a run that takes hours
+
+
+def test_default_comes_first_and_the_notice_names_the_shipped_bot(monkeypatch, tmp_path) -> None:
+    """A shipped folder for Leduc (manifest + a registered kind): ``play`` picks it before any
+    other candidate, and its notice quotes the manifest's name, description and strength."""
+    import bot.shipped as shipped
+    from bot.agent import RaiseAgent
+
+    assert all(candidates[0] == "default" for candidates in play.STRONGEST_FIRST.values())
+    folder = tmp_path / "leduc"
+    folder.mkdir()
+    (folder / "weights.txt").write_text("raise\n")
+    shipped.write_manifest(folder, {"kind": "test-raise", "game": LEDUC.name, "name": "leduc-bot",
+                                    "description": "always raises (a test bot).",
+                                    "strength": {"exploitability": "2,000 mbb/g (exact, NashConv/2)"}}, ["weights.txt"])
+    shipped.register_shipped_kind("test-raise", lambda game, path, manifest: RaiseAgent(game))
+    monkeypatch.setattr(shipped, "SHIPPED_ROOT", tmp_path)
+    monkeypatch.setattr(shipped, "SHIPPED_GAMES", ("leduc",))
+    agent, notice = play.strongest_opponent(LEDUC)
+    assert agent.name == "leduc-bot" and isinstance(agent, RaiseAgent)
+    assert notice == ("Playing leduc-bot, the bot shipped for leduc.limit.2p: always raises (a test bot). "
+                      "Measured: exploitability 2,000 mbb/g (exact, NashConv/2).")
 
 
 @pytest.mark.parametrize(
@@ -32,6 +60,7 @@ def test_fallback_says_so_and_how_to_train(monkeypatch) -> None:
         (["--game", "nosuch"], "unknown game 'nosuch'"),
         (["--game", "leduc", "--opponent", "nosuch"], "unknown agent 'nosuch'"),
         (["--connect", "127.0.0.1", "9", "--opponent", "call"], "exclude each other"),
+        (["--game", "leduc", "--opponent", "call", "--log", "no/such/dir/x.log"], "folder no/such/dir does not exist"),
     ],
 )
 def test_bad_input_is_one_line(args, message) -> None:

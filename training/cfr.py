@@ -28,6 +28,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from bot.best_response import PublicTree, public_tree_for
+from bot.infosets import normalise_average
 from protocol.gamedef import Game
 
 #: Algorithms this module runs (``pokerbot solve --algo``).
@@ -68,13 +69,6 @@ def regret_matching(regrets: np.ndarray, legal: np.ndarray) -> np.ndarray:
     total = positive.sum(axis=-1, keepdims=True)
     uniform = legal / legal.sum()
     return np.where(total > 0, positive / np.where(total > 0, total, 1.0), uniform)
-
-
-def normalise_average(strategy_sum: np.ndarray, legal: np.ndarray) -> np.ndarray:
-    """Rows of a strategy sum as distributions; uniform over legal actions where the sum is 0."""
-    total = strategy_sum.sum(axis=1, keepdims=True)
-    uniform = legal / legal.sum(axis=1, keepdims=True)
-    return np.where(total > 0, strategy_sum / np.where(total > 0, total, 1.0), uniform)
 
 
 def restore_tables(solver: object, state: dict[str, np.ndarray], names: tuple[str, ...]) -> None:

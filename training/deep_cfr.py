@@ -18,233 +18,76 @@ For small games (Kuhn, Leduc) the exact SD-CFR average policy is accumulated eac
 (:class:`bot.deep_cfr_agent.StackAverage`) and its exploitability logged; Deep CFR's average
 network is evaluated whenever it is trained.
 
-Randomness: every random draw of iteration ``t``/player ``p`` comes from generators seeded by
-``(seed, t, p, purpose)``, so a resumed run repeats exactly what the killed one would have done.
+Randomness: every random draw of iteration ``t``/player ``p`` comes from a named stream
+(:class:`Stream`) seeded by ``(seed, t, p, stream)``, so a resumed run repeats exactly what the
+killed one would have done.
+
+The run follows :mod:`training.run`'s contract (config resolution, Ctrl-C, checkpoints by
+count or time); the config is :mod:`training.deep_cfr_config`, the network fits
+:mod:`training.deep_cfr_fit`, the policy a :mod:`bot.bundle` of kind ``sd-cfr``/``deep-cfr``.
+What remains here (about 500 lines) is one class over one state, the memories, networks, stack
+and small-game tables of a run, with the loop, checkpoint and bundle methods that read and write
+that state; splitting it further would pass that state between modules.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import json
-import os
+import shutil
 import time
-from collections.abc import Iterable
-from dataclasses import dataclass
+from collections.abc import Iterator
+from enum import IntEnum
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import torch
 
-from bot.deep_cfr_agent import BUNDLE_FILE, InfosetBatch, StackAverage, manifest
+from bot.bundle import write_bundle
+from bot.deep_cfr_agent import InfosetBatch, StackAverage
 from bot.encoding import InfosetEncoder
-from bot.errors import PokerbotError
-from bot.network import DeepCFRNetwork, masked_softmax, regret_matching
+from bot.infosets import is_small
+from bot.network import DeepCFRNetwork, regret_matching
+from protocol.files import sha256_file
 from protocol.gamedef import Game, load_game
-from training import plots
-from training.fused_network import Features, fit_weighted_mse
+from training import distributed, plots
+from training.deep_cfr_config import ALGOS, PRESETS, DeepCFRConfig
+from training.deep_cfr_fit import NetworkFit
 from training.input_keys import InputKeys
 from training.memory_log import MEMORY_DIR, MemoryLog
-from training.merged_memory import MergedRows, MergedTable, merge_rows
-from training.reservoir import Reservoir
-from training.rundir import (
-    Progress,
-    RunDir,
-    atomic_write,
-    load_torch,
-    parse_duration,
-    read_toml,
-    save_torch,
-)
-from training.traversal import deal_batch, traverse
+from training.merged_memory import MergedTable
+from training.reservoir import FieldSpec, Reservoir
+from training.run import CheckpointClock, StopRequest, Trainer, resolve_device, worker_threads
+from training.rundir import Progress, RunDir, RunDirError, load_torch, save_torch
+from training.traversal import TraversalResult, deal_batch, traverse
 
-ALGOS = ("deep-cfr", "sd-cfr")
-#: Games whose exact exploitability is cheap enough to log during training.
-SMALL_GAMES = ("kuhn", "leduc")
+if TYPE_CHECKING:
+    from training.distributed.ray_traversal import RayTraversals
 
 
-@dataclass(frozen=True)
-class DeepCFRConfig:
-    """Everything a run needs; saved as the run's ``config.toml``."""
+class Stream(IntEnum):
+    """The random streams of one iteration and player (values are the seeds' last component,
+    unchanged from when they were numbered, so runs reproduce exactly)."""
 
-    game: str = "leduc"
-    """Game name or gamedef path."""
-    algo: str = "sd-cfr"
-    """``deep-cfr`` (average-strategy network) or ``sd-cfr`` (stack of value networks)."""
-    iterations: int = 100
-    """CFR iterations T."""
-    traversals: int = 1000
-    """External-sampling traversals per player per iteration (K)."""
-    time_budget: str | None = None
-    """Stop after this much wall time (``90s``, ``10m``, ``2h``); the policy is still written."""
-    seed: int = 0
-    """Seeds every random draw (see the module docstring)."""
-    device: str = "auto"
-    """``auto`` (cuda if available), ``cpu`` or ``cuda``."""
-    threads: int = 0
-    """Torch/numba CPU threads; 0 = all cores. Small networks train fastest on 1 thread (on the
-    2-core machine two threads made a width-64 Adam step 10x slower under load), so the Kuhn and
-    Leduc presets use 1."""
-    width: int = 64
-    """Hidden width of the appendix C network."""
-    advantage_memory: int = 1_000_000
-    """Capacity of each player's advantage memory (paper: 40M)."""
-    strategy_memory: int = 1_000_000
-    """Capacity of the strategy memory (paper: 40M)."""
-    sgd_steps: int = 300
-    """Adam steps per value-network training (paper: FHP 4,000, HULH 32,000)."""
-    batch_size: int = 2048
-    """Minibatch size of value-network training (paper: FHP 10,000, HULH 20,000)."""
-    average_sgd_steps: int = 2000
-    """Adam steps of the average-strategy network (Deep CFR)."""
-    average_batch_size: int = 2048
-    """Minibatch size of the average-strategy network."""
-    learning_rate: float = 1e-3
-    """Adam learning rate (paper: 0.001)."""
-    lr_schedule: str = "constant"
-    """``constant`` (the paper) or ``cosine``: each fit decays the rate from ``learning_rate`` to
-    0 along a half cosine. Full-batch fits (Leduc) end near a minimum instead of oscillating
-    around it at the final rate: on a late Leduc memory, 600 cosine steps matched the regret-
-    matching strategy of the exact targets 1.4x closer than 600 constant ones."""
-    grad_clip: float = 1.0
-    """Gradient-norm clip (paper: 1)."""
-    traversal_batch: int = 2048
-    """Traversals advanced together in one batch."""
-    from_scratch: bool = True
-    """Retrain value networks from scratch each iteration (False: the fine-tuning ablation)."""
-    argmax_fallback: bool = True
-    """Play the highest-advantage action when none is positive (False: the uniform ablation)."""
-    memory_mode: str = "reservoir"
-    """``reservoir`` or ``window`` (the sliding-window ablation)."""
-    linear_weighting: bool = True
-    """Linear CFR: weight samples by their iteration, batch weights rescaled by 2/T."""
-    normalize_targets: bool = False
-    """Divide the value network's targets by their weighted RMS before each fit. Regret matching
-    is invariant to scaling advantages, so the policy means the same; Adam then fits every
-    iteration's regrets to the same relative precision (at Leduc's iteration ~200, 300 steps
-    fit 3.5x tighter, and its strategies disagree with the exact regret-matching ones about
-    1.5x less)."""
-    merge_duplicates: bool = False
-    """Train on the memory's distinct inputs with their weighted mean targets: the same loss as
-    the paper's, with exact (full-batch) gradients when the distinct inputs fit in a batch
-    (:mod:`training.merged_memory`). Pays off where inputs repeat (Kuhn, Leduc)."""
-    fit_backend: str = "auto"
-    """How value networks train on merged batches: ``torch`` (autograd + torch Adam), ``fused``
-    (the same maths and update rule in compiled numba kernels, :mod:`training.fused_network`;
-    CPU only, needs ``merge_duplicates``; ~4x faster steps on Leduc), or ``auto`` (``fused``
-    exactly when the device is the CPU and ``merge_duplicates`` is on). Average networks and
-    row batches always use torch."""
-    evaluate_every: int = 1
-    """Exact exploitability every this many iterations on small games (0: never)."""
-    average_every: int = 0
-    """Deep CFR: also train and evaluate the average network every this many iterations (0: end only)."""
-    checkpoint_every: int = 1
-    """Write a checkpoint every this many iterations (and at the end)."""
-
-    def validate(self) -> DeepCFRConfig:
-        if self.algo not in ALGOS:
-            raise ValueError(f"algo must be one of {', '.join(ALGOS)}, got {self.algo!r}")
-        if self.memory_mode not in ("reservoir", "window"):
-            raise ValueError(f"memory_mode must be reservoir or window, got {self.memory_mode!r}")
-        if self.lr_schedule not in ("constant", "cosine"):
-            raise ValueError(f"lr_schedule must be constant or cosine, got {self.lr_schedule!r}")
-        if self.fit_backend not in ("auto", "torch", "fused"):
-            raise ValueError(f"fit_backend must be auto, torch or fused, got {self.fit_backend!r}")
-        if self.fit_backend == "fused" and not self.merge_duplicates:
-            raise ValueError("fit_backend = fused trains on merged batches: it needs merge_duplicates = true")
-        if self.fit_backend == "fused" and self.device == "cuda":
-            raise ValueError("fit_backend = fused runs on the CPU: use --device cpu, or fit_backend = torch for cuda")
-        if self.device not in ("auto", "cpu", "cuda"):
-            raise ValueError(f"device must be auto, cpu or cuda, got {self.device!r}")
-        if self.device == "cuda" and not torch.cuda.is_available():
-            raise ValueError("--device cuda: no CUDA device is available to torch here")
-        for name in ("iterations", "traversals", "width", "advantage_memory", "strategy_memory", "sgd_steps",
-                     "batch_size", "average_sgd_steps", "average_batch_size", "traversal_batch", "checkpoint_every"):
-            if getattr(self, name) <= 0:
-                raise ValueError(f"{name} must be positive, got {getattr(self, name)}")
-        parse_duration(self.time_budget)
-        return self
-
-
-#: Shared by the paper's FHP and HULH runs (sec. 5.1: 40M memories, 10,000 traversals). Targets
-#: are normalised (``normalize_targets``): regrets in chips run to hundreds (FHP's big blind is
-#: 100 chips, HULH's 10), which Adam at lr 1e-3 would spend thousands of steps scaling up to.
-_PAPER = dict(iterations=450, traversals=10_000, width=96, advantage_memory=40_000_000,
-              strategy_memory=40_000_000, average_sgd_steps=32_000, evaluate_every=0, normalize_targets=True)
-#: Per-game presets. FHP/HULH are the paper's settings (sec. 5.1); Kuhn/Leduc are scaled down to
-#: converge on a laptop in minutes.
-PRESETS: dict[str, dict] = {
-    "kuhn": dict(iterations=60, traversals=400, width=32, sgd_steps=150, batch_size=512,
-                 advantage_memory=200_000, strategy_memory=200_000, average_sgd_steps=1500,
-                 average_batch_size=512, traversal_batch=400, threads=1, merge_duplicates=True,
-                 normalize_targets=True),
-    # Leduc, tuned for exploitability per wall-clock second on 2 CPU cores. The exact-regret
-    # oracle (benchmarks/bench_deep_cfr_oracle.py) reaches 5.9 mbb/g at iteration 640 with
-    # K = 10,000, so iterations must be cheap and each network must fit well: a player's memory
-    # holds only ~470 distinct inputs, and merge_duplicates trains on them with the exact
-    # full-memory gradient (training/merged_memory.py), in the compiled kernels of
-    # training/fused_network.py (~0.3 ms a step), so 10M-row memories cost no extra SGD. Fit
-    # quality decides the rest: on a late memory, regret matching on width-64 networks after
-    # 600 cosine-decayed steps disagreed with the exact targets' 2.3x less than width 32 after
-    # 600 constant steps (weighted L1 0.09 vs 0.21), and the 10-minute curve went from 15.7 to
-    # 10.7 mbb/g at equal load. Checkpoints are incremental (training/memory_log.py).
-    "leduc": dict(iterations=600, traversals=10_000, width=64, sgd_steps=600, batch_size=2048, learning_rate=2e-3,
-                  lr_schedule="cosine", advantage_memory=10_000_000, strategy_memory=10_000_000,
-                  average_sgd_steps=3000, average_batch_size=2048, traversal_batch=5000, threads=1,
-                  merge_duplicates=True, normalize_targets=True),
-    "fhp": dict(_PAPER, sgd_steps=4000, batch_size=10_000, average_batch_size=10_000, traversal_batch=2000),
-    "holdem": dict(_PAPER, sgd_steps=32_000, batch_size=20_000, average_batch_size=20_000, traversal_batch=500),
-}
-
-
-def resolve_config(options: dict) -> DeepCFRConfig:
-    """Preset for the game < ``--config`` TOML < explicit flags."""
-    values: dict = {}
-    file_values: dict = {}
-    if options.get("config_path"):
-        file_values = read_toml(Path(options["config_path"]))
-        unknown = set(file_values) - {f.name for f in dataclasses.fields(DeepCFRConfig)}
-        if unknown:
-            raise ValueError(f"{options['config_path']}: unknown setting(s) {', '.join(sorted(unknown))}")
-    game = options.get("game") or file_values.get("game") or "leduc"
-    values.update(PRESETS.get(Path(str(game)).stem.split(".")[0], {}))
-    values.update(file_values)
-    flags = {"game": "game", "algo": "algo", "iterations": "iterations", "traversals": "traversals",
-             "time_budget": "time_budget", "seed": "seed", "device": "device", "threads": "threads"}
-    for option, name in flags.items():
-        if options.get(option) is not None:
-            values[name] = options[option]
-    return DeepCFRConfig(**values).validate()
-
-
-@dataclass(frozen=True)
-class MergedProblem:
-    """One fit's loss over a memory's distinct inputs, in numpy, for either training backend."""
-
-    merged: MergedRows
-    target: np.ndarray
-    """Weighted mean targets (normalised if asked), float32 ``[distinct, 3]``."""
-    weight: np.ndarray
-    """Per distinct input: its loss weight (linear weighting and ``2 / T`` included)."""
-    denominator: float
-    picks: np.ndarray | None
-    """``weighted`` form: the rows of every step ``[steps, batch]``; ``None``: ``full``."""
-    form: str
-
-    def torch_batches(self, device: torch.device, bets: torch.Tensor, legal: torch.Tensor, steps: int):
-        """``steps`` batches ``(cards, bets, legal, target, weight, denominator)`` on ``device``."""
-        node = torch.from_numpy(self.merged.node.astype(np.int64)).to(device)
-        cards = torch.from_numpy(self.merged.cards).to(device)
-        target = torch.from_numpy(self.target).to(device)
-        weight = torch.from_numpy(self.weight).to(device)
-        if self.picks is None:
-            full = (cards, bets[node], legal[node], target, weight, self.denominator)
-            return (full for _ in range(steps))
-        picks = torch.from_numpy(self.picks).to(device)
-        return ((cards[p], bets[node[p]], legal[node[p]], target[p], weight[p], self.denominator) for p in picks)
+    TRAVERSAL = 0
+    """Deals and sampled actions of the traversals."""
+    RESERVOIR = 1
+    """Reservoir sampling of the memories."""
+    VALUE_INIT = 2
+    """Initial weights of the value network."""
+    VALUE_BATCHES = 3
+    """Minibatches of the value network's fit."""
+    AVERAGE_INIT = 4
+    """Initial weights of the average network (player slot 2)."""
+    AVERAGE_BATCHES = 5
+    """Minibatches of the average network's fit (player slot 2)."""
 
 
 class DeepCFRTrainer:
     """The training loop over a run directory (create with :meth:`new` or :meth:`resume`)."""
+
+    #: The config dataclass of the run directory's ``config.toml`` (subclasses extend it).
+    config_class: type = DeepCFRConfig
 
     def __init__(self, config: DeepCFRConfig, run: RunDir, progress: bool = True) -> None:
         self.config = config
@@ -252,18 +95,13 @@ class DeepCFRTrainer:
         self.show_progress = progress
         self.game: Game = load_game(config.game)
         self.encoder = InfosetEncoder(self.game)
-        self.device = torch.device("cuda" if config.device == "cuda" or (config.device == "auto" and torch.cuda.is_available()) else "cpu")
-        if config.fit_backend == "fused" and self.device.type != "cpu":
-            raise ValueError("fit_backend = fused runs on the CPU, but --device auto chose cuda: pass --device cpu")
-        #: Value networks train in training.fused_network's kernels (see ``fit_backend``).
-        self.fused_fit = config.merge_duplicates and self.device.type == "cpu" and config.fit_backend != "torch"
-        threads = config.threads or os.cpu_count() or 1
+        self.device = torch.device(resolve_device(config.device))
+        threads = worker_threads(config.threads)
         torch.set_num_threads(threads)
         import numba
 
         numba.set_num_threads(min(threads, numba.config.NUMBA_NUM_THREADS))
-        fields = {"node": ((), np.int32), "cards": ((self.encoder.num_card_slots,), np.int8),
-                  "target": ((3,), np.float32), "iteration": ((), np.int32)}
+        fields = self.memory_fields()
         self.advantage = [Reservoir(config.advantage_memory, fields, config.memory_mode) for _ in (0, 1)]
         self.strategy_memory = Reservoir(config.strategy_memory, fields, config.memory_mode)
         #: SD-CFR never trains an average network, so it keeps no strategy memory (Steinberger 2019).
@@ -274,13 +112,13 @@ class DeepCFRTrainer:
         if config.merge_duplicates and self.input_keys.size <= MergedTable.MAX_KEYS:
             for memory in self.memories:  # merged batches without re-merging the memory per fit
                 memory.listener = MergedTable(self.input_keys, config.linear_weighting)
-        self.bets = torch.from_numpy(self.encoder.bets).to(self.device)
-        self.legal = torch.from_numpy(self.encoder.legal).to(self.device)
+        self.fit = NetworkFit(config, self.encoder, self.device, self.input_keys)
+        self.bets, self.legal = self.fit.bets, self.fit.legal
         self.nets: list[DeepCFRNetwork | None] = [None, None]
         self.optimizers: list[torch.optim.Optimizer | None] = [None, None]
         self.iteration = 0
         self.elapsed = 0.0
-        enumerable = self.game.name.split(".")[0] in SMALL_GAMES
+        enumerable = is_small(self.game)
         self.small = enumerable and config.evaluate_every > 0
         self.average = StackAverage(self.game) if self.small else None
         self.batch = InfosetBatch(self.game) if enumerable else None
@@ -296,31 +134,42 @@ class DeepCFRTrainer:
         if self.average is not None:
             self.average.add(self.batch.strategy(None), 1.0)  # sigma^1 = uniform, weight 1
         self.stack: list[dict] = [{"weight": 1, "uniform": True}]
+        #: Ray traversal workers (``--workers N``/``--ray-address``); None: traverse in-process.
+        self.traversal_pool: RayTraversals | None = None
+        #: sha256 of every policy file written, by name relative to ``policy/``.
+        self.digests: dict[str, str] = {}
 
     # -- construction ---------------------------------------------------------------------------
 
     @classmethod
     def new(cls, config: DeepCFRConfig, out: str | Path, progress: bool = True) -> DeepCFRTrainer:
-        run = RunDir.create(out, config)
+        """A new run directory (the benchmarks' and tests' entry; the CLI goes through
+        :func:`training.run.run_from_cli`)."""
+        return cls.start(config, RunDir.create(out, config, algo=config.algo), progress)
+
+    @classmethod
+    def start(cls, config: DeepCFRConfig, run: RunDir, progress: bool = True) -> DeepCFRTrainer:
         trainer = cls(config, run, progress)
         print(f"{config.algo} on {trainer.game.name}: network {trainer.make_net().num_parameters():,} parameters, "
               f"{trainer.advantage[0].bytes_per_sample} bytes per stored sample, device {trainer.device}")
         return trainer
 
     @classmethod
-    def resume(cls, path: str | Path, options: dict | None = None, progress: bool = True) -> DeepCFRTrainer:
+    def resume(cls, path: str | Path, progress: bool = True, force: bool = False) -> DeepCFRTrainer:
+        """Continue a run with its saved config."""
         run = RunDir.open(path)
-        config = DeepCFRConfig(**run.config()).validate()
-        algo = (options or {}).get("algo")
-        if algo is not None and algo != config.algo:
-            raise ValueError(f"{path} is a {config.algo} run; resume it with --algo {config.algo}")
-        overrides = {k: v for k, v in (options or {}).items() if k in ("iterations", "time_budget", "device", "threads") and v is not None}
-        if overrides:  # extending a run (more iterations, a new budget) is allowed; nothing else
-            config = dataclasses.replace(config, **overrides).validate()
-            run.save_config(config)
+        return cls.continue_run(cls.config_class(**run.config()), run, progress, force)
+
+    @classmethod
+    def continue_run(cls, config: DeepCFRConfig, run: RunDir, progress: bool = True, force: bool = False) -> DeepCFRTrainer:
         trainer = cls(config, run, progress)
-        trainer.load_checkpoint()
+        trainer.load_checkpoint(force)
         return trainer
+
+    def memory_fields(self) -> FieldSpec:
+        """The rows of the advantage and strategy memories (subclasses may add fields)."""
+        return {"node": ((), np.int32), "cards": ((self.encoder.num_card_slots,), np.int8),
+                "target": ((3,), np.float32), "iteration": ((), np.int32)}
 
     def make_net(self) -> DeepCFRNetwork:
         return DeepCFRNetwork(self.encoder.group_sizes, self.encoder.num_bet_slots, self.config.width)
@@ -330,8 +179,8 @@ class DeepCFRTrainer:
         tensor; on the small Leduc network that is ~0.7 ms of a ~4 ms step (same update rule)."""
         return torch.optim.Adam(net.parameters(), lr=self.config.learning_rate, fused=True)
 
-    def rng(self, iteration: int, player: int, purpose: int) -> np.random.Generator:
-        return np.random.default_rng([self.config.seed, iteration, player, purpose])
+    def rng(self, iteration: int, player: int, stream: Stream) -> np.random.Generator:
+        return np.random.default_rng([self.config.seed, iteration, player, int(stream)])
 
     # -- strategies -------------------------------------------------------------------------------
 
@@ -354,138 +203,29 @@ class DeepCFRTrainer:
 
     # -- training ---------------------------------------------------------------------------------
 
-    def _fit(self, net: DeepCFRNetwork, optimizer: torch.optim.Optimizer, memory: Reservoir, steps: int,
-             batch_size: int, rng: np.random.Generator, average: bool) -> tuple[float, str]:
-        """Weighted MSE over legal actions (Brown et al. 2019, algorithm 1 losses).
-
-        Returns the mean loss of the last 10% of steps and the batch form used: ``rows`` (uniform
-        minibatches of memory rows, the paper), or with ``merge_duplicates`` ``full`` (every
-        distinct input each step: the exact full-memory gradient) or ``weighted`` (distinct
-        inputs drawn by total weight); see :mod:`training.merged_memory`. Value networks on
-        merged batches train in the compiled kernels of :mod:`training.fused_network` when
-        ``fit_backend`` resolves to ``fused`` (a fresh Adam state, like ``optimizer`` here)."""
-        cfg = self.config
-        normalize = cfg.normalize_targets and not average
-        if self.fused_fit and not average:
-            return self._fit_fused(net, self._merged_problem(memory, steps, batch_size, rng, normalize), steps)
-        batches, form = self._batches(memory, steps, batch_size, rng, normalize)
-        net.train()
-        rates = self.learning_rates(steps).tolist()
-        tail_from = _tail_start(steps)
-        losses = []
-        parameters = list(net.parameters())  # once: ``net.parameters()`` walks the modules each call
-        full_batch_features = None  # the full form repeats one batch: its inputs are embedded once
-        for step, (cards, bets, legal, target, weight, denominator) in enumerate(batches):
-            if form == "full":
-                full_batch_features = full_batch_features or net.input_features(cards, bets)
-                outputs = net.forward_features(full_batch_features)
-            else:
-                outputs = net(cards, bets)
-            if average:
-                outputs = masked_softmax(outputs, legal).nan_to_num(0.0)
-            per_row = ((outputs - target) ** 2 * legal).sum(dim=1)
-            loss = (per_row * weight).sum() / denominator
-            optimizer.zero_grad(set_to_none=True)
-            loss.backward()
-            torch.nn.utils.clip_grad_norm_(parameters, cfg.grad_clip, foreach=True)
-            for group in optimizer.param_groups:
-                group["lr"] = rates[step]
-            optimizer.step()
-            if step >= tail_from:  # read back only then, so a step costs no synchronisation
-                losses.append(loss.item())
-        net.eval()
-        return float(np.mean(losses)), form
-
-    def learning_rates(self, steps: int) -> np.ndarray:
-        """The learning rate of each of a fit's ``steps`` (see ``lr_schedule``)."""
-        rate = self.config.learning_rate
-        if self.config.lr_schedule == "cosine":
-            return rate * 0.5 * (1.0 + np.cos(np.pi * np.arange(steps) / steps))
-        return np.full(steps, rate)
-
-    def _fit_fused(self, net: DeepCFRNetwork, problem: MergedProblem, steps: int) -> tuple[float, str]:
-        """:meth:`_fit` of a value network in :func:`training.fused_network.fit_weighted_mse`."""
-        cfg = self.config
-        features = Features.build(problem.merged.cards, self.encoder.bets[problem.merged.node], self.encoder.group_sizes)
-        losses = fit_weighted_mse(net, features, problem.target, self.encoder.legal[problem.merged.node],
-                                  problem.weight, problem.denominator, steps, self.learning_rates(steps), cfg.grad_clip,
-                                  picks=problem.picks, threads=cfg.threads or os.cpu_count() or 1)
-        net.eval()
-        return float(np.mean(losses[_tail_start(steps):])), problem.form
-
-    def _batches(self, memory: Reservoir, steps: int, batch_size: int, rng: np.random.Generator,
-                 normalize: bool = False) -> tuple[Iterable[tuple], str]:
-        """``steps`` torch batches ``(cards, bets, legal, target, weight, denominator)`` and their form."""
-        if self.config.merge_duplicates:
-            problem = self._merged_problem(memory, steps, batch_size, rng, normalize)
-            return problem.torch_batches(self.device, self.bets, self.legal, steps), problem.form
-        return self._row_batches(memory, steps, batch_size, rng, normalize), "rows"
-
-    def _merged_problem(self, memory: Reservoir, steps: int, batch_size: int, rng: np.random.Generator,
-                        normalize: bool) -> MergedProblem:
-        """The memory's loss over its distinct inputs (:mod:`training.merged_memory`).
-
-        Linear CFR weights a row by its iteration times ``2 / T`` (sec. 5.2). ``full`` when the
-        distinct inputs fit in a batch; otherwise ``weighted``: every step's rows are drawn at
-        once with probability proportional to their total weight. ``normalize`` divides the
-        targets by their weighted RMS over legal actions (see ``normalize_targets``)."""
-        cfg = self.config
-        scale = 2.0 / max(self.iteration, 1) if cfg.linear_weighting else 1.0
-        if memory.listener is not None:
-            merged = memory.listener.merged()
-        else:
-            merged = merge_rows(memory.stored(), self.input_keys, cfg.linear_weighting)
-        divisor = _rms(merged.target, self.encoder.legal[merged.node], merged.weight) if normalize else 1.0
-        target = (merged.target / divisor).astype(np.float32)
-        if len(merged) <= batch_size:
-            return MergedProblem(merged, target, (merged.weight * scale).astype(np.float32), merged.rows, None, "full")
-        probabilities = merged.weight.astype(np.float64) / merged.weight.sum()
-        picks = rng.choice(len(merged), size=(steps, batch_size), p=probabilities)
-        weight = np.full(len(merged), scale * float(merged.weight.sum()) / merged.rows, np.float32)
-        return MergedProblem(merged, target, weight, batch_size, picks, "weighted")
-
-    def _row_batches(self, memory: Reservoir, steps: int, batch_size: int, rng: np.random.Generator, normalize: bool):
-        """``steps`` uniform minibatches of memory rows ``(cards, bets, legal, target, weight,
-        denominator)`` on the device, the paper's form. Indices for all steps are drawn at once
-        and gathered from zero-copy torch views of the memory, so a step costs no numpy round
-        trip."""
-        cfg, device = self.config, self.device
-        scale = 2.0 / max(self.iteration, 1) if cfg.linear_weighting else 1.0
-        stored = {name: torch.from_numpy(array) for name, array in memory.stored().items()}
-        picks = torch.from_numpy(rng.integers(0, len(memory), size=(steps, batch_size)))
-        divisor = 1.0
-        if normalize:
-            raw = memory.stored()
-            weights = raw["iteration"].astype(np.float64) if cfg.linear_weighting else np.ones(len(memory))
-            divisor = _rms(raw["target"], self.encoder.legal[raw["node"]], weights)
-        for p in picks:
-            node = stored["node"][p].long().to(device)
-            iteration = stored["iteration"][p].to(device, torch.float32)
-            weight = iteration * scale if cfg.linear_weighting else torch.ones_like(iteration)
-            yield (stored["cards"][p].to(device), self.bets[node], self.legal[node],
-                   stored["target"][p].to(device) / divisor, weight, batch_size)
-
     def train_value_net(self, player: int) -> tuple[float, str]:
         """Fit ``player``'s value network on its advantage memory; (tail loss, batch form)."""
         cfg = self.config
-        torch.manual_seed(int(self.rng(self.iteration, player, 2).integers(2**62)))
+        torch.manual_seed(int(self.rng(self.iteration, player, Stream.VALUE_INIT).integers(2**62)))
         if cfg.from_scratch or self.nets[player] is None:
             net = self.make_net().to(self.device)
             optimizer = self.make_optimizer(net)
         else:
             net, optimizer = self.nets[player], self.optimizers[player]
-        fitted = self._fit(net, optimizer, self.advantage[player], cfg.sgd_steps, cfg.batch_size,
-                           self.rng(self.iteration, player, 3), average=False)
+        fitted = self.fit.fit(net, optimizer, self.advantage[player], cfg.sgd_steps, cfg.batch_size,
+                              self.rng(self.iteration, player, Stream.VALUE_BATCHES), average=False, iteration=self.iteration,
+                              label=f"iteration {self.iteration}: SGD p{player}")
         self.nets[player], self.optimizers[player] = net, optimizer
         return fitted
 
     def train_average_net(self) -> tuple[DeepCFRNetwork, float, str]:
         cfg = self.config
-        torch.manual_seed(int(self.rng(self.iteration, 2, 4).integers(2**62)))
+        torch.manual_seed(int(self.rng(self.iteration, 2, Stream.AVERAGE_INIT).integers(2**62)))
         net = self.make_net().to(self.device)
         optimizer = self.make_optimizer(net)
-        loss, form = self._fit(net, optimizer, self.strategy_memory, cfg.average_sgd_steps, cfg.average_batch_size,
-                               self.rng(self.iteration, 2, 5), average=True)
+        loss, form = self.fit.fit(net, optimizer, self.strategy_memory, cfg.average_sgd_steps, cfg.average_batch_size,
+                                  self.rng(self.iteration, 2, Stream.AVERAGE_BATCHES), average=True, iteration=self.iteration,
+                                  label="average network SGD")
         return net, loss, form
 
     # -- one iteration ----------------------------------------------------------------------------
@@ -499,24 +239,13 @@ class DeepCFRTrainer:
         evaluated = 0
         for player in (0, 1):
             started = time.perf_counter()
-            rng = self.rng(t, player, 0)
-            reservoir_rng = self.rng(t, player, 1)
-            done = 0
-            while done < cfg.traversals:
-                n = min(cfg.traversal_batch, cfg.traversals - done)
-                result = traverse(self.encoder, deal_batch(self.encoder, n, rng), player, self.strategy_fn, rng)
-                for rows, memory in ((result.advantage, self.advantage[player]), (result.strategy, self.strategy_memory)):
-                    if memory is self.strategy_memory and not self.keeps_strategy_memory:
-                        continue
-                    rows["iteration"] = np.full(len(rows["node"]), t, dtype=np.int32)
-                    memory.add(rows, reservoir_rng)
-                evaluated += result.infosets_evaluated
-                done += n
-                progress.advance_iteration(done + player * cfg.traversals, 2 * cfg.traversals, f"iteration {t}: traversals p{player}")
+            self.run.write_status(t, f"traversing p{player}")
+            evaluated += self.collect_samples(player, progress, record)
             traversal_s += time.perf_counter() - started
             started = time.perf_counter()
-            progress.advance_iteration(1, 1, f"iteration {t}: training p{player}")
+            self.run.write_status(t, f"fitting p{player}")
             record[f"loss_p{player}"], record[f"batch_form_p{player}"] = self.train_value_net(player)
+            record[f"target_scale_p{player}"] = self.fit.target_scale
             self.refresh_strategy(player)
             training_s += time.perf_counter() - started
             record[f"advantage_samples_p{player}"] = self.advantage[player].seen
@@ -527,6 +256,7 @@ class DeepCFRTrainer:
         record["infosets_per_s"] = evaluated / traversal_s if traversal_s else 0.0
         self.save_stack_entry()
         started = time.perf_counter()
+        self.run.write_status(t, "evaluating")
         if self.average is not None:
             self.accumulate_average()
             if t % cfg.evaluate_every == 0:
@@ -535,9 +265,46 @@ class DeepCFRTrainer:
             record.update(self.finish_average())
         record["traversal_s"] = traversal_s
         record["training_s"] = training_s
-        record["fit_backend"] = "fused" if self.fused_fit else "torch"
+        record["fit_backend"] = "fused" if self.fit.fused else "torch"
         record["evaluation_s"] = time.perf_counter() - started
+        record.update(self.traversal_pool.metrics() if self.traversal_pool is not None else {})
         return record
+
+    def collect_samples(self, player: int, progress: Progress, record: dict) -> int:
+        """Run this iteration's ``K`` external-sampling traversals of ``player`` into the
+        memories (algorithm 2); returns the infosets evaluated. Subclasses sample differently
+        (outcome sampling, :mod:`training.dream`) and may add metrics to ``record``."""
+        cfg, t = self.config, self.iteration
+        reservoir_rng = self.rng(t, player, Stream.RESERVOIR)
+        evaluated = 0
+        example = None
+        for result, done in self.traversal_results(player):
+            for rows, memory in ((result.advantage, self.advantage[player]), (result.strategy, self.strategy_memory)):
+                if memory is self.strategy_memory and not self.keeps_strategy_memory:
+                    continue
+                rows["iteration"] = np.full(len(rows["node"]), t, dtype=np.int32)
+                memory.add(rows, reservoir_rng)
+            evaluated += result.infosets_evaluated
+            example = example or result.example
+            progress.advance_iteration(done, cfg.traversals, f"iteration {t}: traversals p{player}")
+        if example is not None:  # the iteration's first traversal, drawn by ``pokerbot watch``
+            record[f"traversal_p{player}"] = example
+        return evaluated
+
+    def traversal_results(self, player: int) -> Iterator[tuple[TraversalResult, int]]:
+        """This iteration's K traversals for ``player``: each batch's memory inserts and the
+        traversals done so far; on Ray workers when :attr:`traversal_pool` is set
+        (:mod:`training.distributed.ray_traversal`), else here in batches of ``traversal_batch``."""
+        if self.traversal_pool is not None:
+            yield from self.traversal_pool.results(self, player)
+            return
+        cfg, t = self.config, self.iteration
+        rng = self.rng(t, player, Stream.TRAVERSAL)
+        done = 0
+        while done < cfg.traversals:
+            n = min(cfg.traversal_batch, cfg.traversals - done)
+            done += n
+            yield traverse(self.encoder, deal_batch(self.encoder, n, rng), player, self.strategy_fn, rng), done
 
     def accumulate_average(self) -> None:
         """Add this iteration's networks to the exact SD-CFR average (small games)."""
@@ -565,7 +332,7 @@ class DeepCFRTrainer:
         """Deep CFR: fit the average-strategy network, save it as the policy, measure it."""
         net, loss, form = self.train_average_net()
         self.run.policy_path.mkdir(parents=True, exist_ok=True)
-        save_torch(self.run.policy_path / "average.pt", net.cpu().state_dict())
+        self._save_policy_file("average.pt", net.cpu().state_dict())
         net.to(self.device)
         record: dict = {"average_loss": loss, "average_batch_form": form}
         if self.small:
@@ -586,16 +353,31 @@ class DeepCFRTrainer:
         if self.config.algo == "sd-cfr":
             (self.run.policy_path / "stack").mkdir(parents=True, exist_ok=True)
             for p, file in enumerate(files):
-                save_torch(self.run.policy_path / file, self.nets[p].state_dict())
+                self._save_policy_file(file, self.nets[p].state_dict())
         self.stack.append({"weight": weight, "files": files, "iteration": t})
         if self.config.algo == "sd-cfr":
             self.write_manifest()
 
+    def _save_policy_file(self, relative: str, state: dict) -> None:
+        save_torch(self.run.policy_path / relative, state)
+        self.digests[relative] = sha256_file(self.run.policy_path / relative)
+
+    def provenance(self) -> dict:
+        """The bundle's record of how it was trained (subclasses name their own algorithm)."""
+        return {"algorithm": self.config.algo, "config": config_dict(self.config), "seed": self.config.seed,
+                "iterations": self.iteration}
+
     def write_manifest(self, average: str | None = None) -> None:
+        """The policy bundle's ``bundle.json`` (:mod:`bot.bundle`), naming the files written so far."""
         self.run.policy_path.mkdir(parents=True, exist_ok=True)
         stack = self.stack if self.config.algo == "sd-cfr" else []
-        data = manifest(self.config.algo, self.game, self.make_net().architecture(), self.config.argmax_fallback, stack, average)
-        atomic_write(self.run.policy_path / BUNDLE_FILE, lambda h: h.write(json.dumps(data, indent=1).encode()))
+        names = [f for entry in stack for f in entry.get("files", [])] + ([average] if average else [])
+        for name in names:  # files of a run resumed from a checkpoint written before checksums
+            if name not in self.digests:
+                self.digests[name] = sha256_file(self.run.policy_path / name)
+        write_bundle(self.run.policy_path, self.config.algo, self.game, {n: self.digests[n] for n in names}, self.provenance(),
+                     architecture=self.make_net().architecture(), argmax_fallback=self.config.argmax_fallback,
+                     stack=stack, average=average)
 
     @property
     def memories(self) -> list[Reservoir]:
@@ -612,6 +394,8 @@ class DeepCFRTrainer:
                 "elapsed": self.elapsed,
                 "memory_chains": json.dumps(chains),
                 "stack": json.dumps(self.stack),
+                "digests": json.dumps(self.digests),
+                "memory_digests": json.dumps({f: d for log in self.memory_logs for f, d in log.digests.items()}),
                 "nets": [None if n is None else n.state_dict() for n in self.nets],
                 "optimizers": [None if o is None else o.state_dict() for o in self.optimizers],
             }
@@ -620,18 +404,37 @@ class DeepCFRTrainer:
             tables = [m.listener.state() for m in self.memories if m.listener is not None]
             if tables:  # saved, not rebuilt on resume: a rebuild could round differently
                 state["merged_tables"] = [{k: torch.from_numpy(v) for k, v in t.items()} for t in tables]
+            state.update(self.extra_checkpoint_state())
             save_torch(folder / "state.pt", state)
         MemoryLog.prune(self.run.path / MEMORY_DIR, self.memory_logs)
 
-    def load_checkpoint(self) -> None:
-        folder = self.run.checkpoint_path
-        if folder is None:
+    def drop_memories(self) -> None:
+        """Delete ``memories/`` (a finished run that need not be extended: see ``keep_memories``)."""
+        shutil.rmtree(self.run.path / MEMORY_DIR, ignore_errors=True)
+
+    def extra_checkpoint_state(self) -> dict:
+        """What a subclass adds to the checkpoint's state (tensors, lists, numbers)."""
+        return {}
+
+    def load_extra_checkpoint_state(self, state: dict) -> None:
+        """Restore what :meth:`extra_checkpoint_state` saved."""
+
+    def load_checkpoint(self, force: bool = False) -> None:
+        """Restore the last verified checkpoint (or the previous one, announced); a run with
+        progress but no usable checkpoint is an error unless ``force`` starts it over."""
+        folder = self.run.resume_checkpoint(force)
+        if folder is None:  # nothing to lose (killed before the first checkpoint), or --force
             MemoryLog.prune(self.run.path / MEMORY_DIR, [])
             self.run.truncate_metrics(0)
-            return  # killed before the first checkpoint: start over in the same directory
+            return
         state = load_torch(folder / "state.pt")
-        for log, memory, chain in zip(self.memory_logs, self.memories, json.loads(state["memory_chains"]), strict=True):
-            log.restore(memory, chain)
+        memory_digests = json.loads(state.get("memory_digests", "{}"))
+        chains = json.loads(state["memory_chains"])
+        if any(chains) and not (self.run.path / MEMORY_DIR).is_dir():
+            raise RunDirError(f"{self.run.path}: this run finished and dropped its memories (keep_memories = false), "
+                              "so it cannot be extended; start a new run with keep_memories = true in a --config file")
+        for log, memory, chain in zip(self.memory_logs, self.memories, chains, strict=True):
+            log.restore(memory, chain, memory_digests)
         MemoryLog.prune(self.run.path / MEMORY_DIR, self.memory_logs)  # a killed iteration's rows
         saved_tables = iter(state.get("merged_tables", []))
         for memory in self.memories:
@@ -644,6 +447,7 @@ class DeepCFRTrainer:
         self.iteration = int(state["iteration"])
         self.elapsed = float(state["elapsed"])
         self.stack = json.loads(state["stack"])
+        self.digests = json.loads(state.get("digests", "{}"))
         for p in (0, 1):
             if state["nets"][p] is not None:
                 net = self.make_net().to(self.device)
@@ -656,20 +460,23 @@ class DeepCFRTrainer:
                     self.optimizers[p] = optimizer
         if self.average is not None and "average" in state:
             self.average.load_state({k: v.numpy() for k, v in state["average"].items()})
+        self.load_extra_checkpoint_state(state)
         if self.config.algo == "sd-cfr":
             self.write_manifest()  # drop stack entries of the iteration the kill interrupted
         self.run.truncate_metrics(self.iteration)
 
     # -- the loop ---------------------------------------------------------------------------------
 
-    def train(self) -> list[dict]:
-        """Run until ``iterations`` or the time budget; returns this session's metric records."""
+    def train(self, stop: StopRequest | None = None) -> list[dict]:
+        """Run until ``iterations``, the time budget or a stop request (:class:`StopRequest`: the
+        iteration in progress finishes and is checkpointed); returns this session's records."""
         cfg = self.config
-        budget = parse_duration(cfg.time_budget)
-        progress = Progress(cfg.iterations, self.iteration + 1, budget) if self.show_progress else _Silent()
+        progress = Progress(cfg.iterations, self.iteration + 1, cfg.time_budget) if self.show_progress else _Silent()
+        clock = CheckpointClock(cfg.checkpoint_every, cfg.checkpoint_seconds)
         records = []
+        self.fit.progress = progress
         try:
-            while self.iteration < cfg.iterations and (budget is None or self.elapsed < budget):
+            while self.iteration < cfg.iterations and (cfg.time_budget is None or self.elapsed < cfg.time_budget):
                 started = time.perf_counter()
                 progress.start_iteration(self.iteration + 1)
                 record = self.run_iteration(progress)
@@ -677,32 +484,28 @@ class DeepCFRTrainer:
                 record["elapsed_s"] = self.elapsed
                 self.run.append_metrics(record)  # first: a resume drops lines past the checkpoint
                 records.append(record)
-                if self.iteration % cfg.checkpoint_every == 0 or self.iteration >= cfg.iterations:
+                stopping = stop is not None and stop.requested
+                if clock.due(self.iteration) or self.iteration >= cfg.iterations or stopping:
                     started = time.perf_counter()
+                    self.run.write_status(self.iteration, "checkpointing")
                     self.save_checkpoint()
+                    clock.saved()
                     self.elapsed += time.perf_counter() - started  # wall clock: shows in the next line
                 progress.end_iteration(self.iteration, _summary(record))
+                if stopping:
+                    break
             if cfg.algo == "deep-cfr" and self.iteration > 0:
+                self.run.write_status(self.iteration, "fitting the average network")
                 final = self.finish_average()
                 self.run.append_metrics({"iteration": self.iteration, "final": True, **final})
                 records.append(final)
+            self.run.write_status(self.iteration, "finished")
         finally:
             progress.close()
+            self.fit.progress = None
         if self.small:
             plot_exploitability(self.run)
         return records
-
-
-def _tail_start(steps: int) -> int:
-    """First step of a fit's last 10%, whose mean loss is the fit's reported loss."""
-    return steps - max(1, steps // 10)
-
-
-def _rms(target: np.ndarray, legal: np.ndarray, weight: np.ndarray) -> float:
-    """Weighted root mean square of ``target`` over legal actions (1.0 for an all-zero memory)."""
-    squares = (target.astype(np.float64) ** 2 * legal).sum(axis=1)
-    value = float(np.sqrt((weight * squares).sum() / max((weight * legal.sum(axis=1)).sum(), 1e-30)))
-    return value if value > 0 else 1.0
 
 
 class _Silent:
@@ -733,17 +536,43 @@ def plot_exploitability(run: RunDir) -> Path | None:
     return plots.plot_exploitability(run.path / "exploitability.png", [("wall-clock seconds (training)", curves)])
 
 
-def run_from_cli(options: dict) -> None:
-    """``pokerbot train --algo deep-cfr|sd-cfr`` entry point (see :mod:`bot.commands.train`)."""
-    if options.get("resume"):
-        trainer = DeepCFRTrainer.resume(options["resume"], options)
-    else:
-        config = resolve_config(options)
-        trainer = DeepCFRTrainer.new(config, options["out"])
-    try:
-        trainer.train()
-    except KeyboardInterrupt:
-        raise PokerbotError(f"interrupted; continue with: pokerbot train --algo {trainer.config.algo} --resume {trainer.run.path}") from None
-    print(f"run directory: {trainer.run.path} (policy in {trainer.run.policy_path})")
+def config_dict(config: DeepCFRConfig) -> dict:
+    """The config as plain values (for the bundle's provenance)."""
+    import dataclasses
+
+    return {k: v for k, v in dataclasses.asdict(config).items() if v is not None}
 
 
+def _train(config: DeepCFRConfig, run: RunDir, resume: bool, stop: StopRequest, force: bool = False) -> DeepCFRTrainer:
+    """The contract's entry (:func:`training.run.run_from_cli`)."""
+    trainer = DeepCFRTrainer.continue_run(config, run, force=force) if resume else DeepCFRTrainer.start(config, run)
+    if distributed.current().distributed:
+        from training.distributed.ray_traversal import RayTraversals
+
+        trainer.traversal_pool = RayTraversals(trainer, distributed.current())
+    trainer.train(stop)
+    if not config.keep_memories and not stop.requested:
+        trainer.drop_memories()
+        print(f"dropped {run.path / MEMORY_DIR} (keep_memories = false: the run cannot be extended)")
+    return trainer
+
+
+def _with_algo(algo: str):
+    def prepare(values: dict, options: dict) -> dict:
+        return values | {"algo": algo}
+
+    return prepare
+
+
+#: ``--algo deep-cfr`` and ``--algo sd-cfr`` for :mod:`training.run`.
+TRAINERS = {
+    algo: Trainer(
+        algo=algo, config_class=DeepCFRConfig,
+        flags={"game": "game", "iterations": "iterations", "traversals": "traversals", "time_budget": "time_budget",
+               "seed": "seed", "device": "device", "threads": "threads"},
+        resumable=frozenset({"iterations", "time_budget", "device", "threads"}),
+        presets=PRESETS, train=_train, prepare=_with_algo(algo),
+        cpu_only={"fit_backend": ("fused", "torch")},
+    )
+    for algo in ALGOS
+}

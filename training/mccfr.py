@@ -24,10 +24,10 @@ import numpy as np
 from numba import njit
 
 from bot.best_response import public_tree_for
-from bot.infosets import card_masks
+from bot.infosets import card_masks, normalise_average
 from protocol.betting_tree import DECISION, FOLD_END
 from protocol.gamedef import Game
-from training.cfr import normalise_average, restore_tables
+from training.cfr import restore_tables
 
 
 @dataclass(frozen=True)

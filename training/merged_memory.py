@@ -54,13 +54,22 @@ class MergedRows:
         return len(self.node)
 
 
+def row_weights(rows: dict[str, np.ndarray], linear_weighting: bool) -> np.ndarray:
+    """Each row's loss weight (float64): its iteration under linear CFR, else 1, times the row's
+    own ``weight`` field where the memory has one (outcome sampling's importance weight
+    ``1 / x_i^xi(I)``, DREAM sec. 5.1; :mod:`training.outcome_sampling`)."""
+    weight = rows["iteration"].astype(np.float64) if linear_weighting else np.ones(len(rows["iteration"]))
+    return weight * rows["weight"] if "weight" in rows else weight
+
+
 class MergedTable(SignedTotals):
     """:func:`merge_rows` of a memory kept up to date as rows enter and leave it.
 
     Re-merging a 10M-row memory costs ~0.75 s; a Leduc fit costs less than that. Attached as a
     :class:`~training.reservoir.Reservoir` listener, the table adds and subtracts each row's
     weight and weighted target per input key (float64; weights are integers, so totals are
-    exact and a key whose rows have all left has weight exactly 0), and :meth:`merged` reads the
+    exact and a key whose rows have all left has weight exactly 0; with importance weights
+    only up to rounding, and the row count still says which keys are present), and :meth:`merged` reads the
     same :class:`MergedRows` in O(distinct inputs). For dense key spaces only (small games).
     """
 
@@ -97,7 +106,7 @@ class MergedTable(SignedTotals):
 
     def _count(self, rows: dict[str, np.ndarray], sign: int) -> None:
         keys = self.input_keys.keys(rows["node"], rows["cards"])
-        weight = rows["iteration"].astype(np.float64) if self.linear_weighting else np.ones(len(keys))
+        weight = row_weights(rows, self.linear_weighting)
         size = self.input_keys.size
         self.count += sign * np.bincount(keys, minlength=size)
         self.weight += sign * np.bincount(keys, weights=weight, minlength=size)
@@ -114,7 +123,7 @@ def merge_rows(rows: dict[str, np.ndarray], input_keys: InputKeys, linear_weight
         distinct, inverse = np.unique(keys, return_inverse=True)
     first = np.zeros(len(distinct), dtype=np.int64)
     first[inverse[::-1]] = np.arange(len(keys))[::-1]  # any row of each input will do
-    weight = rows["iteration"].astype(np.float64) if linear_weighting else np.ones(len(keys))
+    weight = row_weights(rows, linear_weighting)
     total = np.bincount(inverse, weights=weight, minlength=len(distinct))
     target = np.stack([np.bincount(inverse, weights=weight * rows["target"][:, a], minlength=len(distinct))
                        for a in range(rows["target"].shape[1])], axis=1) / total[:, None]

@@ -50,6 +50,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from bot.encoding import InfosetEncoder
+from bot.errors import ConfigError
 from training.input_keys import InputKeys
 from training.reservoir import Reservoir, SignedTotals
 
@@ -63,7 +64,7 @@ def check_countable(encoder: InfosetEncoder, option: str = "sl_full_batch") -> I
     keys = InputKeys.for_encoder(encoder)
     if keys.size > MAX_KEYS:
         step = "SL" if option == "sl_full_batch" else "Q"
-        raise ValueError(
+        raise ConfigError(
             f"nfsp config: {option} needs at most {MAX_KEYS:,} distinct (node, cards) inputs; "
             f"{encoder.game.name} has {keys.size:,} — set {option} = false (minibatch {step} steps)"
         )

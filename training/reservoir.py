@@ -31,11 +31,12 @@ instead of staying at the uniform ``1 / t``. With unit weights the draws equal a
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Protocol
 
 import numpy as np
+
+from protocol.files import atomic_write
 
 FieldSpec = dict[str, tuple[tuple[int, ...], type | np.dtype]]
 
@@ -151,19 +152,14 @@ class Reservoir:
 
     def save(self, path: Path) -> None:
         """Write the filled rows and the counter to ``path`` (an ``.npy``-per-field ``.npz``)."""
-        with open(path, "wb") as handle:
-            np.savez(handle, __seen=np.int64(self.seen), __weight=np.float64(self.total_weight), **self.stored())
-            handle.flush()
-            os.fsync(handle.fileno())
+        atomic_write(path, lambda handle: np.savez(handle, __seen=np.int64(self.seen),
+                                                   __weight=np.float64(self.total_weight), **self.stored()))
 
     def save_rows(self, path: Path, slots: np.ndarray) -> None:
         """Write the rows at ``slots`` and the counter: a delta that :meth:`apply_rows` replays."""
-        with open(path, "wb") as handle:
-            np.savez(handle, __seen=np.int64(self.seen), __weight=np.float64(self.total_weight),
-                     __slots=slots.astype(np.int64),
-                     **{name: array[slots] for name, array in self.data.items()})
-            handle.flush()
-            os.fsync(handle.fileno())
+        atomic_write(path, lambda handle: np.savez(
+            handle, __seen=np.int64(self.seen), __weight=np.float64(self.total_weight), __slots=slots.astype(np.int64),
+            **{name: array[slots] for name, array in self.data.items()}))
 
     def apply_rows(self, path: Path) -> None:
         """Replay a file of :meth:`save_rows` (rows into their slots, the counter restored)."""

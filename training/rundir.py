@@ -1,18 +1,27 @@
-"""A training run's directory: config, metrics, atomic checkpoints, progress display.
+"""A training run's directory: config, metrics, verified atomic checkpoints, progress display.
 
-Layout (algorithm-neutral; Deep CFR, SD-CFR and NFSP all use it)::
+Layout (algorithm-neutral; every ``pokerbot train`` algorithm uses it)::
 
     runs/NAME/
-      config.toml        the resolved config (preset < --config file < flags), seed included
+      run.json           {"format": 1, "algo": ...}: which algorithm resumes it
+      config.toml        the resolved config (preset < --config file < flags), seed included;
+                         notes about the resolution (no preset for a gamedef, an option turned
+                         off for the device) as comments at the top
       metrics.jsonl      one JSON object per iteration ("iteration" key first)
-      checkpoint/        the last complete checkpoint (files written by the algorithm)
-      policy/            the playable artefact (bundle format owned by the algorithm's agent)
+      status.json        what the trainer is doing now (iteration, phase, since), for ``pokerbot watch``
+      checkpoint/        the last complete checkpoint (files written by the algorithm) and
+                         COMPLETE: its format number and the sha256 of every file in it
+      checkpoint.old/    the previous complete checkpoint: the fallback when the last one is
+                         damaged or incomplete (its use is announced)
+      policy/            the playable artefact: a policy bundle (:mod:`bot.bundle`)
 
 Checkpoints follow Stable-Baselines3's ``save_util`` habit: every file is written to a temporary
-name, fsynced and renamed; a whole checkpoint is a directory built as ``checkpoint.tmp`` and swapped
-in (``checkpoint`` -> ``checkpoint.old``, ``checkpoint.tmp`` -> ``checkpoint``, then the old one is
-removed), so a kill at any instant leaves one complete checkpoint to resume from. ``torch.load``
-is always called with ``weights_only=True``.
+name, fsynced and renamed (:func:`protocol.files.atomic_write`); a whole checkpoint is a
+directory built as ``checkpoint.tmp`` and swapped in (``checkpoint`` -> ``checkpoint.old``,
+``checkpoint.tmp`` -> ``checkpoint``), so a kill at any instant leaves a complete checkpoint to
+resume from. A resume never starts a run over silently: with no usable checkpoint but progress
+on disk it stops with a one-line error (``--force`` starts over). ``torch.load`` is always
+called with ``weights_only=True``.
 """
 
 from __future__ import annotations
@@ -24,48 +33,36 @@ import pickle
 import shutil
 import sys
 import time
+import zipfile
 
 try:
     import tomllib
 except ModuleNotFoundError:  # Python 3.10
-    import tomli as tomllib  # type: ignore[no-redef]
-from collections.abc import Callable, Iterator
+    import tomli as tomllib  # type: ignore[no-redef,import-not-found,unused-ignore]
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 import tomli_w
 
-from bot.errors import PokerbotError
+from bot.errors import CorruptFileError, PokerbotError
+from protocol.files import atomic_write, atomic_write_text, fsync_dir, sha256_file, verify_sha256
 
+RUN_FILE = "run.json"
 CONFIG_FILE = "config.toml"
 METRICS_FILE = "metrics.jsonl"
+STATUS_FILE = "status.json"
 CHECKPOINT_DIR = "checkpoint"
 POLICY_DIR = "policy"
+#: Marker written last into a checkpoint directory: the format and every file's sha256.
+COMPLETE_FILE = "COMPLETE"
+#: Format of run directories and checkpoints written by this pokerbot.
+CHECKPOINT_FORMAT = 1
 
 
-class RunDirError(PokerbotError):
+class RunDirError(PokerbotError, OSError):
     """A run directory that cannot be created or resumed (the message names the path)."""
-
-
-def fsync_dir(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
-def atomic_write(path: Path, write: Callable[[Any], None], binary: bool = True) -> None:
-    """Call ``write(handle)`` on a temporary file next to ``path``, fsync, then rename onto it."""
-    path = Path(path)
-    tmp = path.with_name(path.name + ".tmp")
-    with open(tmp, "wb" if binary else "w") as handle:
-        write(handle)
-        handle.flush()
-        os.fsync(handle.fileno())
-    os.replace(tmp, path)
-    fsync_dir(path.parent)
 
 
 def save_torch(path: Path, obj: Any) -> None:
@@ -76,27 +73,38 @@ def save_torch(path: Path, obj: Any) -> None:
 
 
 def load_torch(path: Path) -> Any:
-    """``torch.load(weights_only=True)`` on CPU; a damaged file is a one-line error."""
+    """``torch.load(weights_only=True)`` on CPU; a damaged or empty file is a one-line error."""
     import torch
 
+    if Path(path).is_file() and Path(path).stat().st_size == 0:
+        raise CorruptFileError(f"{path}: empty file (cut off while being written?)")
     try:
         return torch.load(path, map_location="cpu", weights_only=True)
-    except (RuntimeError, EOFError, OSError, ValueError, pickle.UnpicklingError) as error:
+    except (RuntimeError, EOFError, OSError, ValueError, IndexError, KeyError, zipfile.BadZipFile,
+            pickle.UnpicklingError) as error:
         raise RunDirError(f"{path}: cannot load checkpoint file ({str(error).splitlines()[0]})") from None
 
 
-def read_toml(path: Path) -> dict:
+def read_toml(path: Path) -> dict[str, Any]:
     try:
         with open(path, "rb") as handle:
             return tomllib.load(handle)
     except tomllib.TOMLDecodeError as error:
         raise RunDirError(f"{path}: invalid TOML ({error})") from None
+    except OSError as error:
+        raise RunDirError(f"{path}: cannot read ({error.strerror or error})") from None
 
 
-def config_to_dict(config: Any) -> dict:
+def config_to_dict(config: Any) -> dict[str, Any]:
     """A dataclass config as a TOML-ready dict (None values dropped: TOML has no null)."""
-    raw = dataclasses.asdict(config) if dataclasses.is_dataclass(config) else dict(config)
+    raw = dataclasses.asdict(config) if dataclasses.is_dataclass(config) and not isinstance(config, type) else dict(config)
     return {k: v for k, v in raw.items() if v is not None}
+
+
+def config_text(config: Any, notes: tuple[str, ...] = ()) -> str:
+    """``config.toml``'s text: the notes as comments, then the settings."""
+    header = "".join(f"# note: {note}\n" for note in notes)
+    return header + tomli_w.dumps(config_to_dict(config))
 
 
 class RunDir:
@@ -108,7 +116,7 @@ class RunDir:
     # -- lifecycle -----------------------------------------------------------------------------
 
     @classmethod
-    def create(cls, path: str | Path, config: Any) -> RunDir:
+    def create(cls, path: str | Path, config: Any, algo: str | None = None, notes: tuple[str, ...] = ()) -> RunDir:
         """A new run: the directory must not already hold a run (use ``--resume`` for that)."""
         run = cls(Path(path))
         if (run.path / CONFIG_FILE).exists():
@@ -116,23 +124,41 @@ class RunDir:
         if run.path.exists() and not run.path.is_dir():
             raise RunDirError(f"{run.path} exists and is not a directory")
         run.path.mkdir(parents=True, exist_ok=True)
-        run.save_config(config)
+        run.save_config(config, algo=algo, notes=notes)
         return run
 
     @classmethod
-    def open(cls, path: str | Path) -> RunDir:
-        """An existing run (for resuming, evaluating or loading its policy)."""
+    def open(cls, path: str | Path, algo: str | None = None) -> RunDir:
+        """An existing run (for resuming, evaluating or loading its policy); with ``algo``, a
+        run of another algorithm is a one-line error naming the right ``--algo``."""
         run = cls(Path(path))
         if not (run.path / CONFIG_FILE).is_file():
             raise RunDirError(f"{run.path} is not a run directory (no {CONFIG_FILE})")
+        recorded = run.algo
+        if algo is not None and recorded is not None and recorded != algo:
+            raise RunDirError(f"{run.path} is a {recorded} run; resume it with --algo {recorded}")
         return run
 
-    def config(self) -> dict:
+    @property
+    def algo(self) -> str | None:
+        """The algorithm recorded at creation (None for runs made before ``run.json``)."""
+        path = self.path / RUN_FILE
+        if not path.is_file():
+            return None
+        try:
+            return str(json.loads(path.read_text())["algo"])
+        except (OSError, ValueError, KeyError, TypeError):
+            raise CorruptFileError(f"{path}: damaged (expected {{\"format\": 1, \"algo\": ...}})") from None
+
+    def config(self) -> dict[str, Any]:
         return read_toml(self.path / CONFIG_FILE)
 
-    def save_config(self, config: Any) -> None:
-        """Write the resolved config (a dataclass or dict) as ``config.toml``, atomically."""
-        atomic_write(self.path / CONFIG_FILE, lambda h: h.write(tomli_w.dumps(config_to_dict(config)).encode()))
+    def save_config(self, config: Any, algo: str | None = None, notes: tuple[str, ...] = ()) -> None:
+        """Write the resolved config (a dataclass or dict) as ``config.toml``, atomically; with
+        ``algo``, record it in ``run.json`` if the run has none yet."""
+        if algo is not None and not (self.path / RUN_FILE).exists():
+            atomic_write_text(self.path / RUN_FILE, json.dumps({"format": CHECKPOINT_FORMAT, "algo": algo}) + "\n")
+        atomic_write_text(self.path / CONFIG_FILE, config_text(config, notes))
 
     # -- metrics -------------------------------------------------------------------------------
 
@@ -140,14 +166,14 @@ class RunDir:
     def metrics_path(self) -> Path:
         return self.path / METRICS_FILE
 
-    def append_metrics(self, record: dict) -> None:
+    def append_metrics(self, record: dict[str, Any]) -> None:
         """Append one JSON line (flushed and fsynced: a crash loses at most this line)."""
         with open(self.metrics_path, "a") as handle:
             handle.write(json.dumps(record) + "\n")
             handle.flush()
             os.fsync(handle.fileno())
 
-    def read_metrics(self) -> list[dict]:
+    def read_metrics(self) -> list[dict[str, Any]]:
         if not self.metrics_path.exists():
             return []
         records = []
@@ -162,70 +188,143 @@ class RunDir:
     def truncate_metrics(self, last_iteration: int) -> None:
         """Keep only records up to ``last_iteration`` (those the checkpoint covers)."""
         kept = [r for r in self.read_metrics() if r.get("iteration", 0) <= last_iteration]
-        atomic_write(self.metrics_path, lambda h: h.write("".join(json.dumps(r) + "\n" for r in kept).encode()))
+        atomic_write_text(self.metrics_path, "".join(json.dumps(r) + "\n" for r in kept))
+
+    # -- live status ---------------------------------------------------------------------------
+
+    def write_status(self, iteration: int, phase: str) -> None:
+        """Replace ``status.json`` with the current phase (a rename, so a reader never sees half
+        a file; not fsynced: a status lost in a crash is stale anyway)."""
+        tmp = self.path / (STATUS_FILE + ".tmp")
+        tmp.write_text(json.dumps({"iteration": iteration, "phase": phase, "since": time.time(), "pid": os.getpid()}))
+        os.replace(tmp, self.path / STATUS_FILE)
 
     # -- checkpoints ---------------------------------------------------------------------------
 
     @property
     def checkpoint_path(self) -> Path | None:
-        """The complete checkpoint directory, or None before the first one."""
+        """The newest checkpoint directory with its COMPLETE marker, or None before the first
+        one (not verified: :meth:`resume_checkpoint` checks the checksums)."""
         for name in (CHECKPOINT_DIR, CHECKPOINT_DIR + ".old"):
             candidate = self.path / name
-            if (candidate / "COMPLETE").exists():
+            if (candidate / COMPLETE_FILE).exists():
                 return candidate
+        return None
+
+    def resume_checkpoint(self, force: bool = False, stream: Any = None) -> Path | None:
+        """The checkpoint to resume from, verified: ``checkpoint/`` when it is complete and every
+        file matches its sha256, else ``checkpoint.old/`` (announced on ``stream``). None when the
+        run has nothing to lose (no checkpoint and no metrics yet) or with ``force``; otherwise a
+        one-line error, since starting over would silently discard the run's progress."""
+        problems: list[str] = []
+        for name in (CHECKPOINT_DIR, CHECKPOINT_DIR + ".old"):
+            candidate = self.path / name
+            if not candidate.is_dir():
+                continue
+            problem = verify_checkpoint(candidate)
+            if problem is None:
+                if problems:
+                    print(f"warning: {'; '.join(problems)}; resuming from the previous checkpoint {candidate}",
+                          file=stream or sys.stderr, flush=True)
+                return candidate
+            problems.append(problem)
+        if force:
+            return None
+        if problems or self.read_metrics():
+            found = "; ".join(problems) if problems else f"{self.path} has metrics but no checkpoint"
+            raise RunDirError(f"{found}: nothing to resume from without discarding the run's progress "
+                              f"(--force starts it over in place)")
         return None
 
     @contextmanager
     def writing_checkpoint(self) -> Iterator[Path]:
-        """Yield a fresh temporary directory; on normal exit it atomically becomes the checkpoint."""
+        """Yield a fresh temporary directory; on normal exit its COMPLETE marker (format, sha256
+        of every file) is written and it atomically becomes the checkpoint, the previous one
+        becoming ``checkpoint.old``."""
         tmp = self.path / (CHECKPOINT_DIR + ".tmp")
         if tmp.exists():
             shutil.rmtree(tmp)
         tmp.mkdir()
         yield tmp
-        atomic_write(tmp / "COMPLETE", lambda h: h.write(b"ok\n"))
+        files = {str(p.relative_to(tmp)): sha256_file(p) for p in sorted(tmp.rglob("*")) if p.is_file()}
+        atomic_write_text(tmp / COMPLETE_FILE, json.dumps({"format": CHECKPOINT_FORMAT, "files": files}, indent=1))
         current, old = self.path / CHECKPOINT_DIR, self.path / (CHECKPOINT_DIR + ".old")
-        if old.exists():
-            shutil.rmtree(old)
-        if current.exists():
+        if (current / COMPLETE_FILE).exists():
+            if old.exists():
+                shutil.rmtree(old)
             os.replace(current, old)
+        elif current.exists():
+            shutil.rmtree(current)  # never completed: nothing to keep
         os.replace(tmp, current)
         fsync_dir(self.path)
-        if old.exists():
-            shutil.rmtree(old)
 
     @property
     def policy_path(self) -> Path:
         return self.path / POLICY_DIR
 
+    def resume_summary(self) -> str:
+        """What ``--resume`` continues from, in one line (printed with or without a terminal)."""
+        config = self.config()
+        what = " on ".join(str(config[k]) for k in ("algo", "game") if k in config) or "run"
+        checkpoint = self.checkpoint_path
+        if checkpoint is None:
+            return f"resuming {self.path} ({what}): no complete checkpoint yet, so it starts over in the same directory"
+        records = [r for r in self.read_metrics() if "iteration" in r and not r.get("final")]
+        logged = f"iteration {records[-1]['iteration']}" if records else "no iteration"
+        seconds = next((r[k] for r in reversed(records) for k in ("elapsed_s", "wall_s", "train_seconds") if k in r), None)
+        spent = f", {seconds / 60:.1f} min of training so far" if isinstance(seconds, int | float) else ""
+        age = time.time() - (checkpoint / "COMPLETE").stat().st_mtime
+        return (f"resuming {self.path} ({what}) from its last complete checkpoint (written {age / 60:.0f} min ago; "
+                f"metrics.jsonl reaches {logged}{spent})")
 
-def parse_duration(text: str | None) -> float | None:
-    """Seconds in ``90``, ``90s``, ``10m``, ``2h`` or ``1h30m``; None stays None."""
-    if text is None:
+
+def verify_checkpoint(folder: Path) -> str | None:
+    """None when ``folder`` is a complete checkpoint whose files match their sha256, else what
+    is wrong (one line). Checkpoints from before checksums (``COMPLETE`` reading ``ok``) pass."""
+    marker = folder / COMPLETE_FILE
+    if not marker.is_file():
+        return f"{folder}: incomplete ({COMPLETE_FILE} missing)"
+    text = marker.read_text(errors="replace").strip()
+    if text == "ok":
         return None
-    import re
-
-    parts = re.fullmatch(r"\s*(?:(\d+(?:\.\d+)?)h)?\s*(?:(\d+(?:\.\d+)?)m)?\s*(?:(\d+(?:\.\d+)?)s?)?\s*", str(text))
-    if not parts or not any(parts.groups()):
-        raise ValueError(f"time budget {text!r}: use e.g. 90s, 10m, 2h or 1h30m")
-    hours, minutes, seconds = (float(g) if g else 0.0 for g in parts.groups())
-    return hours * 3600 + minutes * 60 + seconds
+    try:
+        data = json.loads(text)
+        files, version = data["files"], data["format"]
+    except (ValueError, KeyError, TypeError):
+        return f"{marker}: damaged marker"
+    if version != CHECKPOINT_FORMAT:
+        return f"{folder}: checkpoint format {version!r}, this pokerbot reads {CHECKPOINT_FORMAT}"
+    try:
+        for name, digest in files.items():
+            verify_sha256(folder / name, digest)
+    except CorruptFileError as error:
+        return str(error)
+    return None
 
 
 class Progress:
     """Overall and per-iteration progress: a rich bar with ETA on a terminal, else plain lines.
 
-    ``start_iteration(i)`` / ``advance_iteration(done, total)`` / ``end_iteration(summary)``;
-    the overall bar counts iterations (or the time budget, whichever ends first).
+    ``start_iteration(i)`` / ``advance_iteration(done, total, phase)`` / ``end_iteration(summary)``;
+    the overall bar counts iterations (or the time budget, whichever ends first), the step bar
+    the current phase (traversals, SGD steps). Without a terminal, a line per finished
+    iteration, and within a long iteration a line per :func:`bot.progress.plain_interval`
+    (a minute) saying the phase, how far it is and its ETA.
     """
 
-    def __init__(self, total_iterations: int, first_iteration: int = 1, time_budget: float | None = None, stream=None) -> None:
+    def __init__(self, total_iterations: int, first_iteration: int = 1, time_budget: float | None = None,
+                 stream: TextIO | None = None) -> None:
+        from bot.progress import PlainTicker
+
         self.stream = stream or sys.stderr
         self.total = total_iterations
         self.budget = time_budget
         self.live = self.stream.isatty()
         self.started = time.monotonic()
         self._rich = None
+        self._ticker = PlainTicker()
+        self._ticker.due()  # the first plain line comes a full interval after the start
+        self._phase, self._phase_started = "", self.started
         if self.live:
             from rich.console import Console
 
@@ -237,13 +336,25 @@ class Progress:
             self._step = self._rich.add_task("iteration", total=1)
 
     def start_iteration(self, iteration: int, phase: str = "") -> None:
+        self._phase, self._phase_started = f"iteration {iteration} {phase}".strip(), time.monotonic()
         if self._rich is not None:
-            self._rich.reset(self._step, total=1, description=f"iteration {iteration} {phase}".strip())
+            self._rich.reset(self._step, total=1, description=self._phase)
 
     def advance_iteration(self, done: float, total: float, phase: str | None = None) -> None:
+        new_phase = bool(phase) and phase != self._phase
+        if phase and new_phase:
+            self._phase, self._phase_started = phase, time.monotonic()
         if self._rich is not None:
-            kwargs = {"description": phase} if phase else {}
-            self._rich.update(self._step, completed=done, total=total, **kwargs)
+            if new_phase:  # a new phase restarts the step bar, so its ETA is the phase's own
+                self._rich.reset(self._step, total=total, completed=done, description=phase)
+            else:
+                self._rich.update(self._step, completed=done, total=total)
+        elif self._ticker.due():
+            from bot.progress import plain_line
+
+            elapsed = time.monotonic() - self._phase_started
+            remaining = elapsed * (total - done) / done if done else None
+            print(plain_line(self._phase, done, total, elapsed, remaining), file=self.stream, flush=True)
 
     def end_iteration(self, iteration: int, summary: str) -> None:
         if self._rich is not None:
@@ -251,6 +362,7 @@ class Progress:
             self._rich.console.print(f"iteration {iteration}: {summary}")
         else:
             print(f"iteration {iteration}/{self.total}: {summary}", file=self.stream, flush=True)
+        self._ticker.due()  # the next plain line a full interval after this one
 
     def close(self) -> None:
         if self._rich is not None:

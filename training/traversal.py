@@ -66,6 +66,16 @@ class TraversalResult:
     strategy: dict[str, np.ndarray]
     infosets_evaluated: int
     root_value: np.ndarray  # the traverser's sampled value of each traversal (float64 [n])
+    example: dict | None = None
+    """The first traversal of the batch as a small tree (``pokerbot watch`` draws it): the
+    ``traverser``, the deal (``holes`` per position, the full ``board``), betting ``nodes`` in
+    visit order, each row's ``parent`` row (-1 at the root), the traverser's sampled ``value``
+    and, at the traverser's decisions, its strategy ``sigma``; None past
+    :data:`EXAMPLE_MAX_ROWS` rows (hold'em-sized trees are not worth a metrics line)."""
+
+
+#: Largest first-traversal tree kept in :attr:`TraversalResult.example`.
+EXAMPLE_MAX_ROWS = 400
 
 
 def terminal_payoff(encoder: InfosetEncoder, nodes: np.ndarray, deals: Deals, rows: np.ndarray, player: int) -> np.ndarray:
@@ -80,11 +90,21 @@ def terminal_payoff(encoder: InfosetEncoder, nodes: np.ndarray, deals: Deals, ro
     return np.where(fold, np.where(folded_self, -own, other), showdown)
 
 
+def sample_actions(probabilities: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """One action per row drawn from ``probabilities`` ``[n, 3]``: the first action whose
+    cumulative probability exceeds a uniform draw (zero-probability actions, illegal ones
+    included, have empty intervals and are never drawn)."""
+    cumulative = np.cumsum(probabilities, axis=1)
+    draw = rng.random(len(probabilities))[:, None] * cumulative[:, -1:]
+    return np.minimum((draw >= cumulative).sum(axis=1), probabilities.shape[1] - 1)
+
+
 def traverse(encoder: InfosetEncoder, deals: Deals, traverser: int, strategy: StrategyFn, rng: np.random.Generator) -> TraversalResult:
     """External-sampling traversals of ``traverser``, one per deal (see the module docstring)."""
     tree = encoder.tree
     n = len(deals)
     level_nodes: list[np.ndarray] = []  # node of every row, level by level (global id order)
+    level_deals: list[np.ndarray] = []  # the deal (traversal) of every row, same order
     node = np.zeros(n, dtype=np.int64)
     deal = np.arange(n, dtype=np.int64)
     parent = np.full(n, -1, dtype=np.int64)
@@ -101,6 +121,7 @@ def traverse(encoder: InfosetEncoder, deals: Deals, traverser: int, strategy: St
         size = len(node)
         gid = offset + np.arange(size, dtype=np.int64)
         level_nodes.append(node)
+        level_deals.append(deal)
         if offset:  # record child links of the previous level's rows
             child_of_parts.append((parent, action, gid))
         values = np.zeros(size, dtype=np.float64)
@@ -128,11 +149,7 @@ def traverse(encoder: InfosetEncoder, deals: Deals, traverser: int, strategy: St
                 src = rows[r_idx]
             else:
                 strategy_rows.append((node[rows], cards, sigma))
-                cumulative = np.cumsum(sigma, axis=1)
-                draw = rng.random(len(rows))[:, None] * cumulative[:, -1:]
-                # first action whose cumulative probability exceeds the draw (zero-probability
-                # actions, illegal ones included, have empty intervals and are never picked)
-                a_idx = np.minimum((draw >= cumulative).sum(axis=1), 2)
+                a_idx = sample_actions(sigma, rng)
                 src = rows
             next_node.append(tree.child[node[src], a_idx].astype(np.int64))
             next_deal.append(deal[src])
@@ -184,7 +201,27 @@ def traverse(encoder: InfosetEncoder, deals: Deals, traverser: int, strategy: St
         }
     else:
         strat = _empty(encoder)
-    return TraversalResult(advantage, strat, evaluated, values[:n].copy())
+    example = first_traversal(np.concatenate(level_nodes), np.concatenate(level_deals), child_of_parts, values, sigma_of, is_trav)
+    if example is not None:
+        example.update(traverser=traverser, holes=deals.holes[0].tolist(), board=deals.board[0].tolist())
+    return TraversalResult(advantage, strat, evaluated, values[:n].copy(), example)
+
+
+def first_traversal(nodes: np.ndarray, deals: np.ndarray, child_of_parts: list, values: np.ndarray,
+                    sigma_of: np.ndarray, is_traverser: np.ndarray) -> dict | None:
+    """The rows of traversal 0 as :attr:`TraversalResult.example` (rows renumbered from 0)."""
+    rows = np.flatnonzero(deals == 0)
+    if len(rows) > EXAMPLE_MAX_ROWS:
+        return None
+    parent = np.full(len(nodes), -1, dtype=np.int64)
+    for p_gid, _action, c_gid in child_of_parts:
+        parent[c_gid] = p_gid
+    renumber = np.full(len(nodes), -1, dtype=np.int64)
+    renumber[rows] = np.arange(len(rows))
+    return {"nodes": nodes[rows].tolist(),
+            "parent": [int(renumber[p]) if p >= 0 else -1 for p in parent[rows]],
+            "value": [round(float(v), 6) for v in values[rows]],
+            "sigma": [[round(float(x), 4) for x in sigma_of[r]] if is_traverser[r] else None for r in rows]}
 
 
 def _empty(encoder: InfosetEncoder) -> dict[str, np.ndarray]:

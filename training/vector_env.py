@@ -26,6 +26,7 @@ from __future__ import annotations
 import numpy as np
 
 from bot.encoding import InfosetEncoder
+from bot.errors import UnsupportedGameError
 from protocol.betting_tree import FOLD_END, SHOWDOWN, BettingTree
 from protocol.evaluator import hand_strength_batch
 from protocol.gamedef import Game
@@ -36,9 +37,9 @@ class VectorEnv:
 
     def __init__(self, game: Game, num_envs: int, tree: BettingTree | None = None) -> None:
         if game.num_players != 2:
-            raise ValueError(f"self-play environments are heads-up only; {game.name} has {game.num_players} players")
+            raise UnsupportedGameError(f"self-play environments are heads-up only; {game.name} has {game.num_players} players")
         if not game.is_limit:
-            raise ValueError(f"{game.name} is no-limit; the compiled betting tree covers limit games only")
+            raise UnsupportedGameError(f"{game.name} is no-limit; the compiled betting tree covers limit games only")
         self.game = game
         self.tree = tree if tree is not None else BettingTree.build(game)
         self.encoder = InfosetEncoder(game, self.tree)

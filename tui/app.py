@@ -22,9 +22,10 @@ from textual.containers import Horizontal, Vertical
 from textual.timer import Timer
 from textual.widgets import Button, Footer, Static
 
+from bot.errors import ConfigError, PokerbotError
 from protocol.evaluator import hand_name
 from protocol.state import ACTIONS, IllegalActionError
-from tui.screens import ConfirmQuitScreen, HelpScreen, ShowdownScreen, outcome_text
+from tui.screens import ConfirmQuitScreen, HelpScreen, ShowdownScreen, outcome_text, subject_verb
 from tui.session import BOT, HUMAN, HandResult, Table, describe_action
 from tui.session_log import SessionLog
 from tui.widgets import (
@@ -70,7 +71,7 @@ class PokerApp(App[Path | None]):
     ) -> None:
         super().__init__()
         if auto_next is not None and auto_next <= 0:
-            raise ValueError(f"auto_next must be a positive number of seconds, not {auto_next}")
+            raise ConfigError(f"auto_next must be a positive number of seconds, not {auto_next}")
         self.session = session
         self.bot_delay = bot_delay
         self.auto_next = auto_next
@@ -102,7 +103,7 @@ class PokerApp(App[Path | None]):
     def on_mount(self) -> None:
         self.set_class(self.four_colour, "-four-colour")
         if self.notice:
-            self.log_line(f"[i]{self.notice}[/i]")
+            self.log_line(f"[i]{escape(self.notice)}[/i]")  # a manifest's text is not markup
         self.start_hand()
 
     # -- refreshing ----------------------------------------------------------------------
@@ -176,7 +177,7 @@ class PokerApp(App[Path | None]):
             self.refresh_table()
             try:
                 decision = await asyncio.to_thread(session.decide_bot)
-            except (ValueError, LookupError, OSError) as error:  # a broken agent: say so, keep the UI
+            except (PokerbotError, ValueError, LookupError, OSError) as error:  # a broken agent: say so, keep the UI
                 self.thinking = False
                 self.refresh_table()
                 self.hint(f"The bot failed: {error}. q quits.")
@@ -217,7 +218,7 @@ class PokerApp(App[Path | None]):
             for seat, position in ((BOT, result.bot_position), (HUMAN, result.human_position)):
                 hole = result.hole_cards[position]
                 self.log_line(
-                    f"  {session.seat_names[seat]} shows {cards_plain(hole)}: {hand_name(hole + result.board)}"
+                    f"  {subject_verb(seat, session.seat_names, 'show')} {cards_plain(hole)}: {hand_name(hole + result.board)}"
                 )
         self.log_line(f"  [b]{outcome_text(result, session.seat_names)}[/b]  (session {session.human_total:+d})")
         self.refresh_table()

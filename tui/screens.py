@@ -29,13 +29,18 @@ KEYS_HELP = [
 ]
 
 
+def subject_verb(seat: str, seat_names: dict[str, str], verb: str) -> str:
+    """``You show`` / ``Bot shows``: the person is "You", so their verbs take no -s."""
+    return f"{seat_names[seat]} {verb}" if seat == HUMAN else f"{seat_names[seat]} {verb}s"
+
+
 def outcome_text(result: HandResult, seat_names: dict[str, str]) -> str:
     """``You win 40`` / ``Bot wins 40`` / ``Split pot``, with who folded if someone did."""
     net = result.human_net
     if net > 0:
-        headline = f"{seat_names[HUMAN]} win {net}"
+        headline = f"{subject_verb(HUMAN, seat_names, 'win')} {net}"
     elif net < 0:
-        headline = f"{seat_names[BOT]} wins {-net}"
+        headline = f"{subject_verb(BOT, seat_names, 'win')} {-net}"
     else:
         headline = "Split pot: nobody wins chips"
     if result.folder is not None:

@@ -3,7 +3,7 @@
 The session owns the truth the screen shows: it deals each hand with
 :func:`protocol.dealing.deal_hand` (so a seed replays the same cards), runs the rules engine
 :class:`~protocol.state.State`, asks the agent for its actions, and keeps session totals. Seats
-rotate as the ACPC dealer rotates them (``shared/acpc-protocol.md`` section 6): in hand ``h``
+rotate as the reference ACPC dealer (``dealer.c``) rotates them: in hand ``h``
 position ``p`` is held by seat ``((p + h) mod 2) + 1``, and the person is seat 1, so the person
 is position ``h mod 2``. Widgets only read this object and call :meth:`TableSession.act`; tests
 drive whole hands through it directly.
@@ -33,8 +33,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from bot.agent import Agent
+from bot.errors import UnsupportedGameError
 from bot.statistics import estimate
-from protocol.dealing import deal_hand
+from protocol.dealing import deal_hand, position_of_seat
 from protocol.gamedef import Game
 from protocol.match_log import HandRecord, record_of
 from protocol.matchstate import MatchState, view_of
@@ -247,7 +248,7 @@ class TableSession(Table):
         human_name: str = "human",
     ) -> None:
         if game.num_players != 2:
-            raise ValueError(f"{game.name}: the table is heads-up only (2 players)")
+            raise UnsupportedGameError(f"{game.name}: the table is heads-up only (2 players)")
         self.game = game
         self.agent = agent
         self.seed = seed
@@ -264,8 +265,8 @@ class TableSession(Table):
 
     @property
     def human_position(self) -> int:
-        """Position of seat 1 in the current hand: ACPC rotation ``((p + h) mod 2) + 1``."""
-        return self.hand_number % 2
+        """Position of seat 1 in the current hand under the dealer's rotation."""
+        return position_of_seat(0, self.hand_number, 2)
 
     def hole_cards(self, position: int) -> tuple[int, ...] | None:
         """The person's own cards; the bot's only once a showdown revealed them."""

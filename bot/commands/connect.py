@@ -5,8 +5,10 @@ from __future__ import annotations
 import click
 from rich.console import Console
 
-from bot.match import run_as_client
+from bot.commands.agents import AGENT_HELP
+from bot.match import require_playable, run_as_client
 from bot.registry import resolve_agent
+from protocol.acpc_client import DEFAULT_READ_TIMEOUT
 from protocol.gamedef import load_game
 
 
@@ -25,7 +27,7 @@ from protocol.gamedef import load_game
     "agent_spec",
     default="default",
     show_default=True,
-    help="A registered agent name or a policy path (default: the bot shipped for the game).",
+    help=AGENT_HELP + " Default: the bot shipped for the game.",
 )
 @click.option(
     "--seed",
@@ -34,9 +36,17 @@ from protocol.gamedef import load_game
     show_default=True,
     help="Seeds the agent's action sampling (per hand and position).",
 )
-def connect(host: str, port: int, game: str, agent_spec: str, seed: int) -> None:
+@click.option(
+    "--timeout",
+    type=click.FloatRange(min=0, min_open=True),
+    default=DEFAULT_READ_TIMEOUT,
+    show_default=True,
+    help="Seconds to wait for the dealer's next line before giving up.",
+)
+def connect(host: str, port: int, game: str, agent_spec: str, seed: int, timeout: float) -> None:
     """Play every hand the dealer at HOST PORT deals, until it closes the connection."""
     loaded = load_game(game)
+    require_playable(loaded)
     agent = resolve_agent(agent_spec, loaded)
-    summary = run_as_client(loaded, agent, host, port, seed)
+    summary = run_as_client(loaded, agent, host, port, seed, read_timeout=timeout)
     Console().print(f"match over: {summary.line()}")

@@ -7,11 +7,12 @@ exits 0 after a complete match, 1 after a fatal error (timeout, disconnect, bad 
 
 from __future__ import annotations
 
-import asyncio
 import sys
+from pathlib import Path
 
 import click
 
+from bot.errors import PokerbotError
 from protocol.dealer import Dealer, DealerOptions
 from protocol.gamedef import load_game
 
@@ -83,6 +84,9 @@ def dealer(
 ) -> None:
     """Deal a match to ACPC clients, as the reference dealer does."""
     options["ports"] = _ports(options["ports"])
+    folder = Path(match_name).parent
+    if (options["write_log"] or options["write_tlog"]) and not folder.is_dir():
+        raise PokerbotError(f"match name {match_name}: folder {folder} does not exist")
     game = load_game(gamedef)
     server = Dealer(DealerOptions(match_name, gamedef, game, hands, seed, tuple(names), **options))
     try:
@@ -90,4 +94,4 @@ def dealer(
     except OSError as error:  # a fixed port in use: fatal, as in the reference (exit 1)
         click.echo(f"ERROR: {error}", err=True)
         sys.exit(1)
-    sys.exit(asyncio.run(server.serve()))
+    sys.exit(server.run())

@@ -5,6 +5,7 @@ from __future__ import annotations
 from math import comb
 
 import click
+from rich import box
 from rich.console import Console
 from rich.table import Table
 
@@ -30,22 +31,25 @@ def infosets_per_player(game: Game, tree: BettingTree) -> list[int]:
 
 @click.command()
 def games() -> None:
-    """List the shipped games with their sizes."""
+    """List the shipped games with their sizes (fits 80 columns; the gamedef files follow)."""
     aliases = {v: k for k, v in GAME_ALIASES.items() if k != "hulh"}
-    table = Table(title="Shipped ACPC games")
-    for column in ("game", "gamedef file", "rounds", "decision seqs / round", "terminal", "infosets / player", "BB"):
-        table.add_column(column, overflow="fold")
+    table = Table(title="Shipped ACPC games", box=box.SIMPLE_HEAD)
+    for column in ("game", "rounds", "decision seqs/round", "terminal", "infosets/player", "BB"):
+        table.add_column(column, no_wrap=True, justify="left" if column == "game" else "right")
+    files = []
     for stem in shipped_game_names():
         game = load_game(stem)
         tree = BettingTree.build(game)
         infosets = infosets_per_player(game, tree)
         table.add_row(
             aliases.get(stem, stem),
-            f"{stem}.game",
             str(game.num_rounds),
-            " / ".join(map(str, tree.decision_nodes_per_round)),
+            "/".join(map(str, tree.decision_nodes_per_round)),
             f"{tree.num_terminal:,}",
             " / ".join(f"{n:,}" if n < 10**12 else f"{n:.4g}" for n in sorted(set(infosets))),
             str(game.big_blind),
         )
-    Console().print(table)
+        files.append(f"  {aliases.get(stem, stem):<7} protocol/games/{stem}.game")
+    console = Console()
+    console.print(table)
+    console.print("Gamedef files (--game takes the name or any gamedef path):\n" + "\n".join(files), highlight=False)

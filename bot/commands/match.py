@@ -20,13 +20,15 @@ from rich.progress import (
 
 from bot.agent import Agent
 from bot.aivat import aivat_values
+from bot.commands.agents import AGENT_HELP
 from bot.errors import PokerbotError
-from bot.match import MatchResult, run_as_client, run_in_process, run_wire
+from bot.match import MatchResult, require_playable, run_as_client, run_in_process, run_wire
 from bot.match_report import (
     DEFAULT_HALF_WIDTH_MBB,
     HandSeries,
     console,
     plot,
+    require_folder,
     summarize,
     table,
     write_json,
@@ -110,14 +112,18 @@ def _play_against_dealer(
     help="kuhn, leduc, fhp, holdem, or a gamedef path.",
 )
 @click.option(
-    "--agent", "agent_spec", required=True, help="Agent A (evaluated): a name or a policy path."
+    "--agent",
+    "agent_spec",
+    default="default",
+    show_default=True,
+    help="Agent A (evaluated; default: the bot shipped for the game). " + AGENT_HELP,
 )
 @click.option(
     "--opponent",
     "opponent_spec",
     default="random",
     show_default=True,
-    help="Agent B: a name or a policy path.",
+    help="Agent B: a name or a path, as for --agent.",
 )
 @click.option(
     "--hands",
@@ -184,8 +190,9 @@ def match(**options) -> None:
     """Play agent A against B and report A's mbb/g with 95% confidence intervals."""
     out = console()
     game = load_game(options["game"])
-    if not game.is_limit:
-        raise PokerbotError(f"{game.name}: only limit games are playable")
+    require_playable(game, options["hands"])
+    for option in ("json", "plot", "log"):
+        require_folder(options[f"{option}_path"], f"--{option}")
     a_spec, b_spec = options["agent_spec"], options["opponent_spec"]
     names = (display_name(a_spec), display_name(b_spec))
     if names[0] == names[1]:

@@ -2,9 +2,11 @@
 through the same TUI as an ACPC client of a dealer (``--connect HOST PORT``).
 
 Without ``--opponent`` the strongest agent available locally is used: the registry is asked for
-the candidates in :data:`STRONGEST_FIRST` (registered names, and the run directories that the
-suggested train command writes) and the first that resolves plays. When none does, the fallback
-is :data:`FALLBACK`, with a notice saying so and how to train a stronger one.
+the candidates in :data:`STRONGEST_FIRST` (the shipped bot ``default`` first, then registered
+names and the run directories the train commands write) and the first that resolves plays; a
+notice names it and its measured strength when it is the shipped bot. When none resolves, the
+fallback is :data:`FALLBACK`, and the notice names the cheapest real opponent for the game and
+what building it costs (:data:`CHEAPEST`), not a training run that takes hours.
 """
 
 from __future__ import annotations
@@ -15,45 +17,79 @@ from pathlib import Path
 import click
 
 from bot.agent import Agent
+from bot.commands.agents import AGENT_HELP
 from bot.errors import PokerbotError
 from bot.registry import AgentNotFound, resolve_agent
 from protocol.gamedef import GAME_ALIASES, Game, load_game
 
-#: Candidates per game, strongest first: registered names and the run directories the notice's
-#: train command writes. Deep CFR / SD-CFR beat abstractions and NFSP in HULH (Brown et al. 2019,
-#: table 2); bigger abstractions beat smaller ones; lossless abstractions are exact solves.
+#: Candidates per game, strongest first: the shipped bot, then registered names and the run
+#: directories the train commands write. Deep CFR / SD-CFR beat abstractions and NFSP in HULH
+#: (Brown et al. 2019, table 2); bigger abstractions beat smaller ones; lossless abstractions
+#: and tabular CFR+ solves are near-exact.
 STRONGEST_FIRST: dict[str, list[str]] = {
-    "holdem": ["runs/sd-cfr-holdem", "runs/deep-cfr-holdem", "abstraction_3e8", "abstraction_3e7", "abstraction_3e6", "nfsp"],
-    "fhp": ["fhp_lossless", "runs/sd-cfr-fhp", "runs/deep-cfr-fhp", "fhp_abstraction_3.6e6", "fhp_abstraction_4e4", "nfsp"],
-    "leduc": ["leduc_lossless", "runs/sd-cfr-leduc", "runs/deep-cfr-leduc", "leduc_merged", "nfsp"],
-    "kuhn": ["runs/sd-cfr-kuhn", "runs/deep-cfr-kuhn", "nfsp"],
+    "holdem": ["default", "runs/sd-cfr-holdem", "runs/deep-cfr-holdem", "abstraction_3e8", "abstraction_3e7", "abstraction_3e6", "nfsp"],
+    "fhp": ["default", "fhp_lossless", "runs/sd-cfr-fhp", "runs/deep-cfr-fhp", "fhp_abstraction_3.6e6", "fhp_abstraction_4e4", "nfsp"],
+    "leduc": ["default", "leduc_lossless", "runs/cfr-leduc.json", "runs/sd-cfr-leduc", "runs/deep-cfr-leduc", "leduc_merged", "nfsp"],
+    "kuhn": ["default", "runs/cfr-kuhn.json", "runs/sd-cfr-kuhn", "runs/deep-cfr-kuhn", "nfsp"],
 }
 #: The documented simple opponent when nothing trained exists: the calling station never folds
 #: and never raises, so a person learns to value-bet against it.
 FALLBACK = "call"
-TRAIN_HINT = "pokerbot train --game {game} --algo sd-cfr --out runs/sd-cfr-{game}"
+#: Per game, the cheapest real opponent among the candidates: an abstraction name (its build
+#: command and estimated cost come from ``pokerbot agents``) or a command with its measured cost
+#: on the 2-core development machine (see the README's Quick start).
+CHEAPEST: dict[str, str | tuple[str, str]] = {
+    "holdem": "abstraction_3e6",
+    "fhp": "fhp_abstraction_4e4",
+    "leduc": ("pokerbot solve --game leduc --out runs/cfr-leduc.json", "a CFR+ solve to 0.12 mbb/g, 4 s of CPU"),
+    "kuhn": ("pokerbot solve --game kuhn --out runs/cfr-kuhn.json", "a CFR+ solve to 0.09 mbb/g, 1 s of CPU"),
+}
+
+
+def cheapest_hint(alias: str) -> str:
+    """``The cheapest real opponent is <what>, <cost>: <command>``."""
+    from bot.commands.agents import abstraction_info
+
+    entry = CHEAPEST[alias]
+    if isinstance(entry, str):
+        info = abstraction_info(entry)
+        entry = (info.build or f"pokerbot play --game {alias} --opponent {entry}", f"{entry}, {info.cost or info.status}")
+    command, cost = entry
+    return f"The cheapest real opponent is {cost}: {command}"
+
+
+def shipped_notice(game: Game) -> str | None:
+    """``Playing <name>, the bot shipped for <game>: <description> Measured: <strength>.``"""
+    from bot.shipped import shipped_manifest
+
+    manifest = shipped_manifest(game)
+    if manifest is None:
+        return None
+    strength = "; ".join(f"{k} {v}" for k, v in dict(manifest.get("strength", {})).items())
+    return (f"Playing {manifest.get('name', 'default')}, the bot shipped for {game.name}: "
+            f"{manifest.get('description', '')}" + (f" Measured: {strength}." if strength else ""))
 
 
 def strongest_opponent(game: Game) -> tuple[Agent, str | None]:
-    """The strongest locally available agent for ``game``, and a notice when it is the
-    fallback. Candidates that are not built are skipped; a broken artefact is an error."""
+    """The strongest locally available agent for ``game``, and a notice when it is the shipped
+    bot or the fallback. Candidates that are not built are skipped; a broken artefact is an
+    error."""
     alias = next((a for a, stem in GAME_ALIASES.items() if stem == game.name and a != "hulh"), None)
     for candidate in STRONGEST_FIRST.get(alias or "", []):
         try:
-            return resolve_agent(candidate, game), None
+            agent = resolve_agent(candidate, game)
         except AgentNotFound:
             continue
-    notice = (
-        f"No trained agent found: playing '{FALLBACK}' (a calling station). Train a stronger one: "
-        + TRAIN_HINT.format(game=alias or "<game>")
-        + ", then pokerbot play --opponent <run dir or name>."
-    )
+        return agent, shipped_notice(game) if candidate == "default" else None
+    notice = f"No strong agent is built for {game.name}: playing '{FALLBACK}' (a calling station)."
+    if alias in CHEAPEST:
+        notice += f" {cheapest_hint(alias)}, then pokerbot play again."
     return resolve_agent(FALLBACK, game), notice
 
 
 @click.command(context_settings={"show_default": True})
 @click.option("--game", "game_option", default="holdem", help="kuhn, leduc, fhp, holdem, or a gamedef path.")
-@click.option("--opponent", help="Agent name or path (default: the strongest available locally).")
+@click.option("--opponent", help="Default: the strongest available locally, the shipped bot first. " + AGENT_HELP)
 @click.option("--seed", type=int, default=None, help="Deal seed (default: from the clock; shown on screen and in the log).")
 @click.option("--hands", type=click.IntRange(min=1), default=None, help="Stop after this many hands (default: until you quit).")
 @click.option("--log", "log_path", type=click.Path(dir_okay=False, path_type=Path), default=None, help="Session log path (default: play-<game>-<seed>.log).")
@@ -90,9 +126,11 @@ def play(
         app.run()
         click.echo(session.summary_line())
         return
+    from bot.match_report import require_folder
     from tui.session import TableSession
     from tui.session_log import SessionLog
 
+    require_folder(str(log_path) if log_path else None, "--log")
     if opponent is None:
         click.echo("looking for the strongest local agent…", err=True)
         agent, notice = strongest_opponent(game)

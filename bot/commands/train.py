@@ -1,51 +1,59 @@
 """``pokerbot train``: one entry point for every training algorithm.
 
-The command parses the options every algorithm shares and hands them to the algorithm's
-``run_from_cli(options)`` in ``training`` (imported lazily: torch loads only here). Each
-algorithm resolves its preset, the optional TOML config and these flags into its frozen config,
-saves it in the run directory, and trains (or resumes).
+The command hands its options to :func:`training.run.run_from_cli`, the run contract every
+algorithm follows (preset < ``--config`` TOML < flags, everything validated before the run
+directory is created, one Ctrl-C policy, verified checkpoints). ``training`` is imported inside
+the command only: torch loads when a run starts, not for ``pokerbot --help``.
 """
 
 from __future__ import annotations
-
-import importlib
 
 import click
 
 from bot.errors import PokerbotError
 
-#: --algo value -> module in ``training`` with ``run_from_cli(options: dict) -> None``.
-ALGORITHMS: dict[str, str] = {
-    "nfsp": "training.nfsp",
-    "deep-cfr": "training.deep_cfr",
-    "sd-cfr": "training.deep_cfr",
-    "abstraction": "training.abstraction.run",
-}
+#: The ``--algo`` names (``training.run.ALGORITHMS`` maps each to its module; a test keeps the
+#: two lists equal, so ``--help`` need not import the training package).
+ALGORITHM_NAMES = ("abstraction", "deep-cfr", "dream", "nfsp", "os-sd-cfr", "sd-cfr")
 
 
 @click.command(context_settings={"show_default": True})
-@click.option("--game", help="kuhn, leduc, fhp, holdem, or a gamedef path  [default: the --config file's game, else leduc]")
-@click.option("--algo", required=True, help="Training algorithm: " + ", ".join(ALGORITHMS or ["(none built)"]))
-@click.option("--config", "config_path", type=click.Path(dir_okay=False), help="TOML file of defaults (flags override).")
-@click.option("--iterations", type=int, help="CFR iterations (Deep CFR / SD-CFR / abstraction) or training steps (NFSP).")
+@click.option("--game", help="kuhn, leduc, fhp, holdem, or a gamedef path. Required for a new run (or from the "
+              "--config file): no default, as a run's cost differs by hours between games.")
+@click.option("--algo", required=True, help="Training algorithm: " + ", ".join(ALGORITHM_NAMES) + ".")
+@click.option("--config", "config_path", type=click.Path(dir_okay=False), help="TOML file of settings (flags override it, it overrides the game's preset).")
+@click.option("--iterations", type=int, help="CFR iterations (Deep CFR / SD-CFR / abstraction) or self-play steps (NFSP).")
 @click.option("--traversals", type=int, help="Traversals per player per iteration (Deep CFR / SD-CFR).")
-@click.option("--time-budget", help="Stop after this much wall time, e.g. 90s, 10m, 2h.")
+@click.option("--time-budget", help="Stop after this much training time, e.g. 90s, 10m, 2h.")
 @click.option("--seed", type=int, help="Random seed (recorded in config.toml).")
 @click.option("--device", type=click.Choice(["auto", "cpu", "cuda"]), help="Where networks run  [default: auto, i.e. cuda when available]")
-@click.option("--size", help="Abstraction size name (abstraction algo), e.g. 3e6.")
-@click.option("--threads", type=int, help="Worker threads (default: all cores).")
+@click.option("--preset", type=click.Choice(["tuned", "paper"]), help="DREAM / OS-SD-CFR: the game's preset table  [default: tuned]")
+@click.option("--size", help="Abstraction size (--algo abstraction), e.g. 3e6.")
+@click.option("--threads", type=int, help="CPU threads; 0 = all cores  [default: the preset's]")
 @click.option("--out", type=click.Path(file_okay=False), help="Run directory to create.")
-@click.option("--resume", type=click.Path(file_okay=False), help="Continue the run in this directory.")
+@click.option("--resume", type=click.Path(file_okay=False), help="Continue the run in this directory (may change --iterations, --time-budget, --device, --threads).")
+@click.option("--workers", type=int, help="Ray workers for traversals (deep-cfr, sd-cfr) or MCCFR batches "
+              "(abstraction); > 1 starts a local Ray with that many CPUs (needs pip install \"pokerbot[ray]\")  [default: 1, no Ray]")
+@click.option("--ray-address", help="Join this Ray cluster (e.g. 10.0.0.5:6379) instead of starting a local one.")
+@click.option("--force", is_flag=True, help="With --resume: start the run over when it has no usable checkpoint.")
+@click.option("--watch", is_flag=True, help="Train in the background and follow the run in `pokerbot watch`.")
 def train(**options: object) -> None:
-    """Train a policy; writes a run directory (config.toml, metrics.jsonl, checkpoints, policy).
+    """Train a policy; writes a run directory (config.toml, metrics.jsonl, checkpoints, policy bundle).
 
-    Options left out are None, so each algorithm resolves them as preset < --config file < flag.
+    Settings come from the game's preset, then the --config file, then the flags. Ctrl-C (or
+    SIGTERM) finishes the step in progress and checkpoints; --resume continues the run.
     """
-    algo = str(options["algo"])
-    if algo not in ALGORITHMS:
-        known = ", ".join(sorted(ALGORITHMS)) or "none yet"
-        raise PokerbotError(f"unknown --algo {algo!r}; known: {known}")
-    if options["out"] is None and options["resume"] is None:
-        raise PokerbotError("give --out RUN_DIR for a new run or --resume RUN_DIR to continue one")
-    module = importlib.import_module(ALGORITHMS[algo])
-    module.run_from_cli(options)
+    if options["resume"] is None and options["game"] is None and options["config_path"] is None:
+        raise PokerbotError("--game is required for a new run: kuhn, leduc (minutes), fhp, holdem (hours), or a gamedef path")
+    if options["resume"] is not None:  # say what continues, terminal or not
+        from training.rundir import RunDir
+
+        click.echo(RunDir.open(str(options["resume"])).resume_summary(), err=True)
+    if options.pop("watch"):
+        from bot.commands.watch import train_and_watch
+
+        train_and_watch("training.run", options)
+        return
+    from training.run import run_from_cli
+
+    run_from_cli(options)

@@ -1,6 +1,7 @@
 """Percentile buckets: equal-mass cuts of a per-class feature, weighted by raw combo counts.
 
-The classic imperfect-recall E[HS^2] abstraction (``shared/methods.md`` §1.1): sort every
+The classic imperfect-recall E[HS^2] abstraction (Johanson et al., *Evaluating State-Space
+Abstractions in Extensive-Form Games*, AAMAS 2013): sort every
 (hole, board) point of a round by its feature and cut the sorted list into ``b`` pieces of equal
 *probability mass*. A canonical class stands for as many raw deals as its orbit has members, so
 mass is the class's raw count, not 1. Points with equal feature values always share a bucket

@@ -25,6 +25,7 @@ import numpy as np
 
 from bot.abstraction_cost import HIST_BINS, OCHS_CLUSTERS, PA_BATCH, PA_STEPS
 from bot.abstraction_spec import SPECS, AbstractionSpec, abstractions_dir, bucket_path, spec_dir
+from protocol.files import atomic_write, atomic_write_text, temporary_name
 from protocol.gamedef import Game
 from protocol.isomorphism import round_indexer
 from training.abstraction.buckets import percentile_buckets
@@ -75,13 +76,7 @@ def _round_paths(spec: AbstractionSpec, game: Game, r: int) -> dict[str, Path]:
 
 
 def _atomic_npy(path: Path, array: np.ndarray) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
-    with open(tmp, "wb") as handle:
-        np.save(handle, array)
-        handle.flush()
-        os.fsync(handle.fileno())
-    os.replace(tmp, path)
+    atomic_write(path, lambda handle: np.save(handle, array))
 
 
 def round_features(game: Game, round_index: int, progress: Progress | None = None, hist_bins: int = 0,
@@ -93,7 +88,7 @@ def round_features(game: Game, round_index: int, progress: Progress | None = Non
     if not all(p.exists() for p in paths.values()):
         labels = opponent_clusters(game, progress) if ochs else None
         size = round_indexer(game, round_index).size
-        tmp = {f: p.with_name(f"{p.name}.{os.getpid()}.tmp") for f, p in paths.items()}
+        tmp = {f: temporary_name(p) for f, p in paths.items()}
         paths["ehs"].parent.mkdir(parents=True, exist_ok=True)
         kinds = {"ehs": (np.float32, (size,)), "ehs2": (np.float32, (size,)), "weight": (np.uint8, (size,)),
                  "hist": (np.uint16, (size, hist_bins)), "ochs": (np.uint16, (size, clusters))}  # fmt: skip
@@ -187,10 +182,7 @@ def build_abstraction(spec: AbstractionSpec, progress: Progress | None = None, f
         "methods": list(spec.round_methods),
         "build_seconds": round(time.monotonic() - started, 1),
     }
-    directory.mkdir(parents=True, exist_ok=True)
-    tmp = meta_path.with_name("meta.json.tmp")
-    tmp.write_text(json.dumps(meta, indent=2))
-    os.replace(tmp, meta_path)
+    atomic_write_text(meta_path, json.dumps(meta, indent=2))
     return directory
 
 

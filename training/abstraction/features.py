@@ -2,8 +2,8 @@
 
 HS is the probability of beating a uniformly random opponent hand (ties count half) on the
 final board, with card removal; E[HS] and E[HS^2] average HS and HS^2 over every runout of the
-board cards still to come (``shared/methods.md`` §1.1: the classic E[HS^2] bucketing of
-Zinkevich et al. 2007 / Johanson et al. 2013; squaring ranks draws above made hands of equal
+board cards still to come (the classic E[HS^2] bucketing of Zinkevich et al. 2007 / Johanson
+et al. 2013; squaring ranks draws above made hands of equal
 E[HS]).
 
 Work is organised *board first*: for each canonical board of the round (134,459 river boards

@@ -2,7 +2,7 @@
 
 Used for three features (``bot/abstraction_spec.py``): final-HS histograms (``ke``; EMD between
 1-D histograms is the L1 distance between CDFs, approximated by L2 between CDF vectors so plain
-k-means applies, ``shared/methods.md`` §1.3), OCHS vectors (``ochs``, L2 as in Johanson et al.
+k-means applies, as in Johanson et al. 2013), OCHS vectors (``ochs``, L2 as in Johanson et al.
 2013) and next-round bucket histograms (``pa``, greedy EMD, :mod:`training.abstraction.potential`).
 A :class:`Metric` supplies the distance kernels; this module does the rest:
 

@@ -5,34 +5,37 @@ build (or reuse) the cached bucket tables; run batches of ES Linear MCCFR
 (:mod:`training.abstraction.solver`) with a progress bar until ``--iterations`` or
 ``--time-budget``; write ``metrics.jsonl`` (iterations, nodes touched per second, exploitability
 where the full game fits: Kuhn, Leduc), atomic checkpoints every ``checkpoint_seconds`` and on
-Ctrl-C, and publish the average strategy as the named agent's policy
-(``$POKERBOT_CACHE/abstractions/<name>/policy.npy``, plus ``<run>/policy/average.npy``).
+Ctrl-C (:mod:`training.run`'s policy), and publish the average strategy as the named agent's
+policy (``$POKERBOT_CACHE/abstractions/<name>/policy.npy``) and as the run's policy bundle
+(``<run>/policy/``: ``average.npy`` and ``bundle.json`` of kind ``abstraction``).
 ``--resume RUN`` continues from the last checkpoint (a later ``--iterations`` extends the run).
 """
 
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import time
-from dataclasses import dataclass
-from pathlib import Path
+from contextlib import nullcontext
+from dataclasses import asdict, dataclass
 
 import numba
 import numpy as np
 
 from bot.abstraction_cost import estimate
-from bot.abstraction_spec import SPECS, policy_path, resolve_size, spec_dir
+from bot.abstraction_policy import AVERAGE_FILE, full_game_strategy
+from bot.abstraction_spec import SPECS, AbstractionSpec, policy_path, resolve_size, spec_dir
 from bot.abstraction_tables import AbstractGame, Abstraction
-from bot.errors import PokerbotError
+from bot.bundle import write_bundle
+from bot.errors import ConfigError, CorruptFileError
+from bot.infosets import is_small
 from bot.progress import progress_bar
+from protocol.files import atomic_write, atomic_write_text, temporary_name
+from training import distributed
 from training.abstraction.build import build_abstraction, cached_feature_rounds
 from training.abstraction.solver import run_batch
-from training.rundir import RunDir, atomic_write, config_to_dict, parse_duration, read_toml
-
-#: Games whose full infoset space fits in memory, so exploitability is measured exactly.
-EXACT_GAMES = ("kuhn", "leduc")
+from training.run import CheckpointClock, StopRequest, Trainer, parse_duration
+from training.rundir import RunDir
 
 
 @dataclass(frozen=True)
@@ -52,70 +55,55 @@ class AbstractionConfig:
     batch: int = 20_000
     """Iterations per Linear-CFR batch (the unit of linear weighting, logging and stopping)."""
     checkpoint_seconds: float = 600.0
-    """Wall time between checkpoints."""
+    """Wall time between checkpoints (longer than the trainers' 60 s: the tables of the large
+    abstractions are gigabytes)."""
     eval_every: int = 0
     """Measure exact exploitability every this many iterations (Kuhn/Leduc only; 0 = at the end)."""
+    merge_every: int = 0
+    """With ``--workers``: iterations (all workers together) between merges of the workers'
+    tables; 0 = once per batch. Shorter rounds mean less stale regrets (see
+    :mod:`training.distributed.ray_mccfr`) and more table transfers."""
     mmap_tables: bool = False
     """Keep the two tables in memory-mapped files in the run directory (``tables/``) instead of
     RAM: for abstraction_3e8 (7.9 GB) on a machine with less memory; pages stream from disk."""
 
-
-def make_config(values: dict) -> AbstractionConfig:
-    known = set(AbstractionConfig.__dataclass_fields__)
-    unknown = set(values) - known
-    if unknown:
-        raise PokerbotError(f"unknown abstraction config keys: {', '.join(sorted(unknown))} (known: {', '.join(sorted(known))})")
-    config = AbstractionConfig(**values)
-    if config.abstraction not in SPECS:
-        raise PokerbotError(f"unknown abstraction {config.abstraction!r}; known: {', '.join(SPECS)}")
-    if config.batch < 1 or (config.iterations is not None and config.iterations < 1):
-        raise PokerbotError("batch and iterations must be positive")
-    if not 0 <= config.threads <= numba.config.NUMBA_NUM_THREADS:
-        raise PokerbotError(f"--threads {config.threads}: between 1 and {numba.config.NUMBA_NUM_THREADS} (numba's threads here)")
-    return config
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "time_budget", parse_duration(self.time_budget))
+        if self.abstraction not in SPECS:
+            raise ConfigError(f"unknown abstraction {self.abstraction!r}; known: {', '.join(SPECS)}")
+        if self.batch < 1 or (self.iterations is not None and self.iterations < 1) or self.merge_every < 0:
+            raise ConfigError("batch and iterations must be positive (merge_every: 0 or more)")
+        if not 0 <= self.threads <= numba.config.NUMBA_NUM_THREADS:
+            raise ConfigError(f"--threads {self.threads}: between 1 and {numba.config.NUMBA_NUM_THREADS} (numba's threads here)")
 
 
-def run_from_cli(options: dict) -> None:
-    """Resolve flags (< ``--config`` TOML < flags), then build and solve, or resume."""
-    for flag in ("traversals",):
-        if options.get(flag) is not None:
-            raise PokerbotError(f"--{flag} does not apply to --algo abstraction")
-    flags: dict = {}
-    if options.get("iterations") is not None:
-        flags["iterations"] = int(options["iterations"])
-    if options.get("time_budget") is not None:
-        flags["time_budget"] = parse_duration(options["time_budget"])
-    if options.get("threads"):
-        flags["threads"] = int(options["threads"])
-    if options.get("resume"):
-        if options.get("seed") is not None or options.get("config_path") or options.get("size"):
-            raise PokerbotError("--seed, --size and --config cannot change a run on --resume (its config.toml is kept)")
-        run = RunDir.open(options["resume"])
-        config = make_config(run.config() | flags)
-        atomic_write(run.path / "config.toml", lambda h: h.write(_toml(config)))
-        train(config, run, resume=True)
-        return
-    if not options.get("size"):
-        raise PokerbotError("--algo abstraction needs --size (e.g. --game holdem --size 3e6, or --size fhp_abstraction_4e4)")
-    values: dict = {}
-    if options.get("config_path"):
-        values |= read_toml(Path(options["config_path"]))
-    values["abstraction"] = resolve_size(str(options.get("game") or "leduc"), str(options["size"])).name
-    if options.get("seed") is not None:
-        flags["seed"] = int(options["seed"])
-    config = make_config(values | flags)
-    run = RunDir.create(options["out"], config)
-    train(config, run)
+def _abstraction_name(values: dict, options: dict) -> dict:
+    """``--game``/``--size`` (or the TOML's ``abstraction``) -> the abstraction's name."""
+    if options.get("size"):
+        values["abstraction"] = resolve_size(str(options.get("game") or "leduc"), str(options["size"])).name
+    elif "abstraction" not in values:
+        raise ConfigError("--algo abstraction needs --size (e.g. --game holdem --size 3e6, or --size fhp_abstraction_4e4)")
+    return values
 
 
-def _toml(config: AbstractionConfig) -> bytes:
-    import tomli_w
-
-    return tomli_w.dumps(config_to_dict(config)).encode()
+def _train(config: AbstractionConfig, run: RunDir, resume: bool, stop: StopRequest, force: bool = False) -> np.ndarray:
+    return train(config, run, resume, stop, force)
 
 
-def train(config: AbstractionConfig, run: RunDir, resume: bool = False) -> np.ndarray:
-    """Build the abstraction, solve it, publish the policy; returns the average-strategy table."""
+#: ``--algo abstraction`` for :mod:`training.run` (``--game`` and ``--size`` name the abstraction).
+TRAINERS = {"abstraction": Trainer(
+    algo="abstraction", config_class=AbstractionConfig,
+    flags={"iterations": "iterations", "time_budget": "time_budget", "seed": "seed", "threads": "threads",
+           "size": "abstraction"},
+    resumable=frozenset({"iterations", "time_budget", "threads"}),
+    presets={}, train=_train, prepare=_abstraction_name,
+)}
+
+
+def train(config: AbstractionConfig, run: RunDir, resume: bool = False, stop: StopRequest | None = None,
+          force: bool = False) -> np.ndarray:
+    """Build the abstraction, solve it, publish the policy; returns the average-strategy table.
+    A stop request (Ctrl-C) finishes the batch in progress, checkpoints and publishes."""
     from rich.console import Console
 
     console = Console(stderr=True)
@@ -130,51 +118,52 @@ def train(config: AbstractionConfig, run: RunDir, resume: bool = False) -> np.nd
     ag = AbstractGame.build(Abstraction.load(spec))
     threads = config.threads or numba.config.NUMBA_NUM_THREADS
     target = config.iterations or cost.iterations
-    regrets, average, state = _load_or_init(run, ag, resume, config.mmap_tables)
+    regrets, average, state = _load_or_init(run, ag, resume, config.mmap_tables, force)
+    solve_batch, pool = run_batch, None
+    if distributed.current().distributed:  # batches on Ray workers (training/distributed/ray_mccfr.py)
+        from training.distributed.ray_mccfr import RayMCCFR
+
+        pool = RayMCCFR(spec.name, distributed.current(), config.merge_every)
+        solve_batch = pool.run_batch
+        console.print(f"ES Linear MCCFR batches on {len(pool)} Ray workers")
     started = time.monotonic()
-    last_checkpoint = started
-    interrupted = False
-    try:
+    clock = CheckpointClock(2**62, config.checkpoint_seconds)
+    with nullcontext(stop) if stop is not None else StopRequest() as stop:
         with progress_bar(console, transient=True) as bar:
             task = bar.add_task("ES Linear MCCFR", total=target, completed=state["iterations"])
-            while state["iterations"] < target:
+            while state["iterations"] < target and not stop.requested:
                 if config.time_budget is not None and time.monotonic() - started >= config.time_budget:
                     break
                 count = min(config.batch, target - state["iterations"])
                 t0 = time.monotonic()
-                touched = run_batch(ag, regrets, average, config.seed, state["iterations"] + 1, count, state["batches"] + 1, threads)
+                touched = solve_batch(ag, regrets, average, config.seed, state["iterations"] + 1, count, state["batches"] + 1, threads)
                 seconds = time.monotonic() - t0
                 state["iterations"] += count
                 state["batches"] += 1
                 state["seconds"] += seconds
                 record = {"iteration": state["iterations"], "batch": state["batches"], "nodes_touched": touched,
                           "nodes_per_s": round(touched / seconds), "iterations_per_s": round(count / seconds),
-                          "wall_s": round(state["seconds"], 2)}  # fmt: skip
+                          "wall_s": round(state["seconds"], 2)} | (pool.metrics() if pool else {})  # fmt: skip
                 if config.eval_every and state["iterations"] % config.eval_every < count:
                     record |= _exploitability(ag, average)
                 run.append_metrics(record)
                 bar.update(task, completed=state["iterations"])
-                if time.monotonic() - last_checkpoint >= config.checkpoint_seconds:
+                if clock.due(state["batches"]):
                     _checkpoint(run, regrets, average, state)
-                    last_checkpoint = time.monotonic()
-    except KeyboardInterrupt:
-        interrupted = True
+                    clock.saved()
     _checkpoint(run, regrets, average, state)
     final = _exploitability(ag, average)
     if final:
         run.append_metrics({"iteration": state["iterations"], "final": True} | final)
         console.print(f"exploitability {final['exploitability_mbb']:.3f} mbb/g (NashConv/2, exact in the full game)")
-    _publish(run, spec, average, state)
+    _publish(run, spec, config, average, state)
     console.print(f"{state['iterations']:,} iterations in {state['seconds']:.0f} s; policy published as {spec.name!r} ({policy_path(spec)})")
-    if interrupted:
-        raise PokerbotError(f"interrupted; continue with --resume {run.path}")
     return average
 
 
-def _load_or_init(run: RunDir, ag: AbstractGame, resume: bool, mmap: bool) -> tuple[np.ndarray, np.ndarray, dict]:
-    checkpoint = run.checkpoint_path if resume else None
-    if resume and checkpoint is None:
-        raise PokerbotError(f"{run.path} has no checkpoint to resume from")
+def _load_or_init(run: RunDir, ag: AbstractGame, resume: bool, mmap: bool, force: bool = False
+                  ) -> tuple[np.ndarray, np.ndarray, dict]:
+    checkpoint = run.resume_checkpoint(force) if resume else None
     shape = (ag.num_rows, 3)
     if mmap:
         (run.path / "tables").mkdir(exist_ok=True)
@@ -187,9 +176,12 @@ def _load_or_init(run: RunDir, ag: AbstractGame, resume: bool, mmap: bool) -> tu
     for table, name in ((regrets, "regrets"), (average, "average")):
         stored = np.load(checkpoint / f"{name}.npy", mmap_mode="r")
         if stored.shape != shape:
-            raise PokerbotError(f"{checkpoint}: {name} table of shape {stored.shape} does not fit this abstraction ({shape})")
+            raise CorruptFileError(f"{checkpoint}: {name} table of shape {stored.shape} does not fit this abstraction ({shape})")
         table[:] = stored
-    state = json.loads((checkpoint / "state.json").read_text())
+    try:
+        state = json.loads((checkpoint / "state.json").read_text())
+    except (OSError, ValueError) as error:
+        raise CorruptFileError(f"{checkpoint / 'state.json'}: unreadable ({error})") from None
     run.truncate_metrics(state["iterations"])
     return regrets, average, state
 
@@ -198,29 +190,28 @@ def _checkpoint(run: RunDir, regrets: np.ndarray, average: np.ndarray, state: di
     with run.writing_checkpoint() as directory:
         np.save(directory / "regrets.npy", regrets)
         np.save(directory / "average.npy", average)
-        (directory / "state.json").write_text(json.dumps(state))
+        atomic_write_text(directory / "state.json", json.dumps(state))
 
 
 def _exploitability(ag: AbstractGame, average: np.ndarray) -> dict:
-    if ag.abstraction.game.name.split(".")[0] not in EXACT_GAMES:
+    if not is_small(ag.abstraction.game):
         return {}
     from bot.best_response import exploitability
-    from training.abstraction.strategy import full_game_strategy
 
     report = exploitability(ag.abstraction.game, full_game_strategy(ag, average))
     return {"exploitability_mbb": report.mbb(report.exploitability), "nash_conv_mbb": report.mbb(report.nash_conv)}
 
 
-def _publish(run: RunDir, spec, average: np.ndarray, state: dict) -> None:
-    """Write the average strategy into the run and as the named agent's policy (atomically)."""
-    run.policy_path.mkdir(parents=True, exist_ok=True)
-    own = run.policy_path / "average.npy"
+def _publish(run: RunDir, spec: AbstractionSpec, config: AbstractionConfig, average: np.ndarray, state: dict) -> None:
+    """Write the average strategy as the run's policy bundle and as the named agent's policy."""
+    own = run.policy_path / AVERAGE_FILE
     atomic_write(own, lambda h: np.save(h, average))
+    provenance = {"algorithm": "abstraction", "config": {k: v for k, v in asdict(config).items() if v is not None},
+                  "seed": config.seed, "iterations": state["iterations"]}
+    write_bundle(run.policy_path, "abstraction", spec.load_game(), [AVERAGE_FILE], provenance, abstraction=spec.name)
     meta = {"abstraction": spec.name, "iterations": state["iterations"], "run": str(run.path.resolve())}
-    atomic_write(run.policy_path / "meta.json", lambda h: h.write(json.dumps(meta).encode()))
     target = policy_path(spec)
-    tmp = target.with_name(target.name + ".tmp")
+    tmp = temporary_name(target)
     shutil.copyfile(own, tmp)
-    os.replace(tmp, target)
-    atomic_write(target.with_name("policy.json"), lambda h: h.write(json.dumps(meta).encode()))
-
+    tmp.replace(target)
+    atomic_write_text(target.with_name("policy.json"), json.dumps(meta))

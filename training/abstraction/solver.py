@@ -223,12 +223,30 @@ def tree_args(ag: AbstractGame) -> tuple:
 def run_batch(ag: AbstractGame, regrets: np.ndarray, average: np.ndarray, seed: int,
               first_iteration: int, count: int, batch_index: int, threads: int) -> int:  # fmt: skip
     """Run ``count`` iterations as Linear-CFR batch ``batch_index`` (1-based); returns nodes touched."""
-    game = ag.abstraction.game
-    if batch_index > 1:  # discount so batch k ends up weighted k (module docstring)
+    discount_tables(regrets, average, batch_index)
+    return run_iterations(ag, regrets, average, seed, first_iteration, count, batch_weight(batch_index), threads)
+
+
+def discount_tables(regrets: np.ndarray, average: np.ndarray, batch_index: int) -> None:
+    """Before batch k > 1, scale both tables by (k-1)/(k+1), so batch k ends up weighted k
+    (module docstring)."""
+    if batch_index > 1:
         scale = np.float32((batch_index - 1) / (batch_index + 1))
         regrets *= scale
         average *= scale
-    weight = 2.0 / (batch_index + 1)
+
+
+def batch_weight(batch_index: int) -> float:
+    """The weight 2/(k+1) of batch k's increments (module docstring)."""
+    return 2.0 / (batch_index + 1)
+
+
+def run_iterations(ag: AbstractGame, regrets: np.ndarray, average: np.ndarray, seed: int,
+                   first_iteration: int, count: int, weight: float, threads: int) -> int:  # fmt: skip
+    """Iterations ``first_iteration ..`` (``count`` of them) with increments scaled by ``weight``,
+    on ``threads`` threads; returns nodes touched. The random streams depend only on (seed,
+    iteration, player), so any split of a batch's iterations draws the same deals."""
+    game = ag.abstraction.game
     num_cards = 2 * game.num_hole_cards + game.total_board_cards
     deals = sample_deals(np.array(game.deck, dtype=np.int8), num_cards, seed, first_iteration, count)
     strengths = _showdown_strengths(deals, game.num_hole_cards)

@@ -1,4 +1,6 @@
-"""The abstract average strategy read back in the real game.
+"""A solved abstraction as a policy: the abstract average strategy read back in the real game,
+and the ``abstraction`` bundle kind (a run's ``policy/``: ``average.npy`` named in
+``bundle.json`` with its sha256, plus the abstraction's name).
 
 A real infoset (betting node, board, own hole cards) plays the row of its abstract infoset
 (node, bucket of the cards in that round), normalised over the legal actions. On games whose
@@ -11,9 +13,15 @@ from __future__ import annotations
 
 import numpy as np
 
-from bot.abstraction_tables import AbstractGame
-from bot.infosets import space_for
-from training.cfr import normalise_average
+from bot.abstraction_spec import SPECS
+from bot.abstraction_tables import AbstractGame, Abstraction
+from bot.agent import Agent
+from bot.bundle import Bundle, BundleError, register_kind
+from bot.infosets import normalise_average, space_for
+from protocol.gamedef import Game
+
+#: The file of an abstraction bundle.
+AVERAGE_FILE = "average.npy"
 
 
 def abstract_rows(ag: AbstractGame, node: np.ndarray, hands: np.ndarray, boards: np.ndarray, round_index: int) -> np.ndarray:
@@ -37,3 +45,26 @@ def full_game_strategy(ag: AbstractGame, average: np.ndarray) -> np.ndarray:
         rows[mask] = abstract_rows(ag, space.node[mask], space.hands[space.hand[mask]],
                                    space.boards[r][space.board[mask]], r)  # fmt: skip
     return normalise_average(np.asarray(average, dtype=np.float64)[rows] * space.legal, space.legal)
+
+
+def _bundle_table(bundle: Bundle) -> tuple[AbstractGame, np.ndarray]:
+    name = bundle.manifest.get("abstraction")
+    if name not in SPECS:
+        raise BundleError(f"{bundle.root}: unknown abstraction {name!r}")
+    ag = AbstractGame.build(Abstraction.load(SPECS[name]))
+    try:
+        average = np.load(bundle.path(AVERAGE_FILE), mmap_mode="r", allow_pickle=False)
+    except (OSError, ValueError) as error:
+        raise BundleError(f"{bundle.path(AVERAGE_FILE)}: cannot load ({str(error).splitlines()[0]})") from None
+    if average.shape != (ag.num_rows, 3):
+        raise BundleError(f"{bundle.root}: average table of shape {average.shape} does not fit {name} ({ag.num_rows}, 3)")
+    return ag, average
+
+
+def _bundle_agent(game: Game, bundle: Bundle) -> Agent:
+    from bot.abstraction_agent import AbstractionAgent
+
+    return AbstractionAgent(game, str(bundle.manifest.get("abstraction")), bundle.path(AVERAGE_FILE))
+
+
+register_kind("abstraction", _bundle_agent, lambda bundle: full_game_strategy(*_bundle_table(bundle)))

@@ -1,0 +1,127 @@
+"""Benchmark of local best response: hands per second on heads-up limit hold'em, and LBR's
+values against the card-blind agents on HULH and FHP.
+
+Run from the repository root::
+
+    python benchmarks/bench_lbr.py                       # speed, then values (minutes)
+    python benchmarks/bench_lbr.py --speed-deals 20 --fhp-deals 0 --holdem-deals 0
+    python benchmarks/bench_lbr.py --network runs/sdcfr-holdem   # a trained bundle instead
+
+Speed: LBR against ``call``, ``random`` and network agents (untrained default width-64
+networks held in memory: a Deep CFR average network, one forward pass
+per range query, and an SD-CFR stack of ``--stack`` iterations, whose average policy takes one
+pass per entry and earlier own decision; or the bundle ``--network`` names), with LBR acting in every round (preflop equities sampled)
+and with ``--call-rounds 0``. Values: LBR's mbb/g with its 95% interval against ``call``,
+``raise`` and ``random`` on HULH and FHP. Each line states wall seconds; the machine line states
+the load (the machine may be shared).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from pathlib import Path
+from types import SimpleNamespace
+
+# pokerbot lbr (bot/commands/lbr.py) makes idle OpenMP threads sleep (PASSIVE);
+# --spinning-threads measures the alternative, threads that keep spinning (ACTIVE)
+os.environ["OMP_WAIT_POLICY"] = "ACTIVE" if "--spinning-threads" in sys.argv else "PASSIVE"
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))  # runnable as a plain script without `pip install -e .`
+
+import numpy as np  # noqa: E402
+import torch  # noqa: E402
+
+from benchmarks.bench_cfr_leduc import machine  # noqa: E402  (one machine line for every benchmark)
+from bot.agent import Agent  # noqa: E402
+from bot.commands.lbr import single_threaded_torch  # noqa: E402
+from bot.deep_cfr_agent import DeepCFRAgent  # noqa: E402
+from bot.lbr import LBRConfig, run_lbr  # noqa: E402
+from bot.network import DeepCFRNetwork  # noqa: E402
+from bot.registry import resolve_agent  # noqa: E402
+from protocol.gamedef import Game, load_game  # noqa: E402
+
+
+def untrained_network_agent(game: Game, kind: str, iterations: int) -> Agent:
+    """A Deep CFR / SD-CFR agent on random width-64 networks held in memory (the attributes
+    :class:`bot.deep_cfr_agent.DeepCFRAgent` reads of a bundle): Deep CFR's average network,
+    or an SD-CFR stack (sigma^1 uniform, then one value network per position and iteration,
+    weight = iteration)."""
+    torch.manual_seed(0)
+    networks = {}
+    if kind == "deep-cfr":
+        networks["average"] = DeepCFRNetwork.for_game(game).eval()
+        stack = []
+    else:
+        stack = [{"weight": 1, "uniform": True}]
+        for t in range(2, iterations + 1):
+            files = [f"p{position}_t{t}" for position in (0, 1)]
+            networks.update({name: DeepCFRNetwork.for_game(game).eval() for name in files})
+            stack.append({"weight": t, "files": files})
+    bundle = SimpleNamespace(game=game, kind=kind, stack=stack, average="average", argmax_fallback=True,
+                             root=Path("<memory>"), network=networks.__getitem__,
+                             weights=np.array([float(entry["weight"]) for entry in stack]))
+    return DeepCFRAgent(game, bundle)
+
+
+def speed(game: Game, label: str, agent: Agent, deals: int, config: LBRConfig) -> None:
+    run_lbr(game, agent, 1, 99, config)  # warm-up: numba kernels, network loads
+    wall = time.perf_counter()
+    result = run_lbr(game, agent, deals, 1, config)
+    wall = time.perf_counter() - wall
+    counters = result.counters
+    print(f"  {label:30s} {2 * deals / wall:6.2f} hands/s ({2 * deals} hands, {wall:.1f} s; "
+          f"{counters.enumerated} enumerated / {counters.sampled} sampled equities; "
+          f"{result.agent_queries} range queries, {result.hands_queried / max(1, result.agent_queries):.0f} hands each)")
+
+
+def value(game_name: str, agent_name: str, deals: int, config: LBRConfig) -> None:
+    game = load_game(game_name)
+    wall = time.perf_counter()
+    result = run_lbr(game, resolve_agent(agent_name, game), deals, 0, config)
+    wall = time.perf_counter() - wall
+    both, first, second = result.overall(), result.seat(0), result.seat(1)
+    print(f"  {game_name:6s} {agent_name:7s} LBR {both.mean:+8.1f} ± {both.half_width:6.1f} mbb/g "
+          f"(position 0 {first.mean:+.0f} ± {first.half_width:.0f}, position 1 {second.mean:+.0f} ± {second.half_width:.0f}; "
+          f"{deals} hands per seat, {wall:.0f} s)")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--speed-deals", type=int, default=20, help="deals per speed line (2 hands each; 0: skip)")
+    parser.add_argument("--fhp-deals", type=int, default=500, help="deals per FHP value line (0: skip)")
+    parser.add_argument("--holdem-deals", type=int, default=150, help="deals per HULH value line (0: skip)")
+    parser.add_argument("--stack", type=int, default=5, help="iterations of the untrained SD-CFR bundle")
+    parser.add_argument("--network", help="a Deep CFR / SD-CFR bundle or run for HULH instead of the untrained one")
+    parser.add_argument("--spinning-threads", action="store_true", help="OMP_WAIT_POLICY=ACTIVE instead of PASSIVE")
+    parser.add_argument("--torch-threads", type=int, default=0, help="torch threads (0: one, as pokerbot lbr uses)")
+    args = parser.parse_args()
+    single_threaded_torch()
+    if args.torch_threads:
+        torch.set_num_threads(args.torch_threads)
+    print(machine() + f"; torch threads {torch.get_num_threads()}; OMP_WAIT_POLICY={os.environ.get('OMP_WAIT_POLICY', 'default')}")
+    holdem = load_game("holdem")
+    agents = [("call", resolve_agent("call", holdem)), ("random", resolve_agent("random", holdem))]
+    if args.network:
+        agents.append((f"network {args.network}", resolve_agent(args.network, holdem)))
+    else:
+        agents.append(("untrained Deep CFR network", untrained_network_agent(holdem, "deep-cfr", 1)))
+        agents.append((f"untrained SD-CFR, {args.stack} its", untrained_network_agent(holdem, "sd-cfr", args.stack)))
+    for config, title in ((LBRConfig(), "LBR in every round (preflop: 1,000 sampled boards)"),
+                          (LBRConfig(call_rounds=frozenset({0})), "LBR calls preflop (--call-rounds 0)"))[: 2 * bool(args.speed_deals)]:
+        print(f"HULH speed, {title}:")
+        for label, agent in agents:
+            speed(holdem, label, agent, args.speed_deals, config)
+    for game_name, deals in (("fhp", args.fhp_deals), ("holdem", args.holdem_deals)):
+        if deals:
+            print(f"LBR values on {game_name} (LBR in every round, seed 0, {deals} deals x 2 seats):")
+            for agent_name in ("call", "raise", "random"):
+                value(game_name, agent_name, deals, LBRConfig())
+
+
+if __name__ == "__main__":
+    main()

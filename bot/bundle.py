@@ -1,0 +1,234 @@
+"""One policy bundle format for every kind of trained policy, and its one loader.
+
+A bundle is a folder (a run's ``policy/``) holding ``bundle.json`` and the files it names::
+
+    {"format": 2, "kind": "sd-cfr" | "deep-cfr" | "nfsp" | "abstraction" | "tabular" | ...,
+     "encoder_version": 1,                     # the network input encoding (bot.encoding)
+     "game_name": "leduc.limit.2p", "game": "<gamedef text>",
+     "files": {"stack/p0_t000001.pt": "<sha256>", ...},
+     "provenance": {"algorithm": ..., "config": {...}, "seed": ..., "iterations": ...},
+     ...kind-specific fields (architecture, stack, average, abstraction)}
+
+Every file is named relative to the folder (absolute paths and ``../`` are refused) and is
+checked against its sha256 before anything is read from it, so a truncated or bit-flipped
+weight file is a one-line error naming it instead of a bot that plays from corrupt weights.
+Weights are loaded with ``torch.load(weights_only=True)`` (or ``numpy.load(allow_pickle=False)``),
+never unpickled. Format 1 (Deep CFR and SD-CFR bundles written before checksums) still loads,
+unverified.
+
+The module that plays a kind registers it with :func:`register_kind` (agent and strategy
+loaders), so this module knows nothing of networks or abstractions; :func:`load_bundle_agent`
+and :func:`load_bundle_strategy` are the registry's and ``pokerbot exploit``'s path loaders.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from bot.agent import Agent
+from bot.encoding import ENCODER_VERSION
+from bot.errors import CorruptFileError
+from protocol.files import atomic_write_text, confined, sha256_file, verify_sha256
+from protocol.gamedef import Game, parse_gamedef
+
+if TYPE_CHECKING:
+    from bot.network import DeepCFRNetwork
+
+BUNDLE_FILE = "bundle.json"
+#: Format written now (2: files with sha256 and provenance); format 1 bundles still load.
+BUNDLE_FORMAT = 2
+READABLE_FORMATS = (1, 2)
+
+
+class BundleError(CorruptFileError):
+    """A policy bundle that cannot be loaded (the message names the file and the problem)."""
+
+
+@dataclass
+class Bundle:
+    """A verified ``bundle.json``: its folder, kind, game and the manifest's other fields."""
+
+    root: Path
+    kind: str
+    game: Game
+    manifest: dict[str, Any]
+    files: dict[str, str] = field(default_factory=dict)
+
+    def path(self, relative: str) -> Path:
+        """A file of the bundle, confined to its folder."""
+        return confined(self.root, relative)
+
+    @property
+    def provenance(self) -> dict[str, Any]:
+        return dict(self.manifest.get("provenance", {}))
+
+
+AgentLoader = Callable[[Game, Bundle], Agent]
+StrategyLoader = Callable[[Bundle], np.ndarray]
+_KINDS: dict[str, tuple[AgentLoader, StrategyLoader | None]] = {}
+
+
+def register_kind(kind: str, agent: AgentLoader, strategy: StrategyLoader | None = None) -> None:
+    """Teach the loader a bundle kind: how to play it and (small games) its exact strategy."""
+    _KINDS[kind] = (agent, strategy)
+
+
+def bundle_root(path: Path) -> Path | None:
+    """The bundle folder at ``path``: the folder itself, a run directory's ``policy/``, or the
+    folder of a ``bundle.json`` given directly; None when there is none."""
+    path = Path(path)
+    for candidate in (path, path / "policy"):
+        if (candidate / BUNDLE_FILE).is_file():
+            return candidate
+    if path.name == BUNDLE_FILE and path.is_file():
+        return path.parent
+    return None
+
+
+def manifest(kind: str, game: Game, files: dict[str, str], provenance: dict[str, Any], **fields: Any) -> dict[str, Any]:
+    """The ``bundle.json`` content of a bundle (``files``: relative name -> sha256)."""
+    return {"format": BUNDLE_FORMAT, "kind": kind, "encoder_version": ENCODER_VERSION,
+            "game_name": game.name, "game": game.to_text(), "files": dict(sorted(files.items())),
+            "provenance": provenance, **fields}
+
+
+def write_bundle(root: Path, kind: str, game: Game, files: list[str] | dict[str, str], provenance: dict[str, Any],
+                 **fields: Any) -> dict[str, Any]:
+    """Write ``root/bundle.json`` (atomically, after the files it names). ``files`` is a list of
+    relative names (hashed now) or a name -> sha256 map of files hashed when they were written."""
+    digests = files if isinstance(files, dict) else {name: sha256_file(confined(root, name)) for name in files}
+    data = manifest(kind, game, digests, provenance, **fields)
+    atomic_write_text(Path(root) / BUNDLE_FILE, json.dumps(data, indent=1))
+    return data
+
+
+def read_bundle(path: Path, verify: bool = True) -> Bundle:
+    """The bundle at ``path`` (a bundle folder, a run directory or a ``bundle.json``), its format,
+    encoder version, gamedef and file paths checked, and (``verify``) every file's sha256."""
+    root = bundle_root(path)
+    if root is None:
+        raise BundleError(f"{path}: no {BUNDLE_FILE} (not a policy bundle or a run directory with one)")
+    manifest_path = root / BUNDLE_FILE
+    try:
+        data = json.loads(manifest_path.read_text())
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError, RecursionError) as error:
+        raise BundleError(f"{manifest_path}: unreadable ({str(error).splitlines()[0]})") from None
+    if not isinstance(data, dict):
+        raise BundleError(f"{manifest_path}: not a bundle manifest (a JSON object)")
+    if data.get("format") not in READABLE_FORMATS:
+        raise BundleError(f"{manifest_path}: bundle format {data.get('format')!r}, this pokerbot reads "
+                          f"{', '.join(map(str, READABLE_FORMATS))}")
+    if data.get("encoder_version", ENCODER_VERSION) != ENCODER_VERSION:
+        raise BundleError(f"{manifest_path}: encoder version {data.get('encoder_version')!r}, "
+                          f"this pokerbot has {ENCODER_VERSION} (retrain the policy)")
+    if not isinstance(data.get("kind"), str):
+        raise BundleError(f"{manifest_path}: missing field 'kind'")
+    if not isinstance(data.get("game"), str) or not isinstance(data.get("game_name"), str):
+        raise BundleError(f"{manifest_path}: missing or invalid fields 'game' / 'game_name'")
+    game = parse_gamedef(data["game"], source=str(manifest_path), name=data["game_name"])
+    files = data.get("files", {})
+    if not isinstance(files, dict) or not all(isinstance(v, str) for v in files.values()):
+        raise BundleError(f"{manifest_path}: 'files' must map file names to sha256 digests")
+    bundle = Bundle(root, data["kind"], game, data, files)
+    for name, digest in files.items():
+        target = bundle.path(name)
+        if verify:
+            verify_sha256(target, digest)
+    return bundle
+
+
+def check_game(bundle: Bundle, game: Game | None) -> None:
+    """A one-line error (no agent for that game there) when ``bundle`` was trained for another
+    game than ``game``."""
+    from bot.registry import AgentNotFound
+
+    if game is not None and game.to_text() != bundle.game.to_text():
+        raise AgentNotFound(f"{bundle.root}: a {bundle.kind} policy trained for {bundle.game.name}, not {game.name}")
+
+
+def _loaders(bundle: Bundle) -> tuple[AgentLoader, StrategyLoader | None]:
+    from bot.registry import load_plugins
+
+    load_plugins()
+    if bundle.kind not in _KINDS:
+        raise BundleError(f"{bundle.root / BUNDLE_FILE}: unknown kind {bundle.kind!r}; known: {', '.join(sorted(_KINDS))}")
+    return _KINDS[bundle.kind]
+
+
+def load_bundle_agent(game: Game, path: Path) -> Agent | None:
+    """Registry path loader: the agent of any bundle kind (None when ``path`` holds no bundle)."""
+    if bundle_root(path) is None:
+        return None
+    bundle = read_bundle(path)
+    check_game(bundle, game)
+    return _loaders(bundle)[0](game, bundle)
+
+
+def load_bundle_strategy(game: Game | None, path: Path) -> tuple[Game, np.ndarray] | None:
+    """``pokerbot exploit`` / ``export-policy`` loader: the exact strategy of any bundle kind."""
+    if bundle_root(path) is None:
+        return None
+    bundle = read_bundle(path)
+    check_game(bundle, game)
+    strategy = _loaders(bundle)[1]
+    if strategy is None:
+        raise BundleError(f"{bundle.root}: a {bundle.kind} bundle has no exact strategy table")
+    return bundle.game, strategy(bundle)
+
+
+#: Hidden widths above this are refused before any memory is allocated (the paper's are 64-96).
+MAX_WIDTH = 4096
+
+
+def network_shape(bundle_or_arch: dict[str, Any], source: object) -> tuple[tuple[int, ...], int, int]:
+    """``(group_sizes, bet_slots, width)`` of an ``architecture`` mapping, every value checked
+    (a string, a negative or an absurd width is a one-line error naming ``source``)."""
+    try:
+        if not isinstance(bundle_or_arch["group_sizes"], list):
+            raise TypeError
+        groups = tuple(int(g) for g in bundle_or_arch["group_sizes"])
+        bets, width = int(bundle_or_arch["bet_slots"]), int(bundle_or_arch["width"])
+    except (KeyError, TypeError, ValueError):
+        raise BundleError(f"{source}: 'architecture' needs group_sizes (a list), bet_slots and width") from None
+    if not groups or min(groups) < 1 or max(groups) > 8 or bets < 1 or bets > 64 or not 1 <= width <= MAX_WIDTH:
+        raise BundleError(f"{source}: architecture {bundle_or_arch} is out of range (width 1..{MAX_WIDTH})")
+    return groups, bets, width
+
+
+def load_network(architecture: dict[str, Any], weights: Path | dict[str, Any], source: object) -> DeepCFRNetwork:
+    """The Deep CFR appendix C network of ``architecture`` with ``weights`` (a file read with
+    ``torch.load(weights_only=True)``, or a state dict), on CPU in eval mode. The one place a
+    network is built from a stored architecture: NFSP and Deep CFR bundles both come here."""
+    import pickle
+
+    import torch
+
+    from bot.network import DeepCFRNetwork
+
+    groups, bets, width = network_shape(architecture, source)
+    net = DeepCFRNetwork(groups, bets, width)
+    try:
+        state = torch.load(weights, map_location="cpu", weights_only=True) if isinstance(weights, Path) else weights
+        net.load_state_dict(state)
+    except (OSError, RuntimeError, EOFError, ValueError, KeyError, TypeError, AttributeError,
+            pickle.UnpicklingError) as error:
+        where = weights if isinstance(weights, Path) else source
+        raise BundleError(f"{where}: cannot load network ({str(error).splitlines()[0]})") from None
+    return net.eval()
+
+
+def _register() -> None:
+    from bot.best_response import register_strategy_loader
+    from bot.registry import register_path_loader
+
+    register_path_loader(load_bundle_agent)
+    register_strategy_loader(load_bundle_strategy)
+
+
+_register()

@@ -1,0 +1,186 @@
+"""``pokerbot agents``: every agent name, what it is, where it plays, whether it exists here,
+how strong it measured, and the command and cost to build the ones that do not exist yet.
+
+Names come from the registry (:mod:`bot.registry`), so an agent a plugin registers is listed
+too; what this module knows about a kind (the shipped bot's manifest, an abstraction's spec
+and cost estimate, NFSP's run directory) only adds detail. Nothing is loaded: status comes
+from which files exist, so the listing is instant even for multi-GB agents.
+"""
+
+from __future__ import annotations
+
+import json
+import textwrap
+from dataclasses import dataclass
+from pathlib import Path
+
+import click
+
+from bot.registry import factory_of, known_names, load_plugins
+from protocol.gamedef import load_game
+
+#: The games ``--game`` accepts here, target games first.
+GAMES = ("holdem", "fhp", "leduc", "kuhn")
+#: Built-in baselines (the registry's own names), the shipped bot and NFSP; the abstraction
+#: names come from :data:`bot.abstraction_spec.SPECS`. ``tests/test_cli_agents.py`` checks
+#: that this covers every registered name, so the ``--help`` texts stay complete.
+BASELINES = ("random", "call", "raise")
+WIDTH = 80
+
+
+def agent_names() -> list[str]:
+    """Every agent name, for ``--help`` texts (no plugin import: ``--help`` stays instant)."""
+    from bot.abstraction_spec import SPECS
+
+    return ["default", *BASELINES, "nfsp", *SPECS]
+
+
+#: The ``--agent``/``--opponent`` help of match, play, connect and lbr.
+AGENT_HELP = (
+    "A name, or a path (policy file, run directory, policy bundle). Names: "
+    + ", ".join(agent_names())
+    + ". `pokerbot agents` says which are built, their strength and build cost."
+)
+
+
+@dataclass(frozen=True)
+class AgentInfo:
+    """One name's entry in the listing."""
+
+    name: str
+    what: str
+    games: str
+    status: str
+    strength: str = ""
+    build: str = ""
+    cost: str = ""
+
+    def lines(self) -> list[str]:
+        head = f"{self.name}  [{self.games}]  {self.status}"
+        body = [self.what]
+        body += [f"strength: {self.strength}"] if self.strength else []
+        body += [f"build: {self.build}"] if self.build else []
+        body += [f"cost: {self.cost}"] if self.cost else []
+        wrapped = textwrap.wrap(head, WIDTH, subsequent_indent="      ")
+        for line in body:
+            wrapped += textwrap.wrap(line, WIDTH, initial_indent="    ", subsequent_indent="      ",
+                                     break_on_hyphens=False)
+        return wrapped
+
+
+def _shipped(games: tuple[str, ...]) -> AgentInfo:
+    from bot.shipped import SHIPPED_GAMES, shipped_manifest
+
+    statuses, strengths, whats = [], [], []
+    for alias in (g for g in SHIPPED_GAMES if g in games):
+        manifest = shipped_manifest(load_game(alias))
+        if manifest is None:
+            statuses.append(f"{alias}: not shipped yet")
+            continue
+        statuses.append(f"{alias}: shipped ({manifest.get('name', 'default')})")
+        whats.append(f"{alias}: {manifest.get('description', '')}")
+        figures = "; ".join(f"{k} {v}" for k, v in dict(manifest.get("strength", {})).items())
+        strengths.append(f"{alias}: {figures or 'not measured'}")
+    what = "The bot that ships inside pokerbot for the game (no training needed)."
+    served = ", ".join(g for g in SHIPPED_GAMES if g in games)
+    return AgentInfo("default", " ".join([what, *whats]), served or ", ".join(games),
+                     "; ".join(statuses) or f"no bot ships for {', '.join(games)}", "; ".join(strengths))
+
+
+def abstraction_info(name: str) -> AgentInfo:
+    from bot.abstraction_cost import _duration, _size, estimate
+    from bot.abstraction_spec import SPECS, policy_path, size_name, spec_dir
+
+    spec = SPECS[name]
+    built = (spec_dir(spec) / "meta.json").exists()
+    solved = policy_path(spec).exists()
+    status = "built" if solved else "buckets built, not solved" if built else "not built"
+    buckets = "/".join("lossless" if b is None else f"{b:,}" for b in spec.buckets)
+    methods = "/".join(m for m in spec.round_methods if m != "lossless")
+    what = f"Card abstraction, buckets per round {buckets}" + (f" ({methods})" if methods else "")
+    what += ", solved by ES Linear MCCFR."
+    if solved:
+        return AgentInfo(name, what, spec.game, status, _abstraction_strength(policy_path(spec).with_name("policy.json")))
+    cost = estimate(spec, built=built)
+    seconds = cost.feature_seconds + cost.cluster_seconds + cost.solve_seconds
+    hours = f"~{_duration(seconds)}" if seconds >= 60 else "under a minute"  # start-up included
+    return AgentInfo(name, what, spec.game, status, "",
+                     f"pokerbot train --algo abstraction --game {spec.game} --size {size_name(spec)} --out runs/{spec.name}",
+                     f"{hours} on this 2-core machine ({cost.iterations:,} iterations), "
+                     f"{_size(cost.table_bytes)} RAM, {_size(cost.disk_bytes)} disk")
+
+
+def _abstraction_strength(meta_path: Path) -> str:
+    """What the published policy's meta and its run's metrics record (exploitability where the
+    solver could measure it exactly)."""
+    try:
+        meta = json.loads(meta_path.read_text())
+    except (OSError, ValueError):
+        return "not measured"
+    text = f"{meta.get('iterations', 0):,} iterations"
+    metrics = Path(str(meta.get("run", ""))) / "metrics.jsonl"
+    if metrics.is_file():
+        final = [json.loads(line) for line in metrics.read_text().splitlines() if '"final"' in line]
+        if final and "exploitability_mbb" in final[-1]:
+            text += f"; exploitability {final[-1]['exploitability_mbb']:.3g} mbb/g (exact, NashConv/2)"
+    return text
+
+
+def _nfsp(games: tuple[str, ...]) -> AgentInfo:
+    from bot.nfsp_agent import default_run_dir, policy_file
+
+    built = [g for g in games if policy_file(default_run_dir(load_game(g))) is not None]
+    status = f"built for {', '.join(built)}" if built else "not built"
+    missing = [g for g in games if g not in built]
+    build = (f"pokerbot train --algo nfsp --game {missing[0]} --out runs/nfsp-{missing[0]}" if missing else "")
+    return AgentInfo("nfsp", "Neural Fictitious Self-Play (Heinrich & Silver 2016): the average policy of "
+                     "runs/nfsp-<game> ($POKERBOT_RUNS overrides runs/).", ", ".join(games), status, "",
+                     build, "Leduc: 37 mbb/g after ~20 min on 2 cores; hold'em/FHP: many hours" if build else "")
+
+
+def _generic(name: str) -> AgentInfo:
+    doc = (factory_of(name).__doc__ or "").strip().splitlines()
+    kind = "Baseline: " if name in BASELINES else ""
+    return AgentInfo(name, kind + (doc[0] if doc else "(no description)"), "any game", "built in")
+
+
+def agent_infos(game: str | None = None) -> list[AgentInfo]:
+    """One entry per registered name (those that play ``game`` when it is given): the shipped
+    bot, the baselines, NFSP, then the abstractions by game and size."""
+    from bot.abstraction_spec import SPECS
+
+    load_plugins()
+    games = GAMES if game is None else (game,)
+    stems = [load_game(g).name for g in games]
+    infos = [_shipped(games)] if "default" in known_names() else []
+    infos += [_generic(name) for name in BASELINES]
+    infos += [_nfsp(games)] if "nfsp" in known_names() else []
+    infos += [abstraction_info(name) for stem in stems for name, spec in SPECS.items() if spec.load_game().name == stem]
+    listed = {info.name for info in infos} | set(SPECS)
+    infos += [_generic(name) for name in known_names() if name not in listed]  # a plugin's own names
+    return infos
+
+
+def run_paths(game: str) -> list[tuple[str, bool]]:
+    """The run directories ``pokerbot play`` also looks for, and whether each exists here."""
+    from bot.commands.play import STRONGEST_FIRST
+
+    return [(p, Path(p).exists()) for p in STRONGEST_FIRST.get(game, []) if "/" in p]
+
+
+@click.command(context_settings={"show_default": True})
+@click.option("--game", type=click.Choice([*GAMES, "hulh"]), default=None,
+              help="Only the agents that play this game (default: every game).")
+def agents(game: str | None) -> None:
+    """List every agent name: what it is, its game, whether it is built, its measured strength,
+    and the command and cost to build it. Any policy file or run directory is an agent too."""
+    if game == "hulh":
+        game = "holdem"
+    for info in agent_infos(game):
+        click.echo("\n".join(info.lines()))
+    for alias in GAMES if game is None else (game,):
+        paths = run_paths(alias)
+        if paths:
+            listed = ", ".join(f"{p} ({'found' if found else 'absent'})" for p, found in paths)
+            text = f"pokerbot play --game {alias} also looks for: {listed}"
+            click.echo("\n".join(textwrap.wrap(text, WIDTH, subsequent_indent="    ", break_on_hyphens=False)))

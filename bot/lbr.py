@@ -1,0 +1,445 @@
+"""Local best response (LBR) for two-player limit games: a lower bound on exploitability.
+
+Lisy & Bowling, *Equilibrium Approximation Quality of Current No-Limit Poker Bots* (AAAI-17
+workshops; arXiv:1612.07547), Algorithm 1, for limit betting. LBR plays one seat against the
+agent, which it may query for every private hand. It keeps the agent's *range*: a distribution
+over the agent's possible hands, uniform at the start over hands consistent with the cards LBR
+sees, multiplied after each agent action by the agent's probability of that action with each
+hand (Bayes), and cut to hands that miss each new board card. At each of its decisions LBR
+assumes both players only check or call from then on (a check-down), and values
+
+* fold: ``-s_L`` (LBR's chips in the pot);
+* call: ``S (2e - 1)``, with ``S`` the stake after calling and ``e = P(win) + P(tie)/2``, LBR's
+  check-down equity against the range (the remaining board enumerated, or sampled when that
+  would take more than ``max_enumeration`` hand evaluations; :class:`EquityCounters` records
+  how often and how many runouts);
+* raise: ``f s_A + (1 - f) S' (2e' - 1)``: the agent folds with probability ``f`` (its fold
+  probability after the raise, averaged over the range: fold equity) and LBR wins its ``s_A``;
+  otherwise it calls and the stake is ``S'``, the equity ``e'`` taken against the range of hands
+  that do not fold. This is the paper's ``fp * pot + (1 - fp) * (WP * (pot + raise) - raise)``
+  written as net chips.
+
+It takes the best (ties within :data:`TIE` chips: call, then raise, then fold). In ``call_rounds`` it only checks or
+calls (PokerRL's "check/call before round r" option), which skips the costly early equities.
+
+LBR is a real strategy, so its expected winnings are a lower bound on the agent's
+exploitability: averaged over the two seats, on NashConv/2 (:mod:`bot.best_response`). A run
+plays every deal twice, LBR once in each position with the cards dealt by position
+(:func:`protocol.dealing.deal_hand`): the two halves form one duplicate observation. The agent's
+actions are drawn from the same range probabilities LBR updates with, with the match runner's
+common random numbers (:func:`bot.match.agent_rng`).
+"""
+
+from __future__ import annotations
+
+import itertools
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from math import comb
+
+import numpy as np
+from numba import njit, prange
+
+from bot.agent import Agent
+from bot.errors import PokerbotError
+from bot.infosets import card_masks
+from bot.match import agent_rng
+from bot.statistics import Estimate, estimate, pair_means
+from protocol.dealing import deal_hand
+from protocol.evaluator import hand_strength_batch
+from protocol.gamedef import UNLIMITED_STACK, Game
+from protocol.matchstate import MatchState
+from protocol.state import ACTIONS, CALL, FOLD, RAISE, State
+
+#: Utilities closer than this (chips) are ties, so rounding never decides between actions.
+TIE = 1e-9
+#: Hand evaluations per batch when computing an equity (bounds the temporary arrays: ~8 MB).
+CHUNK_ROWS = 1 << 20
+
+
+class LBRError(PokerbotError, ValueError):
+    """A game, option or agent answer LBR cannot work with."""
+
+
+@dataclass(frozen=True)
+class LBRConfig:
+    """How LBR plays: rounds where it only calls, and how it computes check-down equity."""
+
+    call_rounds: frozenset[int] = frozenset()
+    """Rounds (0 = preflop) in which LBR only checks or calls."""
+    max_enumeration: int = 4_000_000
+    """Enumerate the remaining board when runouts x range hands is at most this; else sample."""
+    runout_samples: int = 1_000
+    """Runouts drawn when enumerating is too costly (HULH preflop, FHP preflop)."""
+
+    def __post_init__(self) -> None:
+        if self.max_enumeration < 0 or self.runout_samples < 1:
+            raise LBRError("--max-enumeration must be >= 0 and --runout-samples >= 1")
+
+    def to_dict(self) -> dict:
+        return asdict(self) | {"call_rounds": sorted(self.call_rounds)}
+
+
+class PrivateHands:
+    """Every private hand of a game (rows of card codes, descending), with bit masks."""
+
+    def __init__(self, game: Game) -> None:
+        combos = list(itertools.combinations(sorted(game.deck, reverse=True), game.num_hole_cards))
+        self.cards = np.array(combos, dtype=np.int64).reshape(len(combos), game.num_hole_cards)
+        self.masks = card_masks(self.cards)
+        self._row = {frozenset(h): i for i, h in enumerate(combos)}
+
+    def __len__(self) -> int:
+        return len(self.cards)
+
+    def row(self, hand: tuple[int, ...]) -> int:
+        return self._row[frozenset(hand)]
+
+    def disjoint(self, cards: tuple[int, ...] | np.ndarray) -> np.ndarray:
+        """bool ``[H]``: hands sharing no card with ``cards``."""
+        mask = 0
+        for card in cards:
+            mask |= 1 << int(card)
+        return (self.masks & np.int64(mask)) == 0
+
+
+# -- check-down equity ----------------------------------------------------------------------
+
+
+@dataclass
+class EquityCounters:
+    """How LBR's equities were computed over a run (the sample count the method must state)."""
+
+    enumerated: int = 0
+    sampled: int = 0
+    runouts_enumerated: int = 0
+    runouts_sampled: int = 0
+
+
+def _runouts(rest: np.ndarray, missing: int, count: int | None, rng: np.random.Generator) -> np.ndarray:
+    """All ``missing``-card runouts from ``rest`` (``count`` None), or ``count`` uniform draws."""
+    if count is None:
+        return np.array(list(itertools.combinations(rest.tolist(), missing)), dtype=np.int64).reshape(-1, missing) if missing else np.zeros((1, 0), dtype=np.int64)
+    order = np.argsort(rng.random((count, len(rest))), axis=1)[:, :missing]
+    return rest[order]
+
+
+def checkdown_equity(
+    game: Game,
+    hands: PrivateHands,
+    hole: tuple[int, ...],
+    board: tuple[int, ...],
+    config: LBRConfig,
+    rng: np.random.Generator,
+    counters: EquityCounters | None = None,
+    among: np.ndarray | None = None,
+) -> np.ndarray:
+    """``[H]``: P(win) + P(tie)/2 of ``hole`` against each hand at a showdown on the rest of
+    the board, averaged over runouts missing both hands (0 for hands that hit known cards).
+
+    Given the agent's hand, every runout of the other cards is equally likely, so the equity
+    against a range is ``range @ equity``. Enumerates when runouts x hands is at most
+    ``config.max_enumeration``, else draws ``config.runout_samples`` runouts (a hand no draw
+    misses counts as even, 0.5). ``among`` (bool ``[H]``) limits the work to those hands: a
+    range only shrinks within a round, so its support at LBR's first decision of the round
+    covers every later one. Evaluation is :func:`protocol.evaluator.hand_strength_batch`.
+    """
+    known = tuple(hole) + tuple(board)
+    rest = np.array([c for c in game.deck if c not in known], dtype=np.int64)
+    missing = game.total_board_cards - len(board)
+    live = hands.disjoint(known)
+    rows = np.flatnonzero(live if among is None else live & among)
+    exact = comb(len(rest), missing) * len(rows) <= config.max_enumeration
+    runouts = _runouts(rest, missing, None if exact else config.runout_samples, rng)
+    if counters is not None:
+        if exact:
+            counters.enumerated += 1
+            counters.runouts_enumerated += len(runouts)
+        else:
+            counters.sampled += 1
+            counters.runouts_sampled += len(runouts)
+    theirs = hands.cards[rows]
+    k = game.num_hole_cards
+    score = np.zeros(len(rows))
+    count = np.zeros(len(rows))
+    step = max(1, CHUNK_ROWS // max(1, len(rows)))
+    for start in range(0, len(runouts), step):
+        part = runouts[start : start + step]
+        boards = np.concatenate([np.broadcast_to(np.array(board, dtype=np.int64), (len(part), len(board))), part], axis=1)
+        mine = hand_strength_batch(np.concatenate([np.broadcast_to(np.array(hole), (len(part), k)), boards], axis=1).astype(np.int8))
+        cards = np.empty((len(rows), len(part), k + boards.shape[1]), dtype=np.int8)
+        _fill_rows(theirs, boards, cards)
+        strength = hand_strength_batch(cards.reshape(-1, cards.shape[2])).reshape(len(rows), len(part))
+        kernel = _score_parallel if strength.size >= PARALLEL_MIN else _score_serial
+        kernel(mine, strength, card_masks(part), hands.masks[rows], score, count)
+    equity = np.zeros(len(hands))
+    equity[rows] = np.where(count > 0, score / np.maximum(count, 1), 0.5)
+    return equity
+
+
+@njit(cache=True)
+def _fill_rows(hands, boards, out):  # pragma: no cover - numba
+    """out[h, r] = hand h's cards then board r's (numpy's broadcast copy of such short rows is
+    several times slower)."""
+    k = hands.shape[1]
+    for h in range(hands.shape[0]):
+        for r in range(boards.shape[0]):
+            for j in range(k):
+                out[h, r, j] = hands[h, j]
+            for j in range(boards.shape[1]):
+                out[h, r, k + j] = boards[r, j]
+
+
+def _score(mine, strength, runout_masks, hand_masks, score, count):  # pragma: no cover - numba
+    """score[h] += wins + ties/2 of ``mine[r]`` over ``strength[h, r]`` on the runouts r that
+    miss hand h's cards; count[h] += how many runouts that is."""
+    for h in prange(strength.shape[0]):
+        won = 0.0
+        seen = 0
+        for r in range(strength.shape[1]):
+            if runout_masks[r] & hand_masks[h] == 0:
+                seen += 1
+                if mine[r] > strength[h, r]:
+                    won += 1.0
+                elif mine[r] == strength[h, r]:
+                    won += 0.5
+        score[h] += won
+        count[h] += seen
+
+
+#: Compiled twice: threads pay off only on large blocks (flop and turn equities in hold'em).
+_score_serial = njit(cache=True)(_score)
+_score_parallel = njit(cache=True, parallel=True)(_score)
+#: Hand evaluations from which the threaded kernel is used.
+PARALLEL_MIN = 1 << 15
+
+
+# -- one decision -----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Choice:
+    """LBR's action and the check-down utilities (net chips) it compared; None = illegal."""
+
+    action: str
+    fold: float | None
+    call: float
+    raise_: float | None
+
+
+def choose(state: State, responder: int, weights: np.ndarray, equity: np.ndarray,
+           fold_after_raise: np.ndarray | None) -> Choice:
+    """Lisy & Bowling's rule at ``responder``'s turn: ``weights`` is the agent's range ``[H]``,
+    ``equity`` LBR's check-down equity per hand, ``fold_after_raise`` the agent's fold
+    probability per hand after LBR raises (None when raising is not considered)."""
+    opponent = 1 - responder
+    p = weights / weights.sum()
+    call = state.max_spent * (2.0 * float(p @ equity) - 1.0)
+    fold = -float(state.spent[responder]) if state.can_fold() else None
+    raise_ = None
+    if fold_after_raise is not None:
+        folds = float(p @ fold_after_raise)
+        stays = p * (1.0 - fold_after_raise)
+        called = 0.0
+        if stays.sum() > 0:
+            called = state.raise_to_amount() * (2.0 * float(stays @ equity) / float(stays.sum()) - 1.0)
+        raise_ = folds * state.spent[opponent] + (1.0 - folds) * called
+    action, best = CALL, call
+    if raise_ is not None and raise_ > best + TIE:
+        action, best = RAISE, raise_
+    if fold is not None and fold > best + TIE:
+        action = FOLD
+    return Choice(action, fold, call, raise_)
+
+
+def agent_view(game: Game, state: State, position: int, hole: tuple[int, ...],
+               board: tuple[int, ...], hand_number: int) -> MatchState:
+    """The agent's view at ``state``: its hole cards ``hole`` (range queries replace them),
+    the board of the rounds so far, the other player's cards unknown."""
+    rounds = tuple(
+        tuple(board[game.board_cards_through(r - 1) : game.board_cards_through(r)]) for r in range(1, state.round + 1)
+    )
+    holes = tuple(tuple(hole) if p == position else () for p in range(game.num_players))
+    return MatchState(position, hand_number, state.betting_string(), holes, rounds)
+
+
+class Responder:
+    """LBR's queries and decisions against one agent; shared by the sampled runner and the
+    exact evaluator (:mod:`bot.lbr_exact`), so both play exactly the same strategy."""
+
+    def __init__(self, game: Game, agent: Agent, config: LBRConfig = LBRConfig()) -> None:
+        check_game(game)
+        self.game, self.agent, self.config = game, agent, config
+        self.hands = PrivateHands(game)
+        self.counters = EquityCounters()
+        self.agent_queries = 0
+        self.hands_queried = 0
+
+    def agent_probabilities(self, state: State, weights: np.ndarray, board: tuple[int, ...],
+                            hand_number: int, hole: tuple[int, ...] | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """(support, ``[len(support), 3]``): the agent's action probabilities for every hand
+        of its range (``weights > 0``) at ``state``; ``hole`` fills its view (default: the
+        first hand of the support)."""
+        support = np.flatnonzero(weights > 0)
+        position = state.actor
+        assert position is not None
+        if hole is None:
+            hole = tuple(int(c) for c in self.hands.cards[support[0]])
+        view = agent_view(self.game, state, position, hole, board, hand_number)
+        probabilities = np.asarray(self.agent.range_probabilities(view, self.hands.cards[support]), dtype=np.float64)
+        self.agent_queries += 1
+        self.hands_queried += len(support)
+        if probabilities.shape != (len(support), len(ACTIONS)) or not np.all(np.isfinite(probabilities)) or (probabilities < 0).any():
+            raise LBRError(f"agent {self.agent.name}: range_probabilities gave an invalid array of shape {probabilities.shape} at {view.betting!r}")
+        return support, probabilities
+
+    def decide(self, state: State, weights: np.ndarray, board: tuple[int, ...], hand_number: int,
+               equities: EquityMemo) -> Choice:
+        """LBR's choice at its turn in ``state`` against the range ``weights``."""
+        responder = state.actor
+        assert responder is not None
+        if state.round in self.config.call_rounds:
+            return Choice(CALL, None, 0.0, None)
+        fold_after = None
+        if state.can_raise():
+            after = state.copy()
+            after.bet_or_raise()
+            support, probabilities = self.agent_probabilities(after, weights, board, hand_number)
+            fold_after = np.zeros(len(weights))
+            fold_after[support] = probabilities[:, ACTIONS.index(FOLD)]
+        return choose(state, responder, weights, equities(board, weights > 0), fold_after)
+
+    # -- one sampled hand -------------------------------------------------------------------
+    def play(self, seed: int, deal: int, responder: int) -> float:
+        """LBR's net chips in deal ``deal`` sitting in position ``responder``."""
+        game = self.game
+        holes, board = deal_hand(game, seed, deal)
+        state = State(game, holes, board)
+        opponent = 1 - responder
+        rng = agent_rng(seed, deal, opponent)
+        weights = self.hands.disjoint(holes[responder]).astype(np.float64)
+        true_row = self.hands.row(holes[opponent])
+        seen, equities = 0, EquityMemo(self, holes[responder], np.random.default_rng([seed, deal, 2 + responder]))
+        self.agent.begin_hand(agent_view(game, state, opponent, holes[opponent], (), deal))
+        while not state.is_finished:
+            visible = state.visible_board()
+            if len(visible) > seen:
+                weights *= self.hands.disjoint(visible[seen:])
+                seen = len(visible)
+            if state.actor == opponent:
+                support, probabilities = self.agent_probabilities(state, weights, visible, deal, holes[opponent])
+                row = probabilities[np.searchsorted(support, true_row)]
+                kinds = np.flatnonzero(row > 0)
+                action = int(kinds[rng.choice(len(kinds), p=row[kinds] / row[kinds].sum())])
+                weights[support] *= probabilities[:, action]
+                weights /= weights.sum()
+                state.apply(ACTIONS[action])
+            else:
+                state.apply(self.decide(state, weights, visible, deal, equities).action)
+        final = agent_view(game, state, opponent, holes[opponent], state.visible_board(), deal)
+        if state.is_showdown:
+            final = MatchState(final.position, deal, final.betting, tuple(holes), final.board)
+        self.agent.end_hand(final)
+        return float(state.payoffs()[responder])
+
+
+class EquityMemo:
+    """LBR's check-down equities for one hole-card holding, computed once per board.
+
+    With ``restrict`` only the hands of the range at the first request on a board are computed
+    (exact for the rest of the round, since ranges only shrink within a round); the exact
+    evaluator turns it off because it reaches one board along many betting paths."""
+
+    def __init__(self, responder: Responder, hole: tuple[int, ...], rng: np.random.Generator,
+                 restrict: bool = True) -> None:
+        self.responder, self.hole, self.rng, self.restrict = responder, tuple(hole), rng, restrict
+        self.values: dict[tuple[int, ...], np.ndarray] = {}
+
+    def __call__(self, board: tuple[int, ...], among: np.ndarray) -> np.ndarray:
+        if board not in self.values:
+            lbr = self.responder
+            self.values[board] = checkdown_equity(lbr.game, lbr.hands, self.hole, board, lbr.config, self.rng,
+                                                  lbr.counters, among if self.restrict else None)
+        return self.values[board]
+
+
+def check_game(game: Game) -> None:
+    if game.num_players != 2 or not game.is_limit:
+        raise LBRError(f"{game.name}: LBR is implemented for two-player limit games")
+    if any(s != UNLIMITED_STACK for s in game.stack):
+        raise LBRError(f"{game.name}: LBR's check-down values assume no stack limits")
+    if game.num_hole_cards + game.total_board_cards > 7:
+        raise LBRError(f"{game.name}: showdowns of more than 7 cards are not supported")
+
+
+# -- a run ------------------------------------------------------------------------------------
+
+
+@dataclass
+class LBRResult:
+    """LBR's chips per deal in each position (column = LBR's position), and the run's facts."""
+
+    game: Game
+    agent_name: str
+    seed: int
+    config: LBRConfig
+    chips: list[tuple[float, float]] = field(default_factory=list)
+    counters: EquityCounters = field(default_factory=EquityCounters)
+    agent_queries: int = 0
+    hands_queried: int = 0
+    seconds: float = 0.0
+    interrupted: bool = False
+
+    @property
+    def deals(self) -> int:
+        return len(self.chips)
+
+    def mbb(self) -> np.ndarray:
+        return 1000.0 * np.array(self.chips, dtype=float).reshape(-1, 2) / self.game.big_blind
+
+    def seat(self, position: int) -> Estimate:
+        """LBR's mbb/g in one position (a lower bound on that seat's best-response value)."""
+        return estimate(self.mbb()[:, position])
+
+    def overall(self) -> Estimate:
+        """Mean over both positions, one duplicate pair per deal: a lower bound on the
+        agent's exploitability (NashConv/2)."""
+        values = self.mbb()
+        return estimate(pair_means(values[:, 0], values[:, 1]))
+
+    def to_dict(self) -> dict:
+        seats = {}
+        if self.deals:
+            seats = {"overall": self.overall().to_dict(), "position_0": self.seat(0).to_dict(), "position_1": self.seat(1).to_dict()}
+        return {
+            "game": self.game.name, "agent": self.agent_name, "seed": self.seed, "config": self.config.to_dict(),
+            "deals": self.deals, "hands_per_seat": self.deals, "unit": "mbb/g",
+            "meaning": "LBR's winnings: a lower bound on the agent's exploitability (NashConv/2 for overall)",
+            "estimates": seats, "equity": asdict(self.counters), "agent_queries": self.agent_queries,
+            "hands_queried": self.hands_queried, "seconds": self.seconds, "interrupted": self.interrupted,
+            "chips": [list(pair) for pair in self.chips],
+        }
+
+
+def run_lbr(game: Game, agent: Agent, deals: int, seed: int, config: LBRConfig = LBRConfig(),
+            result: LBRResult | None = None, progress: Callable[[int], None] | None = None) -> LBRResult:
+    """Play deals ``result.deals .. deals - 1`` (continuing ``result`` when given), each with
+    LBR in position 0 and then 1. Ctrl-C stops after the last whole deal (``interrupted``)."""
+    responder = Responder(game, agent, config)
+    if result is None:
+        result = LBRResult(game, agent.name, seed, config)
+    responder.counters = result.counters
+    started = time.perf_counter()
+    try:
+        for deal in range(result.deals, deals):
+            pair = (responder.play(seed, deal, 0), responder.play(seed, deal, 1))
+            result.chips.append(pair)
+            if progress is not None:
+                progress(1)
+    except KeyboardInterrupt:
+        result.interrupted = True
+    result.agent_queries += responder.agent_queries
+    result.hands_queried += responder.hands_queried
+    result.seconds += time.perf_counter() - started
+    return result

@@ -1,0 +1,104 @@
+"""File helpers every package shares: atomic writes, checksums, the cache directory, and
+confining a manifest's relative paths to its folder.
+
+Atomic write follows Stable-Baselines3's ``save_util`` habit (and POSIX ``rename(2)``'s
+guarantee): write a temporary file beside the target, ``fsync`` it, rename it onto the target,
+then ``fsync`` the directory, so a reader (or a resume after a kill) sees the old file or the new
+one, never half of one. Temporary names carry the process and thread id, so concurrent writers
+of the same cache file (the evaluator tables, abstraction features) do not collide.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import threading
+from collections.abc import Callable
+from pathlib import Path
+from typing import BinaryIO
+
+from protocol.errors import CorruptFileError, PokerbotError
+
+
+class OutputPathError(PokerbotError, OSError):
+    """An output file the user named that cannot be written (missing folder, no permission)."""
+
+
+def output_error(path: object, error: OSError) -> OutputPathError:
+    """The one-line error for an ``OSError`` raised while writing the user's ``path``."""
+    return OutputPathError(f"{path}: cannot write ({error.strerror or error})")
+
+
+def cache_dir() -> Path:
+    """Where cached tables live: ``$POKERBOT_CACHE`` or ``~/.cache/pokerbot``."""
+    env = os.environ.get("POKERBOT_CACHE")
+    return Path(env) if env else Path.home() / ".cache" / "pokerbot"
+
+
+def fsync_dir(path: Path) -> None:
+    """Make a rename inside ``path`` durable."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def temporary_name(path: Path) -> Path:
+    """A temporary file beside ``path``, unique to this process and thread."""
+    return path.with_name(f"{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
+
+
+def atomic_write(path: Path, write: Callable[[BinaryIO], object]) -> None:
+    """Call ``write(handle)`` on a temporary binary file beside ``path`` (its folder is created),
+    fsync it and rename it onto ``path``; on any error the temporary file is removed."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = temporary_name(path)
+    try:
+        with open(tmp, "wb") as handle:
+            write(handle)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    fsync_dir(path.parent)
+
+
+def atomic_write_bytes(path: Path, data: bytes) -> None:
+    atomic_write(path, lambda handle: handle.write(data))
+
+
+def atomic_write_text(path: Path, text: str) -> None:
+    atomic_write(path, lambda handle: handle.write(text.encode()))
+
+
+def sha256_file(path: Path) -> str:
+    """Hex sha256 of a file's bytes (read in 1 MiB blocks)."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def confined(root: Path, relative: str) -> Path:
+    """``root / relative`` for a path a manifest names, refused (one-line error) when it is
+    absolute or climbs out of ``root`` (``../``, or a symlink pointing outside)."""
+    if not isinstance(relative, str) or not relative or Path(relative).is_absolute() or "\\" in relative:
+        raise CorruptFileError(f"{root}: file path {relative!r} must be relative to the bundle folder")
+    target = (root / relative).resolve()
+    if not target.is_relative_to(root.resolve()):
+        raise CorruptFileError(f"{root}: file path {relative!r} leaves the bundle folder")
+    return root / relative
+
+
+def verify_sha256(path: Path, expected: str) -> None:
+    """One-line :class:`CorruptFileError` naming ``path`` when it is missing or its sha256
+    differs from ``expected`` (a truncated, bit-flipped or replaced file)."""
+    if not path.is_file():
+        raise CorruptFileError(f"{path}: missing (the manifest lists it)")
+    if sha256_file(path) != expected:
+        raise CorruptFileError(f"{path}: checksum mismatch (the file is damaged or was changed after it was written)")

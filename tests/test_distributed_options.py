@@ -1,0 +1,46 @@
+"""``--workers`` / ``--ray-address`` checks that need no Ray: defaults, bad values, Ray missing."""
+
+from __future__ import annotations
+
+import sys
+
+import pytest
+from click.testing import CliRunner
+
+from bot.cli import main as pokerbot
+from training import distributed
+
+
+def test_one_worker_is_the_single_process_path() -> None:
+    assert distributed.Cluster.from_options({}) == distributed.Cluster(1, None)
+    assert not distributed.Cluster.from_options({"workers": 1}).distributed
+    assert distributed.Cluster.from_options({"workers": None, "ray_address": "10.0.0.5:6379"}).distributed
+
+
+def test_shares_cover_the_total_in_contiguous_near_equal_parts() -> None:
+    for total, parts in ((10, 3), (5, 8), (100_000, 16), (0, 2)):
+        split = distributed.shares(total, parts)
+        assert sum(count for _start, count in split) == total and len(split) == parts
+        assert [start for start, _count in split] == [sum(c for _s, c in split[:i]) for i in range(parts)]
+        assert max(c for _s, c in split) - min(c for _s, c in split) <= 1
+
+
+def test_workers_without_ray_is_a_one_line_error(monkeypatch, tmp_path) -> None:
+    monkeypatch.setitem(sys.modules, "ray", None)  # import ray -> ImportError, as when not installed
+    with pytest.raises(distributed.WorkerError, match=r'pip install "pokerbot\[ray\]"'):
+        distributed.Cluster.from_options({"workers": 2})
+    result = CliRunner().invoke(pokerbot, ["train", "--algo", "sd-cfr", "--game", "kuhn", "--workers", "2",
+                                           "--out", str(tmp_path / "r")])
+    assert result.exit_code == 2 and 'pip install "pokerbot[ray]"' in result.output
+    assert len(result.output.strip().splitlines()) == 1, result.output
+    assert not (tmp_path / "r").exists()  # refused before a run directory was created
+
+
+def test_bad_worker_options_are_one_line_errors(tmp_path) -> None:
+    runner = CliRunner()
+    result = runner.invoke(pokerbot, ["train", "--algo", "sd-cfr", "--game", "kuhn", "--workers", "0",
+                                      "--out", str(tmp_path / "r")])
+    assert result.exit_code == 2 and "--workers 0: must be at least 1" in result.output
+    result = runner.invoke(pokerbot, ["train", "--algo", "nfsp", "--game", "kuhn", "--workers", "2",
+                                      "--out", str(tmp_path / "n")])
+    assert result.exit_code == 2 and "not nfsp" in result.output

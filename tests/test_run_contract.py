@@ -1,0 +1,153 @@
+"""The run contract (training/run.py): one resolver, validation before anything is created,
+explicit resume rules, one device resolution, one interrupt policy, checkpoints by time."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from click.testing import CliRunner
+
+from bot.cli import main
+from bot.commands.train import ALGORITHM_NAMES
+from bot.errors import ConfigError
+from protocol.gamedef import load_game
+from training.run import (
+    ALGORITHMS,
+    CheckpointClock,
+    load_trainer,
+    parse_duration,
+    resolve_new,
+    resolve_resume,
+    shipped_alias,
+)
+from training.rundir import RunDir
+
+
+def invoke(*args: str):
+    return CliRunner().invoke(main, list(args))
+
+
+def test_train_help_lists_every_algorithm_and_no_internal_text() -> None:
+    assert sorted(ALGORITHM_NAMES) == sorted(ALGORITHMS)
+    result = invoke("train", "--help")
+    assert result.exit_code == 0
+    assert "Options left out are None" not in result.output and "resolves them" not in result.output
+    flat = " ".join(result.output.split()).replace("- ", "-")  # click may wrap after a hyphen
+    assert "Training algorithm: abstraction, deep-cfr, dream, nfsp, os-sd-cfr, sd-cfr." in flat
+
+
+@pytest.mark.parametrize("algo", ["sd-cfr", "nfsp"])
+def test_a_typo_in_game_creates_nothing(tmp_path, algo: str) -> None:
+    out = tmp_path / "run"
+    result = invoke("train", "--algo", algo, "--game", "hodlem", "--out", str(out))
+    assert result.exit_code == 2 and "hodlem" in result.output
+    assert len(result.output.strip().splitlines()) == 1
+    assert not out.exists()
+
+
+def test_unknown_keys_and_flags_that_do_not_apply_are_named(tmp_path) -> None:
+    toml = tmp_path / "c.toml"
+    toml.write_text("widht = 3\nsgd_stepz = 1\n")
+    with pytest.raises(ConfigError, match="unknown sd-cfr config key\\(s\\) sgd_stepz, widht"):
+        resolve_new(load_trainer("sd-cfr"), {"game": "kuhn", "config_path": str(toml)})
+    with pytest.raises(ConfigError, match="--size does not apply to --algo sd-cfr"):
+        resolve_new(load_trainer("sd-cfr"), {"game": "kuhn", "size": "3e6"})
+    with pytest.raises(ConfigError, match="--traversals does not apply to --algo abstraction"):
+        resolve_new(load_trainer("abstraction"), {"game": "leduc", "size": "lossless", "traversals": 3})
+
+
+def test_precedence_is_the_same_for_every_algorithm(tmp_path) -> None:
+    toml = tmp_path / "c.toml"
+    toml.write_text("seed = 5\nwidth = 24\n")
+    for algo, iterations_field in (("sd-cfr", "iterations"), ("nfsp", "steps"), ("dream", "iterations")):
+        trainer = load_trainer(algo)
+        config = resolve_new(trainer, {"game": "kuhn", "config_path": str(toml), "seed": 9, "iterations": 3}).config
+        assert (config.seed, config.width, getattr(config, iterations_field)) == (9, 24, 3)  # flag > file
+        preset = trainer.presets["kuhn"]
+        assert config.batch_size == preset["batch_size"]  # the preset fills what neither sets
+        assert config.time_budget is None
+
+
+def test_time_budget_is_seconds_everywhere() -> None:
+    for algo in ("deep-cfr", "nfsp", "abstraction"):
+        options = {"game": "leduc", "time_budget": "1h30m"} | ({"size": "lossless"} if algo == "abstraction" else {})
+        assert resolve_new(load_trainer(algo), options).config.time_budget == 5400.0
+    assert parse_duration(0) is None and parse_duration("90s") == 90.0 and parse_duration(12.5) == 12.5
+    with pytest.raises(ConfigError, match="time budget 'soon'"):
+        parse_duration("soon")
+
+
+def test_a_gamedef_path_does_not_get_leducs_preset(tmp_path) -> None:
+    text = load_game("leduc").to_text().replace("numRanks = 3", "numRanks = 4")
+    assert text != load_game("leduc").to_text()
+    path = tmp_path / "leduc4.game"
+    path.write_text(text)
+    resolved = resolve_new(load_trainer("nfsp"), {"game": str(path)})
+    assert resolved.config.width == 64 and not resolved.config.fused  # the defaults, not LEDUC_TUNED
+    assert any("not a shipped game" in note for note in resolved.notes)
+    # a copy of a shipped game's rules under another name still gets that game's preset
+    same = tmp_path / "my_leduc.game"
+    same.write_text(load_game("leduc").to_text())
+    assert shipped_alias(load_game(str(same))) == "leduc"
+    assert resolve_new(load_trainer("nfsp"), {"game": str(same)}).config.fused
+
+
+def test_nfsp_leduc_on_a_cuda_machine_turns_fused_off_with_a_note(monkeypatch) -> None:
+    """The Leduc preset's CPU-only ``fused`` is turned off when ``--device auto`` resolves to cuda
+    (it used to make ``pokerbot train --algo nfsp --game leduc`` fail on any CUDA machine)."""
+    import torch
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    resolved = resolve_new(load_trainer("nfsp"), {"game": "leduc"})
+    assert resolved.config.device == "auto" and resolved.config.fused is False
+    assert resolved.notes == ("fused = False: fused = True runs on the CPU only and the device is cuda",)
+    deep = resolve_new(load_trainer("sd-cfr"), {"game": "leduc", "config_path": None})
+    assert deep.config.fit_backend == "auto"  # auto picks torch on cuda by itself: nothing to turn off
+
+
+def test_resume_changes_only_what_it_may(tmp_path) -> None:
+    out = tmp_path / "run"
+    result = invoke("train", "--algo", "nfsp", "--game", "kuhn", "--iterations", "20", "--seed", "3", "--out", str(out))
+    assert result.exit_code == 0, result.output
+    assert json.loads((out / "run.json").read_text()) == {"format": 1, "algo": "nfsp"}
+    trainer = load_trainer("nfsp")
+    run = RunDir.open(out)
+    for flag, value in (("seed", 4), ("game", "leduc")):
+        with pytest.raises(ConfigError, match=f"--{flag} cannot change a run on --resume"):
+            resolve_resume(trainer, run, {flag: value})
+    with pytest.raises(ConfigError, match="--config cannot change a run"):
+        resolve_resume(trainer, run, {"config_path": "x.toml"})
+    config = resolve_resume(trainer, run, {"iterations": 40, "time_budget": "2m", "threads": 1}).config
+    assert (config.steps, config.time_budget, config.seed) == (40, 120.0, 3)
+    wrong = invoke("train", "--algo", "sd-cfr", "--resume", str(out))
+    assert wrong.exit_code == 2 and "is a nfsp run; resume it with --algo nfsp" in wrong.output
+
+
+def test_resume_never_restarts_a_run_silently(tmp_path) -> None:
+    out = tmp_path / "run"
+    args = ("train", "--algo", "sd-cfr", "--game", "kuhn", "--iterations", "2", "--traversals", "50", "--threads", "1")
+    assert invoke(*args, "--out", str(out)).exit_code == 0
+    before = (out / "metrics.jsonl").read_text()
+    for name in ("checkpoint", "checkpoint.old"):
+        if (out / name / "COMPLETE").exists():
+            (out / name / "COMPLETE").unlink()
+    result = invoke("train", "--algo", "sd-cfr", "--resume", str(out), "--iterations", "3")
+    assert result.exit_code == 2 and "COMPLETE missing" in result.output and "--force" in result.output
+    assert (out / "metrics.jsonl").read_text() == before  # nothing rewritten
+    forced = invoke("train", "--algo", "sd-cfr", "--resume", str(out), "--iterations", "3", "--force")
+    assert forced.exit_code == 0, forced.output
+    assert [r["iteration"] for r in RunDir.open(out).read_metrics()] == [1, 2, 3]
+
+
+def test_checkpoint_clock_by_count_or_time(monkeypatch) -> None:
+    now = [100.0]
+    monkeypatch.setattr("training.run.time.monotonic", lambda: now[0])
+    clock = CheckpointClock(every_steps=1000, every_seconds=60.0)
+    assert not clock.due(10)
+    assert clock.due(1000)
+    now[0] += 61.0
+    assert clock.due(11)  # a minute passed: due although 11 is no multiple of 1000
+    clock.saved()
+    assert not clock.due(12)
+    assert not CheckpointClock(1000, 0.0).due(12)  # 0 seconds: by count only

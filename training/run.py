@@ -1,0 +1,363 @@
+"""The run contract every trainer follows (``pokerbot train --algo ...``).
+
+One resolver turns the command's options into an algorithm's frozen config dataclass, the same
+way for every algorithm:
+
+* **Precedence**: the game's preset < the ``--config`` TOML file < explicit flags. A preset is
+  used only when the game *is* one of the shipped games (by its rules, so the ACPC's own
+  ``holdem.limit.2p.reverse_blinds.game`` counts); any other gamedef starts from the config
+  class's defaults, and the run records that as a note.
+* **Errors before anything is created**: an unknown game, an unknown TOML key, a flag that does
+  not apply to the algorithm and a bad value are one-line :class:`~bot.errors.ConfigError`\\ s
+  naming them, raised before the run directory exists.
+* **Resume**: ``--resume RUN`` keeps the run's ``config.toml``; only the fields in the
+  algorithm's ``resumable`` set may be changed by flags (more iterations, a new time budget,
+  another device or thread count); any other flag, and ``--config``, is refused by name.
+* **Shared field types**: ``time_budget`` is seconds (``None`` = no limit; the flag takes
+  ``90s``/``10m``/``2h``/``1h30m``, and old run directories' strings are converted);
+  ``threads`` 0 = all cores; ``device`` ``auto`` = cuda when torch sees one. Options that run
+  on the CPU only (NFSP's ``fused``, Deep CFR's ``fit_backend = fused``) are turned off when the
+  device resolves to cuda, with a note, rather than refused.
+* **One interrupt policy** (:class:`StopRequest`): the first Ctrl-C or SIGTERM finishes the step
+  in progress, checkpoints, writes the policy and exits 0 with the command that continues the
+  run; a second one abandons the step (the last checkpoint stands).
+* **Checkpoints by time or count**, whichever comes first (:class:`CheckpointClock`).
+
+Checkpoint integrity (format number, sha256 of every file, the previous checkpoint kept as a
+fallback) is :mod:`training.rundir`'s job; the policy bundle is :mod:`bot.bundle`'s.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib
+import os
+import re
+import signal
+import sys
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import FrameType
+from typing import Any, Protocol
+
+from bot.errors import ConfigError, PokerbotError
+from protocol.gamedef import GAME_ALIASES, Game, load_game
+from training import distributed
+from training.rundir import RunDir, read_toml
+
+#: ``--algo`` -> the module whose ``TRAINER`` attribute describes it.
+ALGORITHMS: dict[str, str] = {
+    "nfsp": "training.nfsp_run",
+    "deep-cfr": "training.deep_cfr",
+    "sd-cfr": "training.deep_cfr",
+    "dream": "training.dream",
+    "os-sd-cfr": "training.dream",
+    "abstraction": "training.abstraction.run",
+}
+
+#: Algorithms whose work ``--workers``/``--ray-address`` spread over Ray actors
+#: (:mod:`training.distributed`); the others run in one process.
+DISTRIBUTED_ALGOS = ("deep-cfr", "sd-cfr", "abstraction")
+
+#: ``pokerbot train`` options that map onto config fields (the rest steer the command itself).
+CONFIG_FLAGS = ("game", "iterations", "traversals", "time_budget", "seed", "device", "threads", "size", "preset")
+
+
+class Train(Protocol):
+    """An algorithm's training entry point: run (or continue) ``config`` in ``run``."""
+
+    def __call__(self, config: Any, run: RunDir, resume: bool, stop: StopRequest, force: bool = False) -> Any: ...
+
+
+@dataclass(frozen=True)
+class Trainer:
+    """What the contract needs to know about one training algorithm."""
+
+    algo: str
+    """The ``--algo`` name."""
+    config_class: type
+    """The frozen dataclass of the run's settings (validated in ``__post_init__``)."""
+    flags: Mapping[str, str]
+    """``pokerbot train`` option -> config field, for the options that apply to this algorithm."""
+    resumable: frozenset[str]
+    """Config fields that ``--resume`` may change; every other field is fixed by the run."""
+    presets: Mapping[str, dict[str, Any]]
+    """Settings per shipped game alias (kuhn, leduc, fhp, holdem)."""
+    train: Train
+    """Runs or continues the config in a run directory (``force``: a run with no usable
+    checkpoint starts over instead of stopping with an error)."""
+    prepare: Callable[[dict[str, Any], dict[str, Any]], dict[str, Any]] | None = None
+    """``(values, options) -> values`` for fields that are not plain flags (abstraction: the
+    ``--game``/``--size`` pair becomes the abstraction's name)."""
+    cpu_only: Mapping[str, tuple[Any, Any]] = field(default_factory=dict)
+    """field -> (value that needs the CPU, value used instead on cuda)."""
+
+
+def load_trainer(algo: str) -> Trainer:
+    """The :class:`Trainer` of an ``--algo`` name (imports the algorithm lazily: torch loads here)."""
+    if algo not in ALGORITHMS:
+        raise ConfigError(f"unknown --algo {algo!r}; known: {', '.join(sorted(ALGORITHMS))}")
+    trainers: dict[str, Trainer] = importlib.import_module(ALGORITHMS[algo]).TRAINERS
+    return trainers[algo]
+
+
+# -- field types ---------------------------------------------------------------------------------
+
+def parse_duration(text: str | float | int | None) -> float | None:
+    """Seconds in ``90``, ``90s``, ``10m``, ``2h`` or ``1h30m`` (numbers are seconds already);
+    None, 0 and negative numbers mean no limit (None)."""
+    if text is None:
+        return None
+    if isinstance(text, int | float) and not isinstance(text, bool):
+        return float(text) if text > 0 else None
+    parts = re.fullmatch(r"\s*(?:(\d+(?:\.\d+)?)h)?\s*(?:(\d+(?:\.\d+)?)m)?\s*(?:(\d+(?:\.\d+)?)s?)?\s*", str(text))
+    if not parts or not any(parts.groups()):
+        raise ConfigError(f"time budget {text!r}: use e.g. 90s, 10m, 2h or 1h30m")
+    hours, minutes, seconds = (float(g) if g else 0.0 for g in parts.groups())
+    total = hours * 3600 + minutes * 60 + seconds
+    return total if total > 0 else None
+
+
+DEVICES = ("auto", "cpu", "cuda")
+
+
+def resolve_device(requested: str) -> str:
+    """``cpu`` or ``cuda``: ``auto`` is cuda when torch sees a device; ``cuda`` without one is
+    a one-line error."""
+    if requested not in DEVICES:
+        raise ConfigError(f"device must be one of {', '.join(DEVICES)}, got {requested!r}")
+    import torch
+
+    if requested == "cuda" and not torch.cuda.is_available():
+        raise ConfigError("--device cuda: no CUDA device is available to torch here")
+    if requested == "auto":
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    return requested
+
+
+def runs_on_cpu(requested: str) -> bool:
+    """Whether ``device`` (auto/cpu/cuda) means the CPU here, without failing for a ``cuda``
+    that is not available (so a CPU-only option is named before the missing device)."""
+    if requested not in DEVICES:
+        raise ConfigError(f"device must be one of {', '.join(DEVICES)}, got {requested!r}")
+    return requested == "cpu" or (requested == "auto" and resolve_device("auto") == "cpu")
+
+
+def worker_threads(threads: int) -> int:
+    """The ``threads`` setting as a count: 0 = all cores."""
+    if threads < 0:
+        raise ConfigError(f"threads must be 0 (all cores) or positive, got {threads}")
+    return threads or os.cpu_count() or 1
+
+
+def shipped_alias(game: Game) -> str | None:
+    """kuhn / leduc / fhp / holdem when ``game`` has that shipped game's rules, else None."""
+    for alias, stem in GAME_ALIASES.items():
+        shipped = load_game(stem)
+        if dataclasses.replace(shipped, name="") == dataclasses.replace(game, name=""):
+            return "holdem" if alias == "hulh" else alias
+    return None
+
+
+# -- resolution ----------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Resolved:
+    """A resolved config and the notes about how it was reached (saved with the run)."""
+
+    config: Any
+    notes: tuple[str, ...] = ()
+
+
+def _given(options: Mapping[str, Any]) -> dict[str, Any]:
+    return {name: options[name] for name in CONFIG_FLAGS if options.get(name) is not None}
+
+
+def _field_names(config_class: type) -> set[str]:
+    return {f.name for f in dataclasses.fields(config_class)}
+
+
+def _flag(name: str) -> str:
+    return "--" + name.replace("_", "-")
+
+
+def build_config(trainer: Trainer, values: dict[str, Any], device_notes: bool = True) -> Resolved:
+    """The config from ``values`` (names checked, shared field types converted, CPU-only options
+    turned off on cuda with a note)."""
+    known = _field_names(trainer.config_class)
+    unknown = sorted(set(values) - known)
+    if unknown:
+        raise ConfigError(f"unknown {trainer.algo} config key(s) {', '.join(unknown)}; known: {', '.join(sorted(known))}")
+    values = dict(values)
+    notes: list[str] = []
+    if "time_budget" in values:
+        values["time_budget"] = parse_duration(values["time_budget"])
+    if trainer.cpu_only and device_notes:
+        default = {f.name: f.default for f in dataclasses.fields(trainer.config_class)}.get("device", "cpu")
+        device = resolve_device(str(values.get("device", default)))
+        if device != "cpu":
+            for name, (cpu_value, other) in trainer.cpu_only.items():
+                if values.get(name) == cpu_value:
+                    values[name] = other
+                    notes.append(f"{name} = {other!r}: {name} = {cpu_value!r} runs on the CPU only and the device is {device}")
+    try:
+        return Resolved(trainer.config_class(**values), tuple(notes))
+    except TypeError as error:  # a TOML value of the wrong type reaching a comparison
+        raise ConfigError(f"{trainer.algo} config: {error}") from None
+
+
+def resolve_new(trainer: Trainer, options: Mapping[str, Any]) -> Resolved:
+    """A new run's config: preset < ``--config`` TOML < flags (see the module docstring)."""
+    given = _given(options)
+    stray = sorted(set(given) - set(trainer.flags) - {"game"})
+    if stray:
+        raise ConfigError(f"{', '.join(_flag(s) for s in stray)} does not apply to --algo {trainer.algo}")
+    from_file: dict[str, Any] = {}
+    config_path = options.get("config_path")
+    if config_path:
+        from_file = read_toml(Path(config_path))
+    known = _field_names(trainer.config_class)
+    if "game" in known or "game" in from_file:
+        file_game = from_file.get("game")
+        game_name = str(given.get("game") or file_game or "leduc")
+        if file_game is not None and given.get("game") is not None and str(file_game) != game_name:
+            raise ConfigError(f"{config_path} is for game {file_game!r} but --game is {game_name!r}; "
+                              f"pass --game {file_game} or leave --game out")
+    else:
+        game_name = str(given.get("game") or "leduc")
+    game = load_game(game_name)  # an unknown game or bad gamedef fails here, before any directory
+    alias = shipped_alias(game)
+    notes: list[str] = []
+    values: dict[str, Any] = {}
+    if alias is not None:
+        values.update(trainer.presets.get(alias, {}))
+    else:
+        notes.append(f"{game.name} is not a shipped game: no tuned preset, the {trainer.algo} defaults apply")
+    if "game" in known:
+        values["game"] = game_name
+    values.update(from_file)
+    for option, value in given.items():
+        if option in trainer.flags:
+            values[trainer.flags[option]] = value
+    if trainer.prepare is not None:
+        values = trainer.prepare(values, dict(options))
+    resolved = build_config(trainer, values)
+    return Resolved(resolved.config, tuple(notes) + resolved.notes)
+
+
+def resolve_resume(trainer: Trainer, run: RunDir, options: Mapping[str, Any]) -> Resolved:
+    """The config of a run being continued: its ``config.toml`` with the resumable flags applied."""
+    if options.get("config_path"):
+        raise ConfigError("--config cannot change a run on --resume (its config.toml is kept)")
+    given = _given(options)
+    refused = sorted(option for option in given
+                     if option not in trainer.flags or trainer.flags[option] not in trainer.resumable)
+    if refused:
+        allowed = sorted(_flag(o) for o, f in trainer.flags.items() if f in trainer.resumable)
+        raise ConfigError(f"{', '.join(_flag(r) for r in refused)} cannot change a run on --resume "
+                          f"(its config.toml is kept; --resume takes {', '.join(allowed)})")
+    values = run.config() | {trainer.flags[option]: value for option, value in given.items()}
+    return build_config(trainer, values)
+
+
+# -- interrupts and checkpoint timing ------------------------------------------------------------
+
+class StopRequest:
+    """SIGINT/SIGTERM policy shared by every trainer: the first signal sets :attr:`requested`
+    (the loop finishes its step, checkpoints and returns); the second restores the default
+    handlers and raises ``KeyboardInterrupt`` (the step is abandoned, the last checkpoint
+    stands). Outside the main thread no handler is installed and Ctrl-C behaves as usual."""
+
+    def __init__(self, stream: Any = None) -> None:
+        self.requested = False
+        self.stream = stream
+        self._previous: dict[int, Any] = {}
+
+    def __enter__(self) -> StopRequest:
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            try:
+                self._previous[sig] = signal.signal(sig, self._handle)
+            except ValueError:  # not the main thread
+                pass
+        return self
+
+    def _handle(self, signum: int, frame: FrameType | None) -> None:
+        if self.requested:
+            self._restore()
+            raise KeyboardInterrupt
+        self.requested = True
+        print("stopping after the step in progress, then checkpointing (press Ctrl-C again to abandon the step)",
+              file=self.stream or sys.stderr, flush=True)
+
+    def _restore(self) -> None:
+        for sig, handler in self._previous.items():
+            signal.signal(sig, handler)
+        self._previous.clear()
+
+    def __exit__(self, *exc: object) -> None:
+        self._restore()
+
+
+class CheckpointClock:
+    """Checkpoint every ``every_steps`` steps or ``every_seconds`` of wall time, whichever comes
+    first (``every_seconds`` 0 = by count only), so a killed run loses at most about a minute
+    even when a count of steps takes long."""
+
+    def __init__(self, every_steps: int, every_seconds: float) -> None:
+        self.every_steps = every_steps
+        self.every_seconds = every_seconds
+        self.last = time.monotonic()
+
+    def due(self, step: int) -> bool:
+        by_time = self.every_seconds > 0 and time.monotonic() - self.last >= self.every_seconds
+        return step % self.every_steps == 0 or by_time
+
+    def saved(self) -> None:
+        self.last = time.monotonic()
+
+
+class RunInterrupted(PokerbotError):
+    """A run abandoned mid-step by a second Ctrl-C (the message says how to continue)."""
+
+    exit_code = 130
+
+
+# -- the command ---------------------------------------------------------------------------------
+
+def resume_hint(algo: str, run: RunDir) -> str:
+    return f"pokerbot train --algo {algo} --resume {run.path}"
+
+
+def run_from_cli(options: Mapping[str, Any]) -> None:
+    """``pokerbot train``: resolve (and validate) everything, then create or open the run
+    directory and train. Ctrl-C follows :class:`StopRequest`."""
+    algo = str(options["algo"])
+    trainer = load_trainer(algo)
+    cluster = distributed.Cluster.from_options(options)
+    if cluster.distributed and algo not in DISTRIBUTED_ALGOS:
+        raise ConfigError(f"--workers/--ray-address apply to {', '.join(DISTRIBUTED_ALGOS)}, not {algo}")
+    if options.get("resume"):
+        if options.get("out"):
+            raise ConfigError("give either --out (a new run) or --resume (an existing one), not both")
+        run = RunDir.open(options["resume"], algo=algo)
+        resolved = resolve_resume(trainer, run, options)
+        run.save_config(resolved.config, algo=algo)
+        resume = True
+    elif options.get("out"):
+        resolved = resolve_new(trainer, options)
+        run = RunDir.create(options["out"], resolved.config, algo=algo, notes=resolved.notes)
+        resume = False
+    else:
+        raise ConfigError("give --out RUN_DIR for a new run or --resume RUN_DIR to continue one")
+    for note in resolved.notes:
+        print(f"note: {note}", file=sys.stderr)
+    try:
+        with StopRequest() as stop, distributed.session(cluster):
+            trainer.train(resolved.config, run, resume, stop, force=bool(options.get("force")))
+    except KeyboardInterrupt:
+        raise RunInterrupted(f"interrupted; the last checkpoint stands; continue with: {resume_hint(algo, run)}") from None
+    if stop.requested:
+        print(f"stopped on request; checkpoint saved; continue with: {resume_hint(algo, run)}", file=sys.stderr)
+    print(f"run directory: {run.path} (policy in {run.policy_path})")

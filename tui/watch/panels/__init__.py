@@ -1,0 +1,1 @@
+"""One widget per panel of ``pokerbot watch``; each has ``show(model, iteration)``."""

@@ -1,0 +1,59 @@
+"""The run's config, the trainer's phase now and the selected iteration's timings."""
+
+from __future__ import annotations
+
+import time
+
+from textual.widgets import Static
+
+from tui.watch.model import WatchModel
+from tui.watch.text import seconds
+
+#: config keys shown per algorithm family, with their labels.
+CFR_SETTINGS = (("iterations", "iterations"), ("traversals", "traversals"), ("width", "width"),
+                ("sgd_steps", "Adam steps"))
+NFSP_SETTINGS = (("steps", "steps"), ("num_envs", "hands in parallel"), ("width", "width"),
+                 ("rl_capacity", "M_RL"), ("sl_capacity", "M_SL"))
+
+
+def config_line(model: WatchModel) -> str:
+    config = model.config
+    settings = NFSP_SETTINGS if model.kind == "nfsp" else CFR_SETTINGS
+    parts = [f"[b]{model.kind} on {config.get('game', '?')}[/b]", f"seed {config.get('seed', '?')}"]
+    parts += [f"{label} {config[key]:,}" for key, label in settings if isinstance(config.get(key), int)]
+    return " · ".join(parts)
+
+
+def phase_line(model: WatchModel, now: float | None = None) -> str:
+    """What the trainer does now (``status.json``), or why that is not known."""
+    status = model.reader.status()
+    if status is None:
+        return f"phase: not recorded by {model.kind} runs · {len(model.iterations):,} metrics lines"
+    phase, iteration = status.get("phase", "?"), status.get("iteration", "?")
+    if phase == "finished":
+        return f"phase: [b]finished[/b] after iteration {iteration}"
+    alive = model.reader.process_alive()
+    if alive is False:
+        return f"phase: trainer stopped during iteration {iteration} ({phase}); resume with --resume"
+    since = float(status.get("since", 0.0))
+    age = max(0.0, (now if now is not None else time.time()) - since)
+    return f"phase: [b reverse] {phase} [/] iteration {iteration} · for {seconds(age)}"
+
+
+def timing_line(model: WatchModel, iteration: int) -> str:
+    record = model.record(iteration)
+    if not record:
+        return "no iteration logged yet"
+    if model.kind == "nfsp":
+        return (f"step {iteration:,}: {record.get('hands', 0):,} hands · ε {record.get('epsilon', 0):.4f} · "
+                f"η {record.get('eta', 0):.3f} · training {seconds(record.get('train_seconds'))}")
+    return " · ".join([f"iteration {iteration}: traverse {seconds(record.get('traversal_s'))}",
+                       f"fit {seconds(record.get('training_s'))}", f"eval {seconds(record.get('evaluation_s'))}",
+                       f"run total {seconds(record.get('elapsed_s'))}"])
+
+
+class RunPanel(Static):
+    """Config, phase and timings (three lines)."""
+
+    def show(self, model: WatchModel, iteration: int) -> None:
+        self.update("\n".join([config_line(model), phase_line(model), timing_line(model, iteration)]))

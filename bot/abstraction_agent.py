@@ -15,16 +15,47 @@ from pathlib import Path
 import numpy as np
 
 from bot.abstraction_spec import SPECS, policy_path
-from bot.abstraction_tables import AbstractGame, Abstraction, build_hint
+from bot.abstraction_tables import AbstractGame, Abstraction, build_hint, missing_message
 from bot.agent import Agent
 from bot.encoding import EncodingError
 from bot.registry import AgentNotFound, register_name
+from protocol.betting_tree import BettingTree
 from protocol.gamedef import Game
 from protocol.matchstate import MatchState
 from protocol.state import ACTIONS
 
 
-class AbstractionAgent(Agent):
+class RowPolicyAgent(Agent):
+    """Plays a table with one row of action weights per abstract infoset (betting node, bucket
+    of the current round's cards), normalised over the legal actions; a row that training never
+    reached (all weights 0) plays uniformly. Subclasses say how cards become a bucket and where
+    the rows come from."""
+
+    tree: BettingTree
+    row_offset: np.ndarray  # first row of every decision node (:func:`bot.abstraction_tables.row_layout`)
+
+    def bucket(self, round_index: int, hole: tuple[int, ...], board: tuple[int, ...]) -> int:
+        raise NotImplementedError
+
+    def row_weights(self, row: int) -> np.ndarray:
+        raise NotImplementedError
+
+    def action_probabilities(self, view: MatchState) -> dict[str, float]:
+        node = self.tree.node_of.get(view.betting)
+        if node is None or self.row_offset[node] < 0:
+            raise EncodingError(f"{self.name}: no decision at betting {view.betting!r}")
+        round_index = int(self.tree.round[node])
+        board = view.board_flat[: self.game.board_cards_through(round_index)]
+        row = int(self.row_offset[node]) + self.bucket(round_index, view.own_hole_cards, board)
+        legal = self.tree.legal[node]
+        weights = np.where(legal, np.asarray(self.row_weights(row), dtype=np.float64), 0.0)
+        if weights.sum() <= 0:  # never reached in training: uniform over legal actions
+            weights = legal.astype(np.float64)
+        weights /= weights.sum()
+        return {kind: float(w) for kind, w, ok in zip(ACTIONS, weights, legal, strict=True) if ok}
+
+
+class AbstractionAgent(RowPolicyAgent):
     """Plays a solved abstraction's average strategy."""
 
     def __init__(self, game: Game, name: str, policy: Path | None = None) -> None:
@@ -36,27 +67,18 @@ class AbstractionAgent(Agent):
         self.name = name
         path = policy if policy is not None else policy_path(spec)
         if not path.exists():
-            raise AgentNotFound(f"agent {name!r} is not solved yet: {build_hint(spec)}")
+            raise AgentNotFound(missing_message(spec))
         self.abstract_game = AbstractGame.build(Abstraction.load(spec))
+        self.tree, self.row_offset = self.abstract_game.tree, self.abstract_game.row_offset
         self.policy = np.load(path, mmap_mode="r")
         if self.policy.shape != (self.abstract_game.num_rows, 3):
             raise AgentNotFound(f"{path}: policy of shape {self.policy.shape} does not fit {name}; rebuild: {build_hint(spec)}")
 
-    def action_probabilities(self, view: MatchState) -> dict[str, float]:
-        ag = self.abstract_game
-        node = ag.tree.node_of.get(view.betting)
-        if node is None or ag.row_offset[node] < 0:
-            raise EncodingError(f"{self.name}: no decision at betting {view.betting!r}")
-        round_index = int(ag.tree.round[node])
-        board = view.board_flat[: self.game.board_cards_through(round_index)]
-        bucket = ag.abstraction.bucket(round_index, view.own_hole_cards, board)
-        row = np.asarray(self.policy[ag.rows_of(node, bucket)], dtype=np.float64)
-        legal = ag.tree.legal[node]
-        weights = np.where(legal, row, 0.0)
-        if weights.sum() <= 0:  # never reached in training: uniform over legal actions
-            weights = legal.astype(np.float64)
-        weights /= weights.sum()
-        return {kind: float(w) for kind, w, ok in zip(ACTIONS, weights, legal, strict=True) if ok}
+    def bucket(self, round_index: int, hole: tuple[int, ...], board: tuple[int, ...]) -> int:
+        return self.abstract_game.abstraction.bucket(round_index, hole, board)
+
+    def row_weights(self, row: int) -> np.ndarray:
+        return self.policy[row]
 
     def range_probabilities(self, view: MatchState, hands: np.ndarray) -> np.ndarray:
         """Every hand's bucket in one batched index lookup, then its policy row, normalised as

@@ -82,10 +82,10 @@ class Estimate:
     solve_seconds: float
 
     def summary(self) -> str:
-        features = f"features ~{_duration(self.feature_seconds)}" if self.feature_seconds else "features/tables cached"
-        clusters = f"; k-means ~{_duration(self.cluster_seconds)} on one core" if self.cluster_seconds else ""
-        return (f"{self.infosets:,} abstract infosets; tables {_size(self.table_bytes)} RAM; disk {_size(self.disk_bytes)}; "
-                f"{features}{clusters}; {self.iterations:,} iterations ~{_duration(self.solve_seconds)} "
+        features = f"features ~{duration(self.feature_seconds)}" if self.feature_seconds else "features/tables cached"
+        clusters = f"; k-means ~{duration(self.cluster_seconds)} on one core" if self.cluster_seconds else ""
+        return (f"{self.infosets:,} abstract infosets; tables {size(self.table_bytes)} RAM; disk {size(self.disk_bytes)}; "
+                f"{features}{clusters}; {self.iterations:,} iterations ~{duration(self.solve_seconds)} "
                 "at the 2-core rate measured here")  # fmt: skip
 
 
@@ -132,7 +132,8 @@ def estimate(spec: AbstractionSpec, iterations: int | None = None, cached_rounds
                     build * cluster, iterations, iterations / rate)  # fmt: skip
 
 
-def _size(n: float) -> str:
+def size(n: float) -> str:
+    """Bytes in B/KB/MB/GB/TB/PB (decimal units)."""
     for unit in ("B", "KB", "MB", "GB", "TB"):
         if n < 1000:
             return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
@@ -140,7 +141,8 @@ def _size(n: float) -> str:
     return f"{n:.1f} PB"
 
 
-def _duration(seconds: float) -> str:
+def duration(seconds: float) -> str:
+    """Seconds as s, min, h or days, whichever reads best."""
     if seconds < 90:
         return f"{seconds:.0f} s"
     if seconds < 5400:

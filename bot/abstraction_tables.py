@@ -13,8 +13,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from bot.abstraction_cost import estimate
-from bot.abstraction_spec import AbstractionSpec, bucket_path, size_name, spec_dir
+from bot.abstraction_cost import duration, estimate, size
+from bot.abstraction_spec import AbstractionSpec, bucket_path, policy_path, size_name, spec_dir
 from bot.errors import PokerbotError
 from protocol.betting_tree import BettingTree
 from protocol.gamedef import Game
@@ -25,10 +25,37 @@ class AbstractionMissing(PokerbotError):
     """The abstraction's tables or policy are not built; the message gives the command."""
 
 
+#: Cores of the "bigger machine" a missing abstraction's message prices the solve on.
+BIG_MACHINE_CORES = 64
+
+
 def build_hint(spec: AbstractionSpec) -> str:
-    """The one command that builds and solves ``spec``, with its estimated cost."""
-    cost = estimate(spec, built=(spec_dir(spec) / "meta.json").exists()).summary()
-    return f"build it with `pokerbot train --algo abstraction --game {spec.game} --size {size_name(spec)} --out runs/{spec.name}` ({cost})"
+    """The one command that builds and solves ``spec``, with its estimated cost here."""
+    cost = estimate(spec, built=(spec_dir(spec) / "meta.json").exists())
+    return f"build it with `{train_command(spec)}` ({cost.summary()})"
+
+
+def train_command(spec: AbstractionSpec) -> str:
+    return f"pokerbot train --algo abstraction --game {spec.game} --size {size_name(spec)} --out runs/{spec.name}"
+
+
+def missing_message(spec: AbstractionSpec) -> str:
+    """One line for an abstraction agent that cannot play yet: exactly which files are missing,
+    what building and solving costs on this machine, and the command for a bigger one (the
+    build's numba kernels and the solver's traversals use every core, so time falls about
+    linearly with cores; the tables can live on disk instead of in RAM)."""
+    directory = spec_dir(spec)
+    built = (directory / "meta.json").exists()
+    cost = estimate(spec, built=built)
+    if built:
+        state = f"built (bucket tables in {directory}) but not solved: {policy_path(spec).name} is missing there"
+    else:
+        state = f"not built: no bucket tables ({directory}/buckets_r*.npy, meta.json) and no solved {policy_path(spec).name}"
+    bigger = BIG_MACHINE_CORES
+    return (f"agent {spec.name!r} is {state}. Cost here: {cost.summary()}. Build and solve with "
+            f"`{train_command(spec)}`; on a bigger machine the same command with `--threads {bigger}` "
+            f"(solve ~{duration(cost.solve_seconds * 2 / bigger)} on {bigger} cores; tables {size(cost.table_bytes)} of RAM, "
+            "or `mmap_tables = true` in a `--config` TOML to keep them on disk)")  # fmt: skip
 
 
 @dataclass(frozen=True, eq=False)
@@ -44,7 +71,7 @@ class Abstraction:
     @classmethod
     def load(cls, spec: AbstractionSpec) -> Abstraction:
         if not (spec_dir(spec) / "meta.json").exists():
-            raise AbstractionMissing(f"abstraction {spec.name!r} is not built: {build_hint(spec)}")
+            raise AbstractionMissing(missing_message(spec))
         game = spec.load_game()
         indexers = tuple(round_indexer(game, r) for r in range(game.num_rounds))
         tables = tuple(None if b is None else np.load(bucket_path(spec, r), mmap_mode="r") for r, b in enumerate(spec.buckets))
@@ -70,10 +97,16 @@ class AbstractGame:
     @classmethod
     def build(cls, abstraction: Abstraction) -> AbstractGame:
         tree = BettingTree.build(abstraction.game)
-        row_offset = np.full(tree.num_nodes, -1, dtype=np.int64)
-        sizes = np.array([abstraction.num_buckets[tree.round[n]] for n in tree.decision_ids], dtype=np.int64)
-        row_offset[tree.decision_ids] = np.concatenate(([0], np.cumsum(sizes)[:-1]))
-        return cls(abstraction, tree, row_offset, int(sizes.sum()))
+        return cls(abstraction, tree, *row_layout(tree, abstraction.num_buckets))
 
     def rows_of(self, node: int, bucket: int) -> int:
         return int(self.row_offset[node]) + bucket
+
+
+def row_layout(tree: BettingTree, num_buckets: tuple[int, ...]) -> tuple[np.ndarray, int]:
+    """First table row of every decision node (-1 at terminals) and the number of rows, for
+    ``num_buckets`` rows per node of each round: the layout of every abstraction policy."""
+    row_offset = np.full(tree.num_nodes, -1, dtype=np.int64)
+    sizes = np.array([num_buckets[tree.round[n]] for n in tree.decision_ids], dtype=np.int64)
+    row_offset[tree.decision_ids] = np.concatenate(([0], np.cumsum(sizes)[:-1]))
+    return row_offset, int(sizes.sum())

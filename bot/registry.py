@@ -101,4 +101,5 @@ _PLUGIN_MODULES: list[str] = [
     "bot.abstraction_policy",
     "bot.shipped.register",
     "bot.flop_network",
+    "bot.compact_abstraction",
 ]

@@ -19,14 +19,15 @@ from protocol.gamedef import load_game
     "--game",
     default="holdem",
     show_default=True,
-    help="The dealer's gamedef: kuhn, leduc, fhp, holdem or a path.",
+    help="The dealer's gamedef: kuhn, leduc, fhp, holdem or a path (e.g. the reference dealer's "
+    "holdem.limit.2p.reverse_blinds.game: a game is recognised by its rules).",
 )
 @click.option(
     "--agent",
     "agent_spec",
-    default="call",
+    default="default",
     show_default=True,
-    help=AGENT_HELP,
+    help=AGENT_HELP + " Default: the bot shipped for the game.",
 )
 @click.option(
     "--seed",

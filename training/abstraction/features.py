@@ -62,6 +62,7 @@ def compute_round_features(
     progress: Callable[[int, int], None] | None = None,
     hole_labels: np.ndarray | None = None,
     max_runouts: int | None = None,
+    boards: np.ndarray | None = None,
 ) -> None:
     """Fill ``out`` (arrays of the round indexer's size, possibly memory-mapped) for one round;
     ``out.hist``, when given, receives each class's histogram of final-board HS over runouts
@@ -72,6 +73,8 @@ def compute_round_features(
     ``max_runouts`` replaces the runouts of each board by that many drawn without replacement
     (seeded, so repeatable): enough for the preflop opponent clusters, where the exact
     enumeration (2.6M HULH boards x 1,326 holes) would take most of an hour.
+    ``boards`` restricts the work to those canonical boards (positions in the round's canonical
+    board order; tests compare a few boards with play-time features, :mod:`bot.runtime_buckets`).
     ``progress(done, total)`` is called after each chunk of canonical boards.
     """
     indexer = round_indexer(game, round_index)
@@ -89,6 +92,8 @@ def compute_round_features(
         reps = reps.astype(np.int64)
     else:
         reps, rep_weight = np.zeros((1, 0), dtype=np.int64), np.ones(1, dtype=np.int64)
+    if boards is not None:
+        reps, rep_weight = reps[boards], rep_weight[boards]
     runout_size = final - visible
     runouts_per_rep = comb(len(deck_arr) - visible, runout_size)
     if max_runouts is not None:

@@ -30,6 +30,9 @@ import numpy as np
 from numba import njit, prange
 
 from bot.abstraction_cost import KMEANS_BATCH, KMEANS_STEPS, WHOLE_PASSES, two_level_split
+from bot.runtime_buckets import cdf_vectors, squared_l2
+
+__all__ = ["KMeansFit", "Metric", "cdf_vectors", "kmeans_buckets", "kmeans_fit", "l2_metric"]
 
 
 @dataclass(frozen=True)
@@ -48,19 +51,32 @@ class Metric:
     centre_dim: int
 
 
-def cdf_vectors(hist: np.ndarray) -> np.ndarray:
-    """Rows of a histogram array as normalised CDFs (float32)."""
-    hist = np.asarray(hist, dtype=np.float32)
-    cdf = np.cumsum(hist, axis=1)
-    return cdf / np.maximum(cdf[:, -1:], 1.0)
-
-
 def l2_metric(dim: int, prepare: Callable[[np.ndarray], np.ndarray]) -> Metric:
     """Squared-L2 k-means on ``dim``-dimensional points."""
     return Metric(prepare, _identity, _l2_assign, _l2_step, lambda point, dim: point, dim)
 
 
-def kmeans_buckets(
+@dataclass(frozen=True)
+class KMeansFit:
+    """A clustering and what assigns any other point the same bucket: for a one-level fit the
+    centres (bucket = nearest centre, first on ties, as :func:`_l2_assign` picks it) and the
+    reassignments that filled empty clusters, in the order they were made: a point equal to
+    ``point`` in bucket ``source`` went to ``target``. A shipped bot replays these at play time
+    (:mod:`bot.runtime_buckets`) instead of carrying the table."""
+
+    buckets: np.ndarray  # uint16 (uint32 above 65,536 clusters) [rows]
+    centres: np.ndarray | None  # float32 [k, centre_dim] of a one-level fit; None for two levels
+    moves: tuple[tuple[int, np.ndarray, int], ...]  # (source, prepared point, target)
+
+
+def kmeans_buckets(features: np.ndarray, weight: np.ndarray, k: int, metric: Metric, **schedule) -> np.ndarray:
+    """Bucket (uint16, or uint32 above 65,536) of every row of ``features`` (memory-mapped is
+    fine), ``k`` of them non-empty; raises ValueError when the rows have fewer distinct points.
+    ``schedule``: :func:`kmeans_fit`'s ``seed``, ``batch``, ``steps``, ``chunk``, ``progress``."""
+    return kmeans_fit(features, weight, k, metric, **schedule).buckets
+
+
+def kmeans_fit(
     features: np.ndarray,
     weight: np.ndarray,
     k: int,
@@ -70,9 +86,9 @@ def kmeans_buckets(
     steps: int = KMEANS_STEPS,
     chunk: int = 1_000_000,
     progress: Callable[[int, int], None] | None = None,
-) -> np.ndarray:
-    """Bucket (uint16, or uint32 above 65,536) of every row of ``features`` (memory-mapped is
-    fine), ``k`` of them non-empty; raises ValueError when the rows have fewer distinct points."""
+) -> KMeansFit:
+    """:func:`kmeans_buckets` with the fitted centres and empty-cluster moves (same draws, same
+    buckets: the seeded fit is deterministic)."""
     n = features.shape[0]
     if not 1 <= k <= n:
         raise ValueError(f"need 1 <= k <= {n} clusters, got {k}")
@@ -82,8 +98,9 @@ def kmeans_buckets(
     labels = np.empty(n, dtype=np.int64)
     dist = np.empty(n, dtype=np.float64)
     report = progress or (lambda done, total: None)
+    centres = None
     if coarse == 1:
-        _one_level(features, weight, k, metric, rng, batch, steps, chunk, labels, dist, report)
+        centres = _one_level(features, weight, k, metric, rng, batch, steps, chunk, labels, dist, report)
     else:
         _one_level(features, weight, coarse, metric, rng, batch, steps, chunk, labels, dist, lambda d, t: None)
         order = np.argsort(labels, kind="stable")
@@ -102,8 +119,8 @@ def kmeans_buckets(
             offset += int(shares[c])
             report(c + 1, coarse)
         del grouped
-    _fill_empty(features, labels, dist, k, metric, chunk)
-    return labels.astype(np.uint16 if k <= 65536 else np.uint32)
+    moves = _fill_empty(features, labels, dist, k, metric, chunk)
+    return KMeansFit(labels.astype(np.uint16 if k <= 65536 else np.uint32), centres, moves)
 
 
 def _shares(mass: np.ndarray, sizes: np.ndarray, k: int) -> np.ndarray:
@@ -126,8 +143,8 @@ def _rows(features: np.ndarray, pick: np.ndarray, metric: Metric) -> np.ndarray:
     return metric.prepare(features[np.sort(pick)])
 
 
-def _one_level(features, weight, k, metric, rng, batch, steps, chunk, labels, dist, report) -> None:
-    """Fit ``k`` centres on weighted samples of ``features`` and assign every row."""
+def _one_level(features, weight, k, metric, rng, batch, steps, chunk, labels, dist, report) -> np.ndarray:
+    """Fit ``k`` centres on weighted samples of ``features``, assign every row; returns the centres."""
     n = features.shape[0]
     cumulative = np.cumsum(weight)
 
@@ -149,6 +166,7 @@ def _one_level(features, weight, k, metric, rng, batch, steps, chunk, labels, di
         stop = min(start + chunk, n)
         labels[start:stop], dist[start:stop] = metric.assign(metric.prepare(features[start:stop]), centres)
         report(steps + start // chunk + 1, total)
+    return centres
 
 
 def _kmeans_pp(points: np.ndarray, k: int, metric: Metric, rng: np.random.Generator) -> np.ndarray:
@@ -166,14 +184,16 @@ def _kmeans_pp(points: np.ndarray, k: int, metric: Metric, rng: np.random.Genera
     return centres
 
 
-def _fill_empty(features, labels, dist, k, metric, chunk) -> None:
+def _fill_empty(features, labels, dist, k, metric, chunk) -> tuple[tuple[int, np.ndarray, int], ...]:
     """Give every empty cluster the farthest point (and its duplicates) of a splittable cluster,
-    largest clusters first; a cluster is splittable when its farthest point is not all of it."""
+    largest clusters first; a cluster is splittable when its farthest point is not all of it.
+    Returns the moves made, in order: (source cluster, point, target cluster)."""
+    moves: list[tuple[int, np.ndarray, int]] = []
     while True:
         counts = np.bincount(labels, minlength=k)
         empty = np.flatnonzero(counts == 0)
         if not len(empty):
-            return
+            return tuple(moves)
         far = np.full(k, -1, dtype=np.int64)
         _farthest(labels, dist, far)
         candidates = np.flatnonzero(counts > 1)
@@ -190,6 +210,7 @@ def _fill_empty(features, labels, dist, k, metric, chunk) -> None:
             raise ValueError(f"only {k - len(empty)} of {k} clusters can be filled: too few distinct feature values")
         target[:] = -1
         target[donors] = empty[: len(donors)]
+        moves += [(int(b), chosen[b].copy(), int(target[b])) for b in donors]
         for start in range(0, len(labels), chunk):
             _move_equal(metric.prepare(features[start : start + chunk]), labels[start : start + chunk],
                         dist[start : start + chunk], chosen, target)  # fmt: skip
@@ -233,15 +254,6 @@ def _move_equal(points, labels, dist, chosen, target):
 # ---- squared-L2 kernels ----------------------------------------------------------------------
 
 
-@njit(cache=True, inline="always")
-def _l2(point, centre) -> float:
-    d = 0.0
-    for j in range(point.shape[0]):
-        x = point[j] - centre[j]
-        d += x * x
-    return d
-
-
 @njit(cache=True, parallel=True)
 def _l2_assign(points, centres):
     labels = np.empty(points.shape[0], dtype=np.int64)
@@ -249,7 +261,7 @@ def _l2_assign(points, centres):
     for i in prange(points.shape[0]):
         best, best_d = 0, np.inf
         for c in range(centres.shape[0]):
-            d = _l2(points[i], centres[c])
+            d = squared_l2(points[i], centres[c])
             if d < best_d:
                 best, best_d = c, d
         labels[i] = best

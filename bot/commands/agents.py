@@ -88,7 +88,7 @@ def _shipped(games: tuple[str, ...]) -> AgentInfo:
 
 
 def abstraction_info(name: str) -> AgentInfo:
-    from bot.abstraction_cost import _duration, _size, estimate
+    from bot.abstraction_cost import duration, estimate, size
     from bot.abstraction_spec import SPECS, policy_path, size_name, spec_dir
 
     spec = SPECS[name]
@@ -103,11 +103,11 @@ def abstraction_info(name: str) -> AgentInfo:
         return AgentInfo(name, what, spec.game, status, _abstraction_strength(policy_path(spec).with_name("policy.json")))
     cost = estimate(spec, built=built)
     seconds = cost.feature_seconds + cost.cluster_seconds + cost.solve_seconds
-    hours = f"~{_duration(seconds)}" if seconds >= 60 else "under a minute"  # start-up included
+    hours = f"~{duration(seconds)}" if seconds >= 60 else "under a minute"  # start-up included
     return AgentInfo(name, what, spec.game, status, "",
                      f"pokerbot train --algo abstraction --game {spec.game} --size {size_name(spec)} --out runs/{spec.name}",
                      f"{hours} on this 2-core machine ({cost.iterations:,} iterations), "
-                     f"{_size(cost.table_bytes)} RAM, {_size(cost.disk_bytes)} disk")
+                     f"{size(cost.table_bytes)} RAM, {size(cost.disk_bytes)} disk")
 
 
 def _abstraction_strength(meta_path: Path) -> str:

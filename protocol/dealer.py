@@ -304,8 +304,10 @@ class Dealer:
         path = f"{self.options.match_name}{suffix}"
         try:
             return opener(path)
+        except PokerbotError as error:  # the log writer's own one-line message names the path
+            raise DealerAbort(str(error)) from None
         except OSError as error:
-            raise DealerAbort(f"cannot write {path}: {error.strerror or error}") from None
+            raise DealerAbort(f"{path}: cannot write ({error.strerror or error})") from None
 
     def _report_score(self) -> None:
         """FINISHED and SCORE on stderr, SCORE in the log and on stdout, all written before the

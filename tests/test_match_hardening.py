@@ -122,7 +122,7 @@ def test_dealer_match_name_in_missing_folder(tmp_path: Path) -> None:
     dealer = Dealer(options, io.StringIO(), err)
     dealer.listen()
     assert dealer.run() == 1
-    assert f"ERROR: cannot write {name}.log: No such file or directory" in err.getvalue()
+    assert f"ERROR: {name}.log: cannot write (No such file or directory)" in err.getvalue()
     assert not (tmp_path / "absent").exists()
 
 

@@ -3,6 +3,7 @@ the web mode fetched over HTTP on loopback."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import shutil
@@ -87,6 +88,7 @@ async def test_the_table_shows_the_checkpoint_networks(kuhn_run) -> None:
 async def test_following_a_run_that_grows(kuhn_run, tmp_path) -> None:
     """New iterations appear while watching; stepping back holds the view until ``end``."""
     from training.deep_cfr import DeepCFRTrainer
+    from training.rundir import RunDir
 
     run = tmp_path / "growing"
     shutil.copytree(kuhn_run, run)
@@ -95,7 +97,9 @@ async def test_following_a_run_that_grows(kuhn_run, tmp_path) -> None:
         await settle(app, pilot)
         await pilot.press("left")
         assert app.iteration == 5
-        DeepCFRTrainer.resume(run, {"iterations": 8}, progress=False).train()
+        opened = RunDir.open(run)
+        config = dataclasses.replace(DeepCFRTrainer.config_class(**opened.config()), iterations=8)
+        DeepCFRTrainer.continue_run(config, opened, progress=False).train()
         app.poll()
         await settle(app, pilot)
         assert app.model.iterations[-1] == 8 and app.iteration == 5

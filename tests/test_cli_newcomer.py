@@ -178,3 +178,26 @@ def test_exploit_of_an_agent_name_says_how_to_measure_an_agent() -> None:
     assert line.startswith("error: abstraction_3e6 is an agent name, not a stored strategy")
     assert "pokerbot lbr abstraction_3e6 --game holdem" in line or "pokerbot match --game holdem --agent abstraction_3e6" in line
     assert invoke("exploit", "no-such-file").output.strip() == "error: no-such-file: no such file or directory"
+
+
+def test_agents_names_the_full_width_solver_of_fhp_lossless(monkeypatch, tmp_path) -> None:
+    """``fhp_lossless`` is published by the full-width flop solve (``solver = "flop_cfr"``), not
+    by MCCFR: ``agents`` names that solver, its iteration count and its last exact measurement."""
+    from bot.abstraction_spec import SPECS, policy_path
+
+    monkeypatch.setenv("POKERBOT_CACHE", str(tmp_path))
+    run = tmp_path / "run"
+    run.mkdir()
+    records = [{"iteration": 25, "exploitability_mbb": 40.5}, {"iteration": 30, "solve_s": 1.0},
+               {"iteration": 50, "exploitability_mbb": 3.25}]
+    (run / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
+    policy = policy_path(SPECS["fhp_lossless"])
+    policy.parent.mkdir(parents=True)
+    policy.write_bytes(b"")
+    (policy.parent / "meta.json").write_text("{}")
+    meta = {"solver": "flop_cfr", "iteration": 50, "config": {"algo": "dcfr"}, "state": {"exploitability_mbb": 9.0},
+            "run": str(run)}
+    policy.with_name("policy.json").write_text(json.dumps(meta))
+    text = " ".join(invoke("agents", "--game", "fhp").output.split())
+    assert ("fhp_lossless [fhp] built Card abstraction, buckets per round lossless/lossless, solved by full-width "
+            "DCFR over every flop. strength: 50 iterations; exploitability 3.25 mbb/g (exact, NashConv/2)") in text

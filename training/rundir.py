@@ -47,14 +47,18 @@ from typing import Any, TextIO
 import tomli_w
 
 from bot.errors import CorruptFileError, PokerbotError
+from bot.run_files import (
+    CHECKPOINT_DIR,
+    CONFIG_FILE,
+    METRICS_FILE,
+    POLICY_DIR,
+    RUN_FILE,
+    SOLVE_ALGO,
+    STATUS_FILE,
+    continue_command,
+)
 from protocol.files import atomic_write, atomic_write_text, fsync_dir, sha256_file, verify_sha256
 
-RUN_FILE = "run.json"
-CONFIG_FILE = "config.toml"
-METRICS_FILE = "metrics.jsonl"
-STATUS_FILE = "status.json"
-CHECKPOINT_DIR = "checkpoint"
-POLICY_DIR = "policy"
 #: Marker written last into a checkpoint directory: the format and every file's sha256.
 COMPLETE_FILE = "COMPLETE"
 #: Format of run directories and checkpoints written by this pokerbot.
@@ -136,7 +140,8 @@ class RunDir:
             raise RunDirError(f"{run.path} is not a run directory (no {CONFIG_FILE})")
         recorded = run.algo
         if algo is not None and recorded is not None and recorded != algo:
-            raise RunDirError(f"{run.path} is a {recorded} run; resume it with --algo {recorded}")
+            how = continue_command(run.path, recorded) if recorded == SOLVE_ALGO else f"--algo {recorded}"
+            raise RunDirError(f"{run.path} is a {recorded} run; resume it with {how}")
         return run
 
     @property

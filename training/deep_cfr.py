@@ -48,6 +48,7 @@ from bot.deep_cfr_agent import InfosetBatch, StackAverage
 from bot.encoding import InfosetEncoder
 from bot.infosets import is_small
 from bot.network import DeepCFRNetwork, regret_matching
+from bot.run_files import ELAPSED_METRIC
 from protocol.files import sha256_file
 from protocol.gamedef import Game, load_game
 from training import distributed, plots
@@ -481,7 +482,7 @@ class DeepCFRTrainer:
                 progress.start_iteration(self.iteration + 1)
                 record = self.run_iteration(progress)
                 self.elapsed += time.perf_counter() - started
-                record["elapsed_s"] = self.elapsed
+                record[ELAPSED_METRIC] = self.elapsed
                 self.run.append_metrics(record)  # first: a resume drops lines past the checkpoint
                 records.append(record)
                 stopping = stop is not None and stop.requested
@@ -526,8 +527,8 @@ def _summary(record: dict) -> str:
 
 def plot_exploitability(run: RunDir) -> Path | None:
     """``exploitability.png``: exact exploitability (mbb/g, NashConv/2) against wall time."""
-    records = [r for r in run.read_metrics() if "elapsed_s" in r]
-    curves = {label: ([r["elapsed_s"] for r in records if key in r], [r[key] for r in records if key in r])
+    records = [r for r in run.read_metrics() if ELAPSED_METRIC in r]
+    curves = {label: ([r[ELAPSED_METRIC] for r in records if key in r], [r[key] for r in records if key in r])
               for key, label in (("sdcfr_exploitability_mbb", "SD-CFR average (exact)"),
                                  ("average_exploitability_mbb", "Deep CFR average network"))}
     curves = {label: xy for label, xy in curves.items() if xy[0]}

@@ -50,11 +50,13 @@ from bot.errors import CorruptFileError, PokerbotError
 from bot.run_files import (
     CHECKPOINT_DIR,
     CONFIG_FILE,
+    ELAPSED_METRIC,
     METRICS_FILE,
     POLICY_DIR,
     RUN_FILE,
     SOLVE_ALGO,
     STATUS_FILE,
+    canonical_metrics,
     continue_command,
 )
 from protocol.files import atomic_write, atomic_write_text, fsync_dir, sha256_file, verify_sha256
@@ -185,7 +187,7 @@ class RunDir:
         for line in self.metrics_path.read_text().splitlines():
             if line.strip():
                 try:
-                    records.append(json.loads(line))
+                    records.append(canonical_metrics(json.loads(line)))
                 except json.JSONDecodeError:
                     break  # a torn last line from a kill mid-write
         return records
@@ -276,7 +278,7 @@ class RunDir:
             return f"resuming {self.path} ({what}): no complete checkpoint yet, so it starts over in the same directory"
         records = [r for r in self.read_metrics() if "iteration" in r and not r.get("final")]
         logged = f"iteration {records[-1]['iteration']}" if records else "no iteration"
-        seconds = next((r[k] for r in reversed(records) for k in ("elapsed_s", "wall_s", "train_seconds") if k in r), None)
+        seconds = next((r[ELAPSED_METRIC] for r in reversed(records) if ELAPSED_METRIC in r), None)
         spent = f", {seconds / 60:.1f} min of training so far" if isinstance(seconds, int | float) else ""
         age = time.time() - (checkpoint / "COMPLETE").stat().st_mtime
         return (f"resuming {self.path} ({what}) from its last complete checkpoint (written {age / 60:.0f} min ago; "

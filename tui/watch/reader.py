@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from bot.errors import PokerbotError
+from bot.run_files import canonical_metrics
 from training.rundir import (
     CONFIG_FILE,
     METRICS_FILE,
@@ -126,7 +127,7 @@ class RunReader:
             if not line.strip():
                 continue
             try:
-                record = json.loads(line)
+                record = canonical_metrics(json.loads(line))
             except json.JSONDecodeError:
                 self.bad_lines.append(self._lines_read)
                 continue

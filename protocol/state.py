@@ -37,7 +37,6 @@ from protocol.errors import ProtocolError
 from protocol.gamedef import Game
 
 
-
 class ActionKind(str, Enum):
     """The three limit actions. Each member *is* its ACPC letter (a ``str``): it equals and
     hashes as the letter, and ``str``, f-strings, ``repr`` and JSON give the letter, so betting

@@ -9,8 +9,17 @@ never the training package (the design's arrows: protocol <- bot <- training, tu
 from __future__ import annotations
 
 import json
+import pickle
+import zipfile
 from pathlib import Path
 from typing import Any
+
+try:
+    import tomllib
+except ModuleNotFoundError:  # Python 3.10
+    import tomli as tomllib  # type: ignore[no-redef,import-not-found,unused-ignore]
+
+from protocol.errors import CorruptFileError, PokerbotError
 
 RUN_FILE = "run.json"
 CONFIG_FILE = "config.toml"
@@ -18,6 +27,8 @@ METRICS_FILE = "metrics.jsonl"
 STATUS_FILE = "status.json"
 CHECKPOINT_DIR = "checkpoint"
 POLICY_DIR = "policy"
+#: Marker written last into a checkpoint directory: the format and every file's sha256.
+COMPLETE_FILE = "COMPLETE"
 #: The metric every trainer logs for the seconds a run has trained so far (summed over resumes;
 #: each trainer says what it counts: Deep CFR-family iterations with their checkpoints, NFSP
 #: self-play steps, abstraction and tabular solver batches; evaluations are off the clock).
@@ -54,3 +65,42 @@ def canonical_metrics(record: dict[str, Any]) -> dict[str, Any]:
         if old in record:
             renamed.setdefault(new, record[old])
     return renamed
+
+
+class RunDirError(PokerbotError, OSError):
+    """A run directory that cannot be created, read or resumed (the message names the path)."""
+
+
+def read_toml(path: Path) -> dict[str, Any]:
+    """A TOML file (a run's ``config.toml``, a ``--config`` file); damage is a one-line error."""
+    try:
+        with open(path, "rb") as handle:
+            return tomllib.load(handle)
+    except tomllib.TOMLDecodeError as error:
+        raise RunDirError(f"{path}: invalid TOML ({error})") from None
+    except OSError as error:
+        raise RunDirError(f"{path}: cannot read ({error.strerror or error})") from None
+
+
+def load_torch(path: Path) -> Any:
+    """``torch.load(weights_only=True)`` on CPU; a damaged or empty file is a one-line error."""
+    import torch
+
+    if Path(path).is_file() and Path(path).stat().st_size == 0:
+        raise CorruptFileError(f"{path}: empty file (cut off while being written?)")
+    try:
+        return torch.load(path, map_location="cpu", weights_only=True)
+    except (RuntimeError, EOFError, OSError, ValueError, IndexError, KeyError, zipfile.BadZipFile,
+            pickle.UnpicklingError) as error:
+        raise RunDirError(f"{path}: cannot load checkpoint file ({str(error).splitlines()[0]})") from None
+
+
+def latest_checkpoint(path: Path) -> Path | None:
+    """The newest checkpoint directory of the run at ``path`` with its COMPLETE marker
+    (``checkpoint/``, else ``checkpoint.old/`` while the trainer swaps them), or None before
+    the first one; not verified (``training.rundir.verify_checkpoint`` checks the checksums)."""
+    for name in (CHECKPOINT_DIR, CHECKPOINT_DIR + ".old"):
+        candidate = Path(path) / name
+        if (candidate / COMPLETE_FILE).exists():
+            return candidate
+    return None

@@ -45,7 +45,7 @@ import torch
 from bot.deep_cfr_agent import InfosetBatch, StackAverage
 from bot.encoding import InfosetEncoder
 from bot.infosets import is_small
-from training.input_keys import InputKeys
+from bot.input_keys import InputKeys
 from bot.network import DeepCFRNetwork, regret_matching
 from bot.run_files import ELAPSED_METRIC
 from protocol.gamedef import Game, load_game

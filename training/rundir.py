@@ -29,16 +29,9 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
-import pickle
 import shutil
 import sys
 import time
-import zipfile
-
-try:
-    import tomllib
-except ModuleNotFoundError:  # Python 3.10
-    import tomli as tomllib  # type: ignore[no-redef,import-not-found,unused-ignore]
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -46,9 +39,10 @@ from typing import Any, TextIO
 
 import tomli_w
 
-from bot.errors import CorruptFileError, PokerbotError
+from bot.errors import CorruptFileError
 from bot.run_files import (
     CHECKPOINT_DIR,
+    COMPLETE_FILE,
     CONFIG_FILE,
     ELAPSED_METRIC,
     METRICS_FILE,
@@ -56,19 +50,23 @@ from bot.run_files import (
     RUN_FILE,
     SOLVE_ALGO,
     STATUS_FILE,
+    RunDirError,
     canonical_metrics,
     continue_command,
+    latest_checkpoint,
+    load_torch,
+    read_toml,
 )
 from protocol.files import atomic_write, atomic_write_text, fsync_dir, sha256_file, verify_sha256
 
-#: Marker written last into a checkpoint directory: the format and every file's sha256.
-COMPLETE_FILE = "COMPLETE"
+#: The layout's names and readers live in :mod:`bot.run_files` (what ``bot`` and ``tui`` may
+#: import); the trainers take them from here with the writers.
+__all__ = ["CHECKPOINT_DIR", "CHECKPOINT_FORMAT", "COMPLETE_FILE", "CONFIG_FILE", "METRICS_FILE", "POLICY_DIR",
+           "RUN_FILE", "STATUS_FILE", "Progress", "RunDir", "RunDirError", "config_text", "config_to_dict",
+           "load_torch", "read_toml", "save_torch", "verify_checkpoint"]
+
 #: Format of run directories and checkpoints written by this pokerbot.
 CHECKPOINT_FORMAT = 1
-
-
-class RunDirError(PokerbotError, OSError):
-    """A run directory that cannot be created or resumed (the message names the path)."""
 
 
 def save_torch(path: Path, obj: Any) -> None:
@@ -76,29 +74,6 @@ def save_torch(path: Path, obj: Any) -> None:
     import torch
 
     atomic_write(path, lambda handle: torch.save(obj, handle))
-
-
-def load_torch(path: Path) -> Any:
-    """``torch.load(weights_only=True)`` on CPU; a damaged or empty file is a one-line error."""
-    import torch
-
-    if Path(path).is_file() and Path(path).stat().st_size == 0:
-        raise CorruptFileError(f"{path}: empty file (cut off while being written?)")
-    try:
-        return torch.load(path, map_location="cpu", weights_only=True)
-    except (RuntimeError, EOFError, OSError, ValueError, IndexError, KeyError, zipfile.BadZipFile,
-            pickle.UnpicklingError) as error:
-        raise RunDirError(f"{path}: cannot load checkpoint file ({str(error).splitlines()[0]})") from None
-
-
-def read_toml(path: Path) -> dict[str, Any]:
-    try:
-        with open(path, "rb") as handle:
-            return tomllib.load(handle)
-    except tomllib.TOMLDecodeError as error:
-        raise RunDirError(f"{path}: invalid TOML ({error})") from None
-    except OSError as error:
-        raise RunDirError(f"{path}: cannot read ({error.strerror or error})") from None
 
 
 def config_to_dict(config: Any) -> dict[str, Any]:
@@ -212,11 +187,7 @@ class RunDir:
     def checkpoint_path(self) -> Path | None:
         """The newest checkpoint directory with its COMPLETE marker, or None before the first
         one (not verified: :meth:`resume_checkpoint` checks the checksums)."""
-        for name in (CHECKPOINT_DIR, CHECKPOINT_DIR + ".old"):
-            candidate = self.path / name
-            if (candidate / COMPLETE_FILE).exists():
-                return candidate
-        return None
+        return latest_checkpoint(self.path)
 
     def resume_checkpoint(self, force: bool = False, stream: Any = None) -> Path | None:
         """The checkpoint to resume from, verified: ``checkpoint/`` when it is complete and every

@@ -147,18 +147,17 @@ def test_exploit_of_a_uniform_leduc_bundle_is_the_uniform_figure(tmp_path) -> No
     assert "= 1186.8" in result.output.replace("1186.79", "1186.8")
 
 
-def test_solve_resume_names_the_policy_like_train_resume_names_the_run(tmp_path) -> None:
-    """``solve --resume OUT`` (train's shape) continues as ``--out OUT --resume`` does."""
-    out, flag = tmp_path / "a.json", tmp_path / "b.json"
-    for path in (out, flag):
-        assert invoke("solve", "--game", "kuhn", "--iterations", "20", "--eval-every", "10", "--out", str(path)).exit_code == 0
-    assert invoke("solve", "--game", "kuhn", "--iterations", "40", "--eval-every", "10", "--resume", str(out)).exit_code == 0
-    result = invoke("solve", "--game", "kuhn", "--iterations", "40", "--eval-every", "10", "--out", str(flag), "--resume")
-    assert result.exit_code == 0, result.output
-    assert json.loads(out.read_text())["policy"] == json.loads(flag.read_text())["policy"]
-    assert json.loads(out.read_text())["meta"]["iterations_done"] == 40
+def test_solve_resume_takes_the_run_directory_like_train_resume(tmp_path) -> None:
+    """``solve --resume RUN`` (train's shape) continues the run to the policy of a straight run."""
+    resumed, straight = tmp_path / "a", tmp_path / "b"
+    assert invoke("solve", "--game", "kuhn", "--iterations", "20", "--eval-every", "10", "--out", str(resumed)).exit_code == 0
+    assert invoke("solve", "--resume", str(resumed), "--iterations", "40").exit_code == 0
+    assert invoke("solve", "--game", "kuhn", "--iterations", "40", "--eval-every", "10", "--out", str(straight)).exit_code == 0
+    policies = [json.loads((run / "policy" / "policy.json").read_text())["policy"] for run in (resumed, straight)]
+    assert policies[0] == policies[1]
+    assert json.loads((resumed / "policy" / "bundle.json").read_text())["provenance"]["iterations"] == 40
     result = invoke("solve", "--game", "kuhn")
-    assert result.exit_code == 2 and "give --out POLICY.json for a new solve, or --resume POLICY.json" in result.output
+    assert result.exit_code == 2 and "give --out RUN_DIR for a new solve or --resume RUN_DIR to continue one" in result.output
 
 
 def test_match_against_a_run_without_a_finished_iteration_says_so(tmp_path) -> None:

@@ -28,17 +28,17 @@ import socket
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
+from protocol.betting_nodes import BettingNode, betting_root
 from protocol.errors import ProtocolError
 from protocol.gamedef import Game
 from protocol.matchstate import (
     MatchState,
     MatchStateError,
-    advance_betting,
+    advance_node,
     check_cards,
     format_matchstate,
     parse_matchstate,
 )
-from protocol.state import State
 
 VERSION_LINE = "VERSION:2.0.0\r\n"
 #: Seconds the client waits for the dealer's next line before giving up. The dealer is silent
@@ -143,9 +143,9 @@ class HandTracker:
     def __init__(self, game: Game) -> None:
         self.game = game
         self._view: MatchState | None = None
-        self._state: State | None = None
+        self._state: BettingNode | None = None
 
-    def advance(self, view: MatchState) -> State:
+    def advance(self, view: MatchState) -> BettingNode:
         previous, state = self._view, self._state
         self._view = self._state = None  # until this line is fully applied
         start = 0
@@ -156,7 +156,7 @@ class HandTracker:
             or previous.position != view.position
             or not view.betting.startswith(previous.betting)
         ):
-            state = State(self.game)
+            state = betting_root(self.game)
         else:
             start = len(previous.betting)
         if (
@@ -167,15 +167,19 @@ class HandTracker:
             or view.round != previous.round
         ):
             check_cards(view, self.game)
-            if start and previous is not None and (
-                previous.own_hole_cards != view.own_hole_cards
-                or view.board[: len(previous.board)] != previous.board
+            if (
+                start
+                and previous is not None
+                and (
+                    previous.own_hole_cards != view.own_hole_cards
+                    or view.board[: len(previous.board)] != previous.board
+                )
             ):
                 raise MatchStateError(
                     f"cards changed within hand {view.hand_number}: "
                     f"{format_matchstate(previous)} then {format_matchstate(view)}"
                 )
-        advance_betting(state, view.betting, start)
+        state = advance_node(state, view.betting, start)
         self._view, self._state = view, state
         return state
 

@@ -66,8 +66,9 @@ class Agent(ABC):
         return kinds[sample_index([probabilities[k] for k in kinds], rng)]
 
     def legal_actions(self, view: MatchState) -> tuple[str, ...]:
-        """The legal letters at the view's decision, from the rules engine."""
-        return view.to_state(self.game).legal_actions()
+        """The legal letters at the view's decision, from the rules engine (its answer for this
+        betting, kept in the game's shared :mod:`protocol.betting_nodes` graph)."""
+        return view.betting_node(self.game).legal
 
 
 def sample_index(weights: list[float], rng: np.random.Generator) -> int:

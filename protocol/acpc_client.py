@@ -39,6 +39,7 @@ from protocol.matchstate import (
     format_matchstate,
     parse_matchstate,
 )
+from protocol.socket_timeouts import EXPIRED, use_kernel_timeouts
 
 VERSION_LINE = "VERSION:2.0.0\r\n"
 #: Seconds the client waits for the dealer's next line before giving up. The dealer is silent
@@ -66,6 +67,8 @@ class LineBuffer:
         self._pending = bytearray()
 
     def feed(self, data: bytes) -> list[str]:
+        if data and not self._pending and data.find(b"\n") == len(data) - 1:  # one line: usual
+            return [data[:-1].decode("utf-8", errors="replace")]
         self._pending += data
         lines: list[str] = []
         while True:
@@ -194,6 +197,7 @@ class ACPCConnection:
         self._tracker = HandTracker(game)
         self.summary = ClientSummary(big_blind=game.big_blind)
         self._open_hand: int | None = None
+        self.read_timeout = sock.gettimeout()  # seconds; :meth:`connect` sets kernel timeouts
 
     @classmethod
     def connect(
@@ -216,9 +220,12 @@ class ACPCConnection:
             ) from None
         except (TimeoutError, OSError) as error:
             raise ACPCConnectionError(f"cannot connect to {host}:{port}: {error}") from None
-        sock.settimeout(read_timeout)
+        # the kernel keeps both timeouts (protocol.socket_timeouts): a read or a write is one
+        # system call; TCP_NODELAY, as every line is a whole message someone waits on
+        use_kernel_timeouts(sock, read_timeout, read_timeout)
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         connection = cls(sock, game)
+        connection.read_timeout = read_timeout
         connection._send(VERSION_LINE)
         return connection
 
@@ -234,9 +241,9 @@ class ACPCConnection:
         while True:
             try:
                 data = self.sock.recv(65536)
-            except TimeoutError:  # an OSError subclass: must come first
+            except EXPIRED:  # OSError subclasses: must come first
                 raise ACPCConnectionError(
-                    f"the dealer sent nothing for {self.sock.gettimeout():g} s; giving up "
+                    f"the dealer sent nothing for {self.read_timeout:g} s; giving up "
                     f"({self.summary.line()})"
                 ) from None
             except OSError as error:

@@ -17,9 +17,13 @@ transaction log (the ``.tlog`` itself is written).
     status = await dealer.serve()   # the same from asyncio code (run in a worker thread)
 
 Speed (``benchmarks/bench_dealer.py``): the dealer only ever waits on one seat, so it uses
-blocking sockets with deadlines rather than an event loop; every line a seat gets between two
-waits goes out in one write; view strings come from per-hand pieces (:class:`HandViews`); a
-reply that echoes the state verbatim is judged without parsing (:mod:`protocol.replies`).
+blocking sockets whose deadlines the kernel keeps (:mod:`protocol.dealer_seat`: one system call
+per read or write); every line a seat gets between two waits goes out in one write, with
+TCP_NODELAY (each write is a whole message someone waits on, so Nagle's delay would only stall
+it); the betting is walked on the game's shared :mod:`protocol.betting_nodes` graph instead of
+a rules-engine state per hand; view strings and the log line come from per-hand pieces
+(:class:`HandViews`); a reply that echoes the state verbatim with a legal letter is taken
+without parsing (:mod:`protocol.replies`).
 """
 
 from __future__ import annotations
@@ -30,20 +34,19 @@ import re
 import socket
 import sys
 import time
-from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, TextIO
 
-from protocol.acpc_client import LineBuffer, is_comment
+from protocol.acpc_client import is_comment
 from protocol.betting_nodes import betting_root
+from protocol.dealer_seat import Seat
 from protocol.dealing import deal_hand, seat_of_position
 from protocol.errors import ConfigError, PokerbotError, UnsupportedGameError
 from protocol.gamedef import Game
 from protocol.match_log import MatchHeader, MatchLogWriter, format_score_line, state_line
 from protocol.matchstate import HandViews
 from protocol.replies import ACTION_LETTERS, judge_reply
-from protocol.socket_timeouts import EXPIRED, set_receive_timeout, use_kernel_timeouts
 
 #: Port draws per seat when no port is given (the reference retries 10 extra times).
 PORT_ATTEMPTS = 11
@@ -108,69 +111,6 @@ class DealerAbort(Exception):
     """A fatal match error; the message is printed after ``ERROR: ``."""
 
 
-class _Seat:
-    """One player's connection on a blocking socket: buffered line reads with deadlines, and an
-    outbox so every line the dealer sends between two reads goes out in one write.
-
-    The dealer only ever waits on one seat at a time (the actor), so blocking calls with
-    deadlines do what an event loop would, without its per-message tasks and callbacks. The
-    deadlines are kernel timeouts (:mod:`protocol.socket_timeouts`): one system call per read
-    or write. Writes give up after ``send_timeout`` seconds of a full buffer (a client that
-    stops reading), reads at the deadline :meth:`readline` is given."""
-
-    def __init__(self, index: int, sock: socket.socket, send_timeout: float) -> None:
-        self.index = index
-        self.sock = sock
-        self.buffer = LineBuffer()
-        self.lines: deque[str] = deque()
-        self.outbox: list[str] = []
-        self.match_seconds = 0.0
-        use_kernel_timeouts(sock, None, send_timeout)
-        self._armed = 0.0  # the read timeout set now, in seconds (0: none yet)
-
-    def readline(self, timeout: float) -> str | None:
-        """The next line, or None on EOF; raises TimeoutError past ``timeout`` seconds."""
-        lines = self.lines
-        if lines:
-            return lines.popleft()
-        deadline = time.monotonic() + timeout
-        while not lines:
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                raise TimeoutError
-            self._arm(remaining)
-            try:
-                data = self.sock.recv(65536)
-            except EXPIRED:
-                continue  # the loop checks the deadline
-            except OSError:
-                return None
-            if not data:
-                return None
-            lines.extend(self.buffer.feed(data))
-        return lines.popleft()
-
-    def _arm(self, remaining: float) -> None:
-        """Set the read timeout to ``remaining`` seconds unless the one set differs by at most
-        a millisecond (the binding limit is usually the same per-response one, so most reads
-        need no extra system call; a read may end up to 1 ms early, and the loop goes on, or
-        late, which no limit here is fine enough to notice)."""
-        if abs(self._armed - remaining) > 1e-3:
-            set_receive_timeout(self.sock, remaining)
-            self._armed = remaining
-
-    def flush(self) -> None:
-        """Send the outbox in one write (raises an OSError if the client is gone or has not
-        read for the send timeout)."""
-        if self.outbox:
-            data = "".join(self.outbox).encode("ascii")
-            self.outbox.clear()
-            self.sock.sendall(data)
-
-    def close(self) -> None:
-        self.sock.close()
-
-
 def _stamp(moment: float) -> str:
     return f"{int(moment)}.{int((moment % 1) * 1e6):06d}"
 
@@ -187,12 +127,12 @@ class Dealer:
         self.out = out if out is not None else sys.stdout
         self.err = err if err is not None else sys.stderr
         self.listeners: list[socket.socket] = []
-        self.seats: list[_Seat] = []
+        self.seats: list[Seat] = []
         self.totals = [0.0] * self.game.num_players
         self.hands_played = 0
         self._log: MatchLogWriter | None = None
         self._tlog: TextIO | None = None
-        self._seatings: dict[int, tuple[list[_Seat], list[int], str]] = {}
+        self._seatings: dict[int, tuple[list[Seat], list[int], str]] = {}
 
     # -- set-up ---------------------------------------------------------------------------
     def listen(self) -> list[int]:
@@ -252,7 +192,7 @@ class Dealer:
                 raise DealerAbort(f"timed out waiting for seat {seat + 1} to connect") from None
             listener.close()
             connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-            self.seats.append(_Seat(seat, connection, self.options.t_response / 1000))
+            self.seats.append(Seat(seat, connection, self.options.t_response / 1000))
 
     def _read_versions(self) -> None:
         """Seat order; unlike the reference, a silent client times out after ``t_response``."""
@@ -343,7 +283,7 @@ class Dealer:
             return position
         return seat_of_position(position, hand, self.game.num_players)
 
-    def _seating(self, hand: int) -> tuple[list[_Seat], list[int], str]:
+    def _seating(self, hand: int) -> tuple[list[Seat], list[int], str]:
         """The seats by position in ``hand``, the positions in seat order (the order states go
         out in) and the names by position as the log writes them; one per rotation."""
         rotation = hand % self.game.num_players
@@ -369,22 +309,21 @@ class Dealer:
         tlog = self._tlog
         hand_seconds = [0.0] * game.num_players
         node = betting_root(game)
+        lines = [""] * game.num_players
         while True:
             reveal = node.is_showdown
             for position in in_seat_order:  # every seat's view, queued in seat order
-                line = views.line(node, position, reveal)
+                line = lines[position] = views.line(node, position, reveal)
                 if traffic:
                     self._say(f"TO {seats[position].index + 1} at {_stamp(time.time())} {line}")
                 seats[position].outbox.append(line + "\r\n")
             if node.is_finished:
                 break
-            position = node.actor
-            assert position is not None
+            actor = node.actor
+            assert actor is not None
             self._flush_all()  # before any wait, so nobody waits on a state not sent
             sent_at = time.time() if tlog is not None else 0.0
-            action = self._get_action(
-                seats[position], views.line(node, position), node.legal, hand_seconds
-            )
+            action = self._get_action(seats[actor], lines[actor], node.legal, hand_seconds)
             if tlog is not None:
                 tlog.write(f"{action} {hand} {_stamp(sent_at)} {_stamp(time.time())}\n")
             node = node.child(action)
@@ -415,7 +354,7 @@ class Dealer:
                 raise DealerAbort(f"could not send state to seat {seat.index + 1}") from None
 
     def _get_action(
-        self, seat: _Seat, expected: str, legal: tuple[str, ...], hand_seconds: list[float]
+        self, seat: Seat, expected: str, legal: tuple[str, ...], hand_seconds: list[float]
     ) -> str:
         """Read lines from the acting seat until one counts (§3); enforce the three clocks (§4).
         A verbatim echo of ``expected`` with a legal letter, what every correct client sends, is

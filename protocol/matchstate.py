@@ -224,6 +224,13 @@ def view_of(state: State, position: int, hand_number: int, reveal: bool = False)
     return MatchState(position, hand_number, state.betting_string(), holes, tuple(board_rounds))
 
 
+@lru_cache(maxsize=64)
+def _board_slices(game: Game) -> tuple[tuple[int, int], ...]:
+    """Where each round's board cards lie in a hand's board, rounds 1 to the last."""
+    through = [game.board_cards_through(r) for r in range(game.num_rounds)]
+    return tuple(zip(through, through[1:], strict=False))
+
+
 class HandViews:
     """The MATCHSTATE text of every view of one dealt hand, built from per-hand pieces: the
     dealer sends a line per player per state, and formatting cards anew for each costs more
@@ -253,14 +260,9 @@ class HandViews:
             ":" + "|".join(text if q == p else "" for q, text in enumerate(self._holes))
             for p in range(game.num_players)
         ]
-        self._board = [
-            "".join(
-                "/"
-                + cards_to_str(board[game.board_cards_through(r - 1) : game.board_cards_through(r)])
-                for r in range(1, last + 1)
-            )
-            for last in range(game.num_rounds)
-        ]
+        self._board = [""]  # the board text once round r has started, rounds 1..r
+        for start, stop in _board_slices(game):
+            self._board.append(self._board[-1] + "/" + cards_to_str(board[start:stop]))
 
     def log_cards(self, round_index: int) -> str:
         """The cards field of the hand's log line when it ended in ``round_index``: every

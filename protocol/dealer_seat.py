@@ -3,6 +3,7 @@ written to in one write per wait (see :mod:`protocol.dealer`)."""
 
 from __future__ import annotations
 
+import math
 import socket
 import time
 from collections import deque
@@ -29,7 +30,7 @@ class Seat:
         self.outbox: list[str] = []
         self.match_seconds = 0.0
         use_kernel_timeouts(sock, None, send_timeout)
-        self._armed = 0.0  # the read timeout set now, in seconds (0: none yet)
+        self._armed = math.inf  # the read timeout set now, in seconds (none yet: forever)
 
     def readline(self, timeout: float) -> str | None:
         """The next line, or None on EOF; raises TimeoutError past ``timeout`` seconds."""

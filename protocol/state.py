@@ -145,9 +145,7 @@ class State:
         other.actions = [list(r) for r in self.actions]
         return other
 
-    def with_cards(
-        self, hole_cards: Sequence[Sequence[int]], board_cards: Sequence[int]
-    ) -> State:
+    def with_cards(self, hole_cards: Sequence[Sequence[int]], board_cards: Sequence[int]) -> State:
         """A copy holding every card, for a state replayed without them (a client learns the
         other hands only at the showdown). Raises ``ValueError`` for impossible cards."""
         other = self.copy()
@@ -366,14 +364,23 @@ class State:
             return tuple(pot - self.spent[p] if p == winner else -self.spent[p] for p in players)
         if self.hole_cards is None or self.board_cards is None:
             raise IllegalActionError("a showdown needs every player's cards")
-        from protocol.evaluator import hand_strength
+        return showdown_payoffs(self.spent, self.folded, self.hole_cards, self.visible_board())
 
-        strength = {
-            p: hand_strength(self.hole_cards[p] + self.visible_board())
-            for p in players
-            if not self.folded[p]
-        }
-        return split_pots(self.spent, strength)
+
+def showdown_payoffs(
+    spent: Sequence[int],
+    folded: Sequence[bool],
+    hole_cards: Sequence[Sequence[int]],
+    visible_board: Sequence[int],
+) -> tuple[int, ...]:
+    """Net chips per position at a showdown: the best hands still in split each pot."""
+    from protocol.evaluator import hand_strength
+
+    board = tuple(visible_board)
+    strength = {
+        p: hand_strength(tuple(hole_cards[p]) + board) for p in range(len(spent)) if not folded[p]
+    }
+    return split_pots(spent, strength)
 
 
 def split_pots(spent: Sequence[int], strength: dict[int, int]) -> tuple[int, ...]:

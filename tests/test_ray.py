@@ -4,6 +4,10 @@ the merged MCCFR batches, on Kuhn and Leduc with two local workers (one Ray star
 from __future__ import annotations
 
 import json
+import signal
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -188,3 +192,38 @@ def test_cli_abstraction_and_sd_cfr_with_workers(tmp_path) -> None:
     assert result.exit_code == 0, result.output
     assert [json.loads(line)["workers"] for line in (sd / "metrics.jsonl").read_text().splitlines()] == [2, 2]
     assert ray.is_initialized()  # the CLI used the test's Ray and left it running
+
+
+def metrics(run: Path) -> list[dict]:
+    path = run / "metrics.jsonl"
+    return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
+
+
+def test_sigterm_to_a_run_with_workers_checkpoints_and_resume_goes_on(tmp_path) -> None:
+    """``ray.init`` replaces the driver's SIGTERM handler with an immediate exit;
+    ``distributed.start`` puts the run contract's back, so a SIGTERM to ``pokerbot train
+    --workers 2`` (here joining the test's Ray through ``--ray-address``) finishes the iteration,
+    checkpoints and exits 0, and ``--resume`` continues from the next iteration."""
+    root = Path(__file__).resolve().parents[1]
+    out = tmp_path / "run"
+    cluster = ["--workers", "2", "--ray-address", ray.get_runtime_context().gcs_address]
+    train = [sys.executable, "-m", "bot", "train", "--algo", "sd-cfr"]
+    driver = subprocess.Popen(train + ["--game", "kuhn", "--iterations", "10000", "--seed", "2", *cluster,
+                                       "--out", str(out)], cwd=root, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                              text=True)  # fmt: skip
+    while not metrics(out):  # the first iteration is done: Ray runs and the handlers are in place
+        assert driver.poll() is None, driver.communicate()
+        time.sleep(0.2)
+    driver.send_signal(signal.SIGTERM)
+    stdout, stderr = driver.communicate()
+    assert driver.returncode == 0, stderr
+    assert "stopped on request; checkpoint saved" in stderr and "SIGTERM received" not in stderr
+    done = len(metrics(out))
+    assert [r["iteration"] for r in metrics(out)] == list(range(1, done + 1)) and done < 10000
+    resumed = subprocess.run(train + ["--resume", str(out), "--iterations", str(done + 2), *cluster], cwd=root,
+                             capture_output=True, text=True)  # fmt: skip
+    assert resumed.returncode == 0, resumed.stderr
+    records = metrics(out)
+    assert [r["iteration"] for r in records] == list(range(1, done + 3))
+    assert all(r["workers"] == 2 for r in records)
+    assert records[-1]["advantage_samples_p0"] > records[done - 1]["advantage_samples_p0"]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import signal
 import sys
 
 import pytest
@@ -9,6 +10,7 @@ from click.testing import CliRunner
 
 from bot.cli import main as pokerbot
 from training import distributed
+from training.run import StopRequest
 
 
 def test_one_worker_is_the_single_process_path() -> None:
@@ -44,3 +46,45 @@ def test_bad_worker_options_are_one_line_errors(tmp_path) -> None:
     result = runner.invoke(pokerbot, ["train", "--algo", "nfsp", "--game", "kuhn", "--workers", "2",
                                       "--out", str(tmp_path / "n")])
     assert result.exit_code == 2 and "not nfsp" in result.output
+
+
+class FakeRay:
+    """What :func:`distributed.start` calls of ``ray``: ``init`` does what the real one does to
+    the process's signal handlers (Ray 2.x: SIGTERM -> exit at once), or fails as a raylet that
+    did not register in time does."""
+
+    def __init__(self, fail: bool) -> None:
+        self.fail = fail
+        self.started = False
+
+    def is_initialized(self) -> bool:
+        return self.started
+
+    def init(self, **_options) -> None:
+        signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(signum))
+        if self.fail:
+            raise Exception("The current node timed out during startup. This could happen because ...")
+        self.started = True
+
+    def shutdown(self) -> None:
+        self.started = False
+
+
+def test_starting_ray_keeps_the_run_contracts_signal_handlers(monkeypatch) -> None:
+    monkeypatch.setitem(sys.modules, "ray", FakeRay(fail=False))
+    with StopRequest() as stop:
+        distributed.start(distributed.Cluster(2))
+        distributed.stop()
+        assert signal.getsignal(signal.SIGTERM) == stop._handle  # not Ray's exit
+        signal.raise_signal(signal.SIGTERM)  # the first one asks the loop to finish its step
+        assert stop.requested
+
+
+def test_a_ray_that_does_not_start_is_a_one_line_error(monkeypatch) -> None:
+    monkeypatch.setitem(sys.modules, "ray", FakeRay(fail=True))
+    before = signal.getsignal(signal.SIGTERM)
+    with pytest.raises(distributed.WorkerError) as error:
+        distributed.start(distributed.Cluster(2, "10.0.0.5:6379"))
+    assert str(error.value).startswith("Ray did not start (10.0.0.5:6379): Exception: The current node timed out")
+    assert "\n" not in str(error.value) and signal.getsignal(signal.SIGTERM) == before
+    distributed.stop()  # nothing was started: nothing to shut down

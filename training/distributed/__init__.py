@@ -111,12 +111,19 @@ def start(cluster: Cluster) -> Any:
         return ray
     _started_here = True
     with _signal_handlers_kept():
-        if cluster.address is not None:
-            ray.init(address=cluster.address, log_to_driver=False)
-        else:
-            root = str(Path(__file__).resolve().parents[2])
-            ray.init(num_cpus=cluster.workers, include_dashboard=False, log_to_driver=False,
-                     runtime_env={"env_vars": {"PYTHONPATH": root}})
+        try:
+            if cluster.address is not None:
+                ray.init(address=cluster.address, log_to_driver=False)
+            else:
+                root = str(Path(__file__).resolve().parents[2])
+                ray.init(num_cpus=cluster.workers, include_dashboard=False, log_to_driver=False,
+                         runtime_env={"env_vars": {"PYTHONPATH": root}})
+        except Exception as error:  # Ray raises bare Exception/ConnectionError for a start that failed
+            _started_here = False
+            where = cluster.address or "a local instance"
+            raise WorkerError(f"Ray did not start ({where}): {_describe(error)}; nothing was run, "
+                              "retry (a local Ray waits 30 s for its raylet, which a heavily loaded "
+                              "machine can exceed)") from None
     return ray
 
 

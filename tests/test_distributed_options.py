@@ -56,11 +56,13 @@ class FakeRay:
     def __init__(self, fail: bool) -> None:
         self.fail = fail
         self.started = False
+        self.options: dict = {}
 
     def is_initialized(self) -> bool:
         return self.started
 
-    def init(self, **_options) -> None:
+    def init(self, **options) -> None:
+        self.options = options
         signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(signum))
         if self.fail:
             raise Exception("The current node timed out during startup. This could happen because ...")
@@ -71,10 +73,13 @@ class FakeRay:
 
 
 def test_starting_ray_keeps_the_run_contracts_signal_handlers(monkeypatch) -> None:
-    monkeypatch.setitem(sys.modules, "ray", FakeRay(fail=False))
+    fake = FakeRay(fail=False)
+    monkeypatch.setitem(sys.modules, "ray", fake)
     with StopRequest() as stop:
         distributed.start(distributed.Cluster(2))
         distributed.stop()
+        # a local instance: 2 CPUs, actors at the driver's priority (tests/test_ray.py checks Ray obeys)
+        assert fake.options["num_cpus"] == 2 and fake.options["_system_config"] == {"worker_niceness": 0}
         assert signal.getsignal(signal.SIGTERM) == stop._handle  # not Ray's exit
         signal.raise_signal(signal.SIGTERM)  # the first one asks the loop to finish its step
         assert stop.requested

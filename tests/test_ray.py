@@ -4,6 +4,7 @@ the merged MCCFR batches, on Kuhn and Leduc with two local workers (one Ray star
 from __future__ import annotations
 
 import json
+import os
 import signal
 import subprocess
 import sys
@@ -43,7 +44,8 @@ def local_ray():
     the Kuhn pool (2 actors, kept for the module), an MCCFR pool (2) and a crashing actor exist
     at once; idle actors use no CPU, and the machine's cores are shared as usual."""
     root = str(Path(__file__).resolve().parents[1])
-    ray.init(num_cpus=6, include_dashboard=False, log_to_driver=False, runtime_env={"env_vars": {"PYTHONPATH": root}})
+    ray.init(num_cpus=6, include_dashboard=False, log_to_driver=False, runtime_env={"env_vars": {"PYTHONPATH": root}},
+             _system_config=distributed.LOCAL_SYSTEM_CONFIG)
     yield
     ray.shutdown()
 
@@ -120,6 +122,19 @@ def test_resume_with_workers_continues_exactly(kuhn_pool, tmp_path) -> None:
     assert comparable[0] == comparable[1] and len(comparable[0]) == 6
     for a, b in zip(split.advantage, whole.advantage, strict=True):
         assert a.seen == b.seen and all(np.array_equal(a.stored()[k], b.stored()[k]) for k in a.data)
+
+
+class NicenessProbe(distributed.Worker):
+    def niceness(self) -> int:
+        return os.nice(0)
+
+
+def test_actors_run_at_the_drivers_priority() -> None:
+    """Ray would start them 15 steps nicer (starved on a shared machine while the driver waits)."""
+    pool = distributed.ActorPool(NicenessProbe, 1, (), timeout_s=600)
+    assert pool.gather(lambda _i, actor: actor.niceness.remote()) == [os.nice(0)]
+    assert pool.cpu_seconds() > 0
+    pool.close()
 
 
 def test_a_worker_failing_twice_is_a_one_line_error() -> None:

@@ -28,6 +28,12 @@ from bot.errors import PokerbotError
 #: paper's K = 100,000 traversals takes minutes; an hour means something is wrong).
 DEFAULT_TIMEOUT_S = 3600.0
 
+#: Ray settings of a local instance. Ray starts its worker processes ``worker_niceness`` (15)
+#: steps nicer than the raylet, to keep its daemons responsive; here the actors *are* the
+#: computation, and on a machine shared with other jobs nice-19 actors got a sliver of a core
+#: while the driver waited on them, so they run at the priority of the command that started them.
+LOCAL_SYSTEM_CONFIG = {"worker_niceness": 0}
+
 #: Whether :func:`start` initialised Ray in this process (so :func:`stop` shuts it down).
 _started_here = False
 
@@ -97,7 +103,8 @@ def start(cluster: Cluster) -> Any:
     """Start (or join) Ray once per process; returns the ``ray`` module.
 
     A local instance gets ``num_cpus = workers`` (one CPU per actor; the driver's fits use the
-    rest of the machine) and no dashboard. Its workers import this checkout's code (its root goes
+    rest of the machine), no dashboard, and actors at the driver's priority
+    (:data:`LOCAL_SYSTEM_CONFIG`). Its workers import this checkout's code (its root goes
     on their ``PYTHONPATH``), so a development tree runs its own modules, not an installed copy.
 
     ``ray.init`` replaces the driver's SIGTERM handler with one that exits at once (and its core
@@ -117,7 +124,7 @@ def start(cluster: Cluster) -> Any:
             else:
                 root = str(Path(__file__).resolve().parents[2])
                 ray.init(num_cpus=cluster.workers, include_dashboard=False, log_to_driver=False,
-                         runtime_env={"env_vars": {"PYTHONPATH": root}})
+                         runtime_env={"env_vars": {"PYTHONPATH": root}}, _system_config=LOCAL_SYSTEM_CONFIG)
         except Exception as error:  # Ray raises bare Exception/ConnectionError for a start that failed
             _started_here = False
             where = cluster.address or "a local instance"

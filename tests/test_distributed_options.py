@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import signal
 import sys
+from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
@@ -93,3 +94,15 @@ def test_a_ray_that_does_not_start_is_a_one_line_error(monkeypatch) -> None:
     assert str(error.value).startswith("Ray did not start (10.0.0.5:6379): Exception: The current node timed out")
     assert "\n" not in str(error.value) and signal.getsignal(signal.SIGTERM) == before
     distributed.stop()  # nothing was started: nothing to shut down
+
+
+def test_the_small_holdem_config_overrides_the_paper_preset() -> None:
+    """docs/sd-cfr-holdem-small.toml (the README's small-machine HULH run) resolves through the
+    run contract: its keys replace the paper's, the rest stays the holdem preset's."""
+    from training.run import load_trainer, resolve_new
+
+    path = Path(__file__).resolve().parents[1] / "docs" / "sd-cfr-holdem-small.toml"
+    config = resolve_new(load_trainer("sd-cfr"), {"game": "holdem", "config_path": str(path)}).config
+    assert (config.traversals, config.width, config.advantage_memory, config.sgd_steps, config.batch_size,
+            config.threads) == (2000, 64, 2_000_000, 300, 2048, 1)
+    assert config.normalize_targets and config.evaluate_every == 0 and config.iterations == 450

@@ -16,7 +16,10 @@ For each worker count N the table gives, against the single-process path ("1, no
   and ``abstraction_3e6`` (if built), one numba thread per worker, merge included.
 
 Ray's start and the actors' start (imports) are excluded: they happen once per run. Every figure
-is printed with the machine and the load it ran at.
+is printed with the machine and the load it ran at. Wall-clock rates on a shared machine measure
+the load as much as the code, so each row also gives the **CPU time** of the work: the driver's
+process plus every actor's (:meth:`training.distributed.ActorPool.cpu_seconds`; Ray's own
+daemons, which move the objects, are not counted), per traversal and per iteration.
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ import argparse
 import os
 import tempfile
 import time
+from collections.abc import Callable
 
 import numpy as np
 import torch
@@ -35,6 +39,7 @@ from training import distributed
 from training.abstraction.build import build_abstraction
 from training.abstraction.solver import run_batch
 from training.deep_cfr import PRESETS, DeepCFRConfig, DeepCFRTrainer
+from training.distributed import ActorPool
 from training.distributed.ray_mccfr import RayMCCFR
 from training.distributed.ray_traversal import RayTraversals
 
@@ -59,20 +64,37 @@ def deep_cfr_trainer(game: str, traversals: int, sgd_steps: int, folder: str) ->
     return trainer
 
 
-def time_traversals(trainer: DeepCFRTrainer, iteration: int) -> float:
-    trainer.iteration = iteration
-    started = time.perf_counter()
-    for _result, _done in trainer.traversal_results(0):
-        pass
-    return trainer.config.traversals / (time.perf_counter() - started)
+def cpu_seconds(pool: ActorPool | None) -> float:
+    """CPU seconds used so far by this process and the pool's actors."""
+    return time.process_time() + (pool.cpu_seconds() if pool is not None else 0.0)
 
 
-def time_iteration(trainer: DeepCFRTrainer) -> float:
+def timed(work: Callable[[], object], pool: ActorPool | None) -> tuple[float, float]:
+    """``(wall seconds, CPU seconds)`` of ``work()`` (CPU: this process and the actors)."""
+    cpu, started = cpu_seconds(pool), time.perf_counter()
+    work()
+    wall = time.perf_counter() - started
+    return wall, cpu_seconds(pool) - cpu
+
+
+def time_traversals(trainer: DeepCFRTrainer, iteration: int) -> tuple[float, float]:
+    """``(traversals per wall second, CPU seconds per traversal)`` of one player's K traversals."""
+    def traverse() -> None:
+        trainer.iteration = iteration
+        for _result, _done in trainer.traversal_results(0):
+            pass
+
+    pool = trainer.traversal_pool.pool if trainer.traversal_pool is not None else None
+    wall, cpu = timed(traverse, pool)
+    return trainer.config.traversals / wall, cpu / trainer.config.traversals
+
+
+def time_iteration(trainer: DeepCFRTrainer) -> tuple[float, float]:
+    """``(wall seconds, CPU seconds)`` of one whole iteration."""
     from training.deep_cfr import _Silent
 
-    started = time.perf_counter()
-    trainer.run_iteration(_Silent())
-    return time.perf_counter() - started
+    pool = trainer.traversal_pool.pool if trainer.traversal_pool is not None else None
+    return timed(lambda: trainer.run_iteration(_Silent()), pool)
 
 
 def bench_deep_cfr(game: str, traversals: int, sgd_steps: int, counts: list[int], cluster_address: str | None,
@@ -80,11 +102,11 @@ def bench_deep_cfr(game: str, traversals: int, sgd_steps: int, counts: list[int]
     rows = []
     trainer = deep_cfr_trainer(game, traversals, sgd_steps, folder)
     time_traversals(trainer, 1)  # warm-up (numba/torch first calls)
-    rows.append((game, "1, no Ray", time_traversals(trainer, 2), time_iteration(trainer)))
+    rows.append((game, "1, no Ray", *time_traversals(trainer, 2), *time_iteration(trainer)))
     for n in counts:
         trainer.traversal_pool = RayTraversals(trainer, distributed.Cluster(n, cluster_address))
         time_traversals(trainer, 1)  # actors' first traversals (imports, first calls)
-        rows.append((game, f"{n}, Ray", time_traversals(trainer, 2), time_iteration(trainer)))
+        rows.append((game, f"{n}, Ray", *time_traversals(trainer, 2), *time_iteration(trainer)))
         trainer.traversal_pool.close()
         trainer.traversal_pool = None
     return rows
@@ -99,15 +121,13 @@ def bench_mccfr(name: str, batch: int, counts: list[int], cluster_address: str |
     ag = AbstractGame.build(Abstraction.load(spec))
     tables = np.zeros((ag.num_rows, 3), np.float32), np.zeros((ag.num_rows, 3), np.float32)
     run_batch(ag, *tables, 0, 1, min(batch, 1000), 1, 1)  # compile
-    started = time.perf_counter()
-    run_batch(ag, *tables, 0, 1001, batch, 2, 1)
-    rows = [(name, "1, no Ray", batch / (time.perf_counter() - started))]
+    wall, cpu = timed(lambda: run_batch(ag, *tables, 0, 1001, batch, 2, 1), None)
+    rows = [(name, "1, no Ray", batch / wall, cpu / batch)]
     for n in counts:
         pool = RayMCCFR(name, distributed.Cluster(n, cluster_address))
         pool.run_batch(ag, *tables, 0, 1, min(batch, 1000 * n), 3, 1)  # actors' start and compile
-        started = time.perf_counter()
-        pool.run_batch(ag, *tables, 0, 1001, batch, 4, 1)
-        rows.append((name, f"{n}, Ray", batch / (time.perf_counter() - started)))
+        wall, cpu = timed(lambda pool=pool: pool.run_batch(ag, *tables, 0, 1001, batch, 4, 1), pool.pool)
+        rows.append((name, f"{n}, Ray", batch / wall, cpu / batch))
         pool.close()
     return rows
 
@@ -128,15 +148,15 @@ def main() -> None:
         deep = (bench_deep_cfr("holdem", args.holdem_traversals, args.sgd_steps, counts, args.ray_address, folder)
                 + bench_deep_cfr("leduc", args.leduc_traversals, args.sgd_steps, counts, args.ray_address, folder))
     print(f"\nDeep CFR (sgd_steps {args.sgd_steps} per fit in 'iteration s'), load {load()}")
-    print(f"{'game':8} {'workers':>10} {'traversals/s':>13} {'iteration s':>12}")
-    for game, workers, rate, seconds in deep:
-        print(f"{game:8} {workers:>10} {rate:13,.0f} {seconds:12.2f}")
+    print(f"{'game':8} {'workers':>10} {'traversals/s':>13} {'CPU ms/trav':>12} {'iteration s':>12} {'iter CPU s':>11}")
+    for game, workers, rate, cpu_per, seconds, cpu in deep:
+        print(f"{game:8} {workers:>10} {rate:13,.0f} {1e3 * cpu_per:12.3f} {seconds:12.2f} {cpu:11.2f}")
     mccfr = bench_mccfr("leduc_lossless", args.mccfr_batch, counts, args.ray_address)
     mccfr += bench_mccfr("abstraction_3e6", args.mccfr_batch // 4, counts, args.ray_address)
     print(f"\nES Linear MCCFR, one numba thread per worker, load {load()}")
-    print(f"{'abstraction':16} {'workers':>10} {'iterations/s':>13}")
-    for name, workers, rate in mccfr:
-        print(f"{name:16} {workers:>10} {rate:13,.0f}")
+    print(f"{'abstraction':16} {'workers':>10} {'iterations/s':>13} {'CPU us/iter':>12}")
+    for name, workers, rate, cpu_per in mccfr:
+        print(f"{name:16} {workers:>10} {rate:13,.0f} {1e6 * cpu_per:12.1f}")
     distributed.stop()
 
 

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import signal
 import sys
+from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
 
 from bot.cli import main as pokerbot
 from training import distributed
+from training.run import StopRequest
 
 
 def test_one_worker_is_the_single_process_path() -> None:
@@ -44,3 +47,62 @@ def test_bad_worker_options_are_one_line_errors(tmp_path) -> None:
     result = runner.invoke(pokerbot, ["train", "--algo", "nfsp", "--game", "kuhn", "--workers", "2",
                                       "--out", str(tmp_path / "n")])
     assert result.exit_code == 2 and "not nfsp" in result.output
+
+
+class FakeRay:
+    """What :func:`distributed.start` calls of ``ray``: ``init`` does what the real one does to
+    the process's signal handlers (Ray 2.x: SIGTERM -> exit at once), or fails as a raylet that
+    did not register in time does."""
+
+    def __init__(self, fail: bool) -> None:
+        self.fail = fail
+        self.started = False
+        self.options: dict = {}
+
+    def is_initialized(self) -> bool:
+        return self.started
+
+    def init(self, **options) -> None:
+        self.options = options
+        signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(signum))
+        if self.fail:
+            raise Exception("The current node timed out during startup. This could happen because ...")
+        self.started = True
+
+    def shutdown(self) -> None:
+        self.started = False
+
+
+def test_starting_ray_keeps_the_run_contracts_signal_handlers(monkeypatch) -> None:
+    fake = FakeRay(fail=False)
+    monkeypatch.setitem(sys.modules, "ray", fake)
+    with StopRequest() as stop:
+        distributed.start(distributed.Cluster(2))
+        distributed.stop()
+        # a local instance: 2 CPUs, actors at the driver's priority (tests/test_ray.py checks Ray obeys)
+        assert fake.options["num_cpus"] == 2 and fake.options["_system_config"] == {"worker_niceness": 0}
+        assert signal.getsignal(signal.SIGTERM) == stop._handle  # not Ray's exit
+        signal.raise_signal(signal.SIGTERM)  # the first one asks the loop to finish its step
+        assert stop.requested
+
+
+def test_a_ray_that_does_not_start_is_a_one_line_error(monkeypatch) -> None:
+    monkeypatch.setitem(sys.modules, "ray", FakeRay(fail=True))
+    before = signal.getsignal(signal.SIGTERM)
+    with pytest.raises(distributed.WorkerError) as error:
+        distributed.start(distributed.Cluster(2, "10.0.0.5:6379"))
+    assert str(error.value).startswith("Ray did not start (10.0.0.5:6379): Exception: The current node timed out")
+    assert "\n" not in str(error.value) and signal.getsignal(signal.SIGTERM) == before
+    distributed.stop()  # nothing was started: nothing to shut down
+
+
+def test_the_small_holdem_config_overrides_the_paper_preset() -> None:
+    """docs/sd-cfr-holdem-small.toml (the README's small-machine HULH run) resolves through the
+    run contract: its keys replace the paper's, the rest stays the holdem preset's."""
+    from training.run import load_trainer, resolve_new
+
+    path = Path(__file__).resolve().parents[1] / "docs" / "sd-cfr-holdem-small.toml"
+    config = resolve_new(load_trainer("sd-cfr"), {"game": "holdem", "config_path": str(path)}).config
+    assert (config.traversals, config.width, config.advantage_memory, config.sgd_steps, config.batch_size,
+            config.threads) == (2000, 64, 2_000_000, 300, 2048, 1)
+    assert config.normalize_targets and config.evaluate_every == 0 and config.iterations == 450

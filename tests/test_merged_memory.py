@@ -112,6 +112,23 @@ def test_merged_training_is_logged_and_converges_on_leduc(tmp_path) -> None:
     assert records[-1]["sdcfr_exploitability_mbb"] < 1186.806 / 2
 
 
+def test_row_batches_are_the_memory_rows_the_seed_draws(tmp_path) -> None:
+    """The paper's form: each step's batch is exactly the rows at that step's uniform draws, with
+    weight iteration x 2/T and denominator = batch size (gathered on the fit's device)."""
+    trainer = _trainer(tmp_path, merge_duplicates=False)
+    memory = trainer.advantage[0]
+    stored, t = memory.stored(), trainer.iteration
+    batches, form = trainer.fit.batches(memory, 3, 50, np.random.default_rng(7), t)
+    picks = np.random.default_rng(7).integers(0, len(memory), size=(3, 50))
+    assert form == "rows"
+    for rows, (cards, bets, legal, target, weight, denominator) in zip(picks, batches, strict=True):
+        node = torch.from_numpy(stored["node"][rows].astype(np.int64))
+        assert torch.equal(cards, torch.from_numpy(stored["cards"][rows])) and denominator == 50
+        assert torch.equal(bets, trainer.bets[node]) and torch.equal(legal, trainer.legal[node])
+        assert torch.equal(target, torch.from_numpy(stored["target"][rows]))
+        torch.testing.assert_close(weight, torch.from_numpy(stored["iteration"][rows] * 2.0 / t).float())
+
+
 @pytest.mark.parametrize("merge", [True, False])
 def test_normalized_targets_have_unit_weighted_rms_and_the_same_regret_matching(tmp_path, merge: bool) -> None:
     from bot.network import regret_matching

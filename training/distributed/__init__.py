@@ -13,6 +13,9 @@ stuck actor once and retries its share, and otherwise raises a one-line
 
 from __future__ import annotations
 
+import signal
+import threading
+import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -24,6 +27,12 @@ from bot.errors import PokerbotError
 #: Seconds one remote share may take before its worker counts as stuck (a HULH share of the
 #: paper's K = 100,000 traversals takes minutes; an hour means something is wrong).
 DEFAULT_TIMEOUT_S = 3600.0
+
+#: Ray settings of a local instance. Ray starts its worker processes ``worker_niceness`` (15)
+#: steps nicer than the raylet, to keep its daemons responsive; here the actors *are* the
+#: computation, and on a machine shared with other jobs nice-19 actors got a sliver of a core
+#: while the driver waited on them, so they run at the priority of the command that started them.
+LOCAL_SYSTEM_CONFIG = {"worker_niceness": 0}
 
 #: Whether :func:`start` initialised Ray in this process (so :func:`stop` shuts it down).
 _started_here = False
@@ -94,20 +103,49 @@ def start(cluster: Cluster) -> Any:
     """Start (or join) Ray once per process; returns the ``ray`` module.
 
     A local instance gets ``num_cpus = workers`` (one CPU per actor; the driver's fits use the
-    rest of the machine) and no dashboard. Its workers import this checkout's code (its root goes
-    on their ``PYTHONPATH``), so a development tree runs its own modules, not an installed copy."""
+    rest of the machine), no dashboard, and actors at the driver's priority
+    (:data:`LOCAL_SYSTEM_CONFIG`). Its workers import this checkout's code (its root goes
+    on their ``PYTHONPATH``), so a development tree runs its own modules, not an installed copy.
+
+    ``ray.init`` replaces the driver's SIGTERM handler with one that exits at once (and its core
+    worker's C++ failure handler catches SIGTERM too), which would turn the run contract's
+    "SIGTERM finishes the step and checkpoints" (:class:`training.run.StopRequest`, installed
+    before the trainer starts Ray) into a kill; the handlers in place before the call are put
+    back."""
     global _started_here
     ray = import_ray()
     if ray.is_initialized():  # e.g. a test's or a notebook's own instance: used, left running
         return ray
     _started_here = True
-    if cluster.address is not None:
-        ray.init(address=cluster.address, log_to_driver=False)
-    else:
-        root = str(Path(__file__).resolve().parents[2])
-        ray.init(num_cpus=cluster.workers, include_dashboard=False, log_to_driver=False,
-                 runtime_env={"env_vars": {"PYTHONPATH": root}})
+    with _signal_handlers_kept():
+        try:
+            if cluster.address is not None:
+                ray.init(address=cluster.address, log_to_driver=False)
+            else:
+                root = str(Path(__file__).resolve().parents[2])
+                ray.init(num_cpus=cluster.workers, include_dashboard=False, log_to_driver=False,
+                         runtime_env={"env_vars": {"PYTHONPATH": root}}, _system_config=LOCAL_SYSTEM_CONFIG)
+        except Exception as error:  # Ray raises bare Exception/ConnectionError for a start that failed
+            _started_here = False
+            where = cluster.address or "a local instance"
+            raise WorkerError(f"Ray did not start ({where}): {_describe(error)}; nothing was run, "
+                              "retry (a local Ray waits 30 s for its raylet, which a heavily loaded "
+                              "machine can exceed)") from None
     return ray
+
+
+@contextmanager
+def _signal_handlers_kept() -> Iterator[None]:
+    """Put SIGINT's and SIGTERM's Python handlers back after the block (main thread only: other
+    threads can neither set handlers nor have had theirs replaced by Ray)."""
+    saved = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        if threading.current_thread() is threading.main_thread():
+            for sig, handler in saved.items():
+                if handler is not None:  # None: set outside Python, nothing to put back
+                    signal.signal(sig, handler)
 
 
 def stop() -> None:
@@ -120,8 +158,18 @@ def stop() -> None:
         _started_here = False
 
 
+class Worker:
+    """Base of the actor classes (:class:`ActorPool` runs them)."""
+
+    def cpu_seconds(self) -> float:
+        """CPU seconds this actor's process has used (all its threads): on a shared machine the
+        work of a share in CPU time, which other processes' load does not inflate as it does
+        wall time (``benchmarks/bench_ray_scaling.py``)."""
+        return time.process_time()
+
+
 class ActorPool:
-    """``size`` actors of one class, each restartable once per call (see :func:`gather`)."""
+    """``size`` actors of one :class:`Worker` class, each restartable once per call (see :func:`gather`)."""
 
     def __init__(self, actor_class: Any, size: int, args: tuple, timeout_s: float = DEFAULT_TIMEOUT_S) -> None:
         self.ray = import_ray()
@@ -166,6 +214,10 @@ class ActorPool:
     def broadcast(self, call: Callable[[Any], Any], prepare: Callable[[Any], Any] | None = None) -> None:
         """``call(actor)`` on every actor (e.g. new weights); waits so later shares see it."""
         self.gather(lambda _i, actor: call(actor), prepare=prepare, what="update")
+
+    def cpu_seconds(self) -> float:
+        """CPU seconds all actors' processes have used so far (:meth:`Worker.cpu_seconds`)."""
+        return float(sum(self.gather(lambda _i, actor: actor.cpu_seconds.remote(), what="CPU clock")))
 
     def close(self) -> None:
         for actor in self.actors:

@@ -44,10 +44,10 @@ from bot.abstraction_spec import SPECS
 from bot.abstraction_tables import AbstractGame, Abstraction
 from training.abstraction.build import build_abstraction
 from training.abstraction.solver import batch_weight, discount_tables, run_iterations
-from training.distributed import DEFAULT_TIMEOUT_S, ActorPool, Cluster, shares, start
+from training.distributed import DEFAULT_TIMEOUT_S, ActorPool, Cluster, Worker, shares, start
 
 
-class MCCFRWorker:
+class MCCFRWorker(Worker):
     """One Ray actor: the abstract game (bucket tables loaded from the shared cache) and its share."""
 
     def __init__(self, abstraction: str, threads: int) -> None:

@@ -29,7 +29,7 @@ from bot.encoding import InfosetEncoder
 from bot.network import DeepCFRNetwork, regret_matching
 from protocol.gamedef import load_game
 from training.deep_cfr import Stream
-from training.distributed import DEFAULT_TIMEOUT_S, ActorPool, Cluster, shares, start
+from training.distributed import DEFAULT_TIMEOUT_S, ActorPool, Cluster, Worker, shares, start
 from training.traversal import TraversalResult, deal_batch, traverse
 
 if TYPE_CHECKING:
@@ -41,7 +41,7 @@ def worker_rng(seed: int, iteration: int, player: int, worker: int) -> np.random
     return np.random.default_rng([seed, iteration, player, int(Stream.TRAVERSAL), worker])
 
 
-class TraversalWorker:
+class TraversalWorker(Worker):
     """One Ray actor: the encoder, a CPU copy of both value networks, and batched traversals."""
 
     def __init__(self, game: str, width: int, argmax_fallback: bool, traversal_batch: int, seed: int) -> None:

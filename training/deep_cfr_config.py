@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 from bot.errors import ConfigError
 from training.run import parse_duration, resolve_device, runs_on_cpu, worker_threads
+from training.strength import StrengthSettings
 
 ALGOS = ("deep-cfr", "sd-cfr")
 
@@ -87,6 +88,17 @@ class DeepCFRConfig:
     """Exact exploitability every this many iterations on small games (0: never)."""
     average_every: int = 0
     """Deep CFR: also train and evaluate the average network every this many iterations (0: end only)."""
+    strength_every: int = 0
+    """Iterations between strength measurements where exact exploitability is out of reach
+    (:mod:`training.strength`: duplicate head-to-head against ``strength_reference``, and LBR),
+    logged in metrics.jsonl and kept off the training clock (0: never; the FHP and hold'em
+    presets turn it on)."""
+    strength_hands: int = 100
+    """Duplicate deals (each played in both seats) against the reference per measurement."""
+    strength_lbr_hands: int = 0
+    """LBR deals (both seats) per measurement (0: no LBR; it costs ~1 s a hand on HULH)."""
+    strength_reference: str = "default"
+    """The fixed reference agent (default: the game's shipped bot)."""
     checkpoint_every: int = 1
     """Write a checkpoint every this many iterations (and at the end)..."""
     checkpoint_seconds: float = 60.0
@@ -119,6 +131,7 @@ class DeepCFRConfig:
             raise ConfigError("fit_backend = fused runs on the CPU: use --device cpu, or fit_backend = torch for cuda")
         resolve_device(self.device)
         worker_threads(self.threads)
+        StrengthSettings.of(self)
         for name in ("iterations", "traversals", "width", "advantage_memory", "strategy_memory", "sgd_steps",
                      "batch_size", "average_sgd_steps", "average_batch_size", "traversal_batch", "checkpoint_every"):
             if getattr(self, name) <= 0:
@@ -130,7 +143,8 @@ class DeepCFRConfig:
 #: are normalised (``normalize_targets``): regrets in chips run to hundreds (FHP's big blind is
 #: 100 chips, HULH's 10), which Adam at lr 1e-3 would spend thousands of steps scaling up to.
 _PAPER = dict(iterations=450, traversals=10_000, width=96, advantage_memory=40_000_000,
-              strategy_memory=40_000_000, average_sgd_steps=32_000, evaluate_every=0, normalize_targets=True)
+              strategy_memory=40_000_000, average_sgd_steps=32_000, evaluate_every=0, normalize_targets=True,
+              strength_every=1, strength_hands=100)  # no exact exploitability: a strength signal per iteration
 #: Per-game presets. FHP/HULH are the paper's settings (sec. 5.1); Kuhn/Leduc are scaled down to
 #: converge on a laptop in minutes.
 PRESETS: dict[str, dict] = {

@@ -7,6 +7,7 @@ from dataclasses import dataclass, fields
 
 from bot.errors import ConfigError
 from training.run import parse_duration, resolve_device, runs_on_cpu, worker_threads
+from training.strength import StrengthSettings
 
 
 @dataclass(frozen=True)
@@ -101,6 +102,17 @@ class NFSPConfig:
     """Gradient-norm clip of every update (0 = none)."""
     eval_every: int = 1_000
     """Steps between exploitability evaluations (small games) and metrics lines."""
+    strength_every: int = 0
+    """Self-play steps (a multiple of ``eval_every``) between strength measurements where exact exploitability is out of reach
+    (:mod:`training.strength`: duplicate head-to-head against ``strength_reference``, and LBR),
+    logged in metrics.jsonl and kept off the training clock (0: never; the FHP and hold'em
+    presets turn it on)."""
+    strength_hands: int = 100
+    """Duplicate deals (each played in both seats) against the reference per measurement."""
+    strength_lbr_hands: int = 0
+    """LBR deals (both seats) per measurement (0: no LBR; it costs ~1 s a hand on HULH)."""
+    strength_reference: str = "default"
+    """The fixed reference agent (default: the game's shipped bot)."""
     checkpoint_every: int = 1_000
     """Steps between checkpoints (Ctrl-C also checkpoints after the step in progress)..."""
     checkpoint_seconds: float = 60.0
@@ -121,6 +133,9 @@ class NFSPConfig:
         for name in positive:
             if getattr(self, name) <= 0:
                 raise ConfigError(f"nfsp config: {name} must be positive, got {getattr(self, name)}")
+        if self.strength_every % self.eval_every:
+            raise ConfigError(f"nfsp config: strength_every ({self.strength_every}) must be a multiple of eval_every ({self.eval_every})")
+        StrengthSettings.of(self)
         if not 0.0 <= self.eta <= 1.0:
             raise ConfigError(f"nfsp config: eta must be in [0, 1], got {self.eta}")
         if self.eta_final != -1.0 and not 0.0 <= self.eta_final <= 1.0:
@@ -171,6 +186,8 @@ _HOLDEM = {
     "width": 96, "rl_capacity": 600_000, "sl_capacity": 30_000_000, "sl_lr": 0.01,
     "batch_size": 256, "learn_every": 256, "target_update_every": 1_000, "eps_start": 0.08,
     "eps_decay_steps": 10_000, "steps": 2_000_000, "eval_every": 1_000, "checkpoint_every": 10_000,
+    # a strength signal every ~5 minutes of self-play here (1,000 steps: 20-65 s on one loaded core)
+    "strength_every": 10_000, "strength_hands": 100,
 }
 PRESETS: dict[str, dict] = {
     # Kuhn: small networks and Adam so a laptop run converges in seconds (tests use it).

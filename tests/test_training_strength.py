@@ -69,6 +69,7 @@ def test_nfsp_holdem_logs_head_to_head_off_the_clock(tmp_path, slow_measurements
     for record in measured:
         assert_sane_strength(record, 3)
     assert slow_measurements[0] == 2 * JUMP and records[-1]["train_seconds"] < JUMP
+    assert (run.path / "strength.png").stat().st_size > 0
 
 
 @pytest.mark.parametrize("algo", ["sd-cfr", "deep-cfr"])
@@ -85,6 +86,7 @@ def test_deep_cfr_holdem_logs_head_to_head_and_lbr_off_the_clock(tmp_path, slow_
         assert_sane_strength(record, 2, lbr_hands=1 if algo == "sd-cfr" else 0)
         assert record["elapsed_s"] < JUMP
     assert slow_measurements[0] == 2 * JUMP
+    assert (tmp_path / algo / "strength.png").stat().st_size > 0
 
 
 def test_measurement_is_the_duplicate_match_of_the_same_deals():
@@ -110,3 +112,16 @@ def test_strength_settings_are_checked(tmp_path):
         DeepCFRTrainer.new(DeepCFRConfig(game="leduc", strength_every=1), tmp_path / "leduc", progress=False)
     assert not StrengthSettings(every=0, hands=10, lbr_hands=0, reference="default", seed=0).due(5)
     assert StrengthSettings(every=5, hands=10, lbr_hands=0, reference="default", seed=0).due(10)
+
+
+def test_watch_overview_shows_the_latest_strength_line():
+    from types import SimpleNamespace
+
+    from tui.watch.panels.run import strength_line
+
+    records = [{"iteration": 1}, {"iteration": 2, "h2h_mbb": -41.5, "h2h_ci_mbb": 30.2, "h2h_hands": 200, "h2h_reference": "default"},
+               {"iteration": 3, "lbr_mbb": 812.0, "lbr_ci_mbb": 95.0, "lbr_hands": 40}]  # fmt: skip
+    model = SimpleNamespace(records=records, kind="sd-cfr")
+    assert strength_line(model, 1) is None
+    assert strength_line(model, 2) == "strength at iteration 2: vs default [b]-42 ± 30[/b] mbb/g (200 hands, duplicate)"
+    assert strength_line(model, 3) == "strength at iteration 3: LBR 812 ± 95 mbb/g (40 hands)"

@@ -529,6 +529,8 @@ class DeepCFRTrainer:
             self.fit.progress = None
         if self.small:
             plot_exploitability(self.run)
+        plots.plot_strength(self.run.path / "strength.png", self.run.read_metrics(), "elapsed_s", "wall-clock seconds (training)",
+                            title=f"{cfg.algo} on {self.game.name}")  # fmt: skip
         return records
 
 

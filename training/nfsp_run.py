@@ -83,6 +83,8 @@ def train(config: NFSPConfig, run: RunDir, resume: bool = False, stream=None, st
     save_policy(learner, run)
     if small:
         plot_exploitability(run)
+    plots.plot_strength(run.path / "strength.png", run.read_metrics(), "train_seconds", "training seconds",
+                        title=f"NFSP average policy, {config.game}")  # fmt: skip
     return learner
 
 

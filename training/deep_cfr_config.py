@@ -7,13 +7,13 @@ from dataclasses import dataclass
 
 from bot.errors import ConfigError
 from training.run import parse_duration, resolve_device, runs_on_cpu, worker_threads
-from training.strength import StrengthSettings
+from training.strength import StrengthOptions, StrengthSettings
 
 ALGOS = ("deep-cfr", "sd-cfr")
 
 
 @dataclass(frozen=True)
-class DeepCFRConfig:
+class DeepCFRConfig(StrengthOptions):
     """Everything a run needs; saved as the run's ``config.toml``."""
 
     game: str = "leduc"
@@ -88,17 +88,6 @@ class DeepCFRConfig:
     """Exact exploitability every this many iterations on small games (0: never)."""
     average_every: int = 0
     """Deep CFR: also train and evaluate the average network every this many iterations (0: end only)."""
-    strength_every: int = 0
-    """Iterations between strength measurements where exact exploitability is out of reach
-    (:mod:`training.strength`: duplicate head-to-head against ``strength_reference``, and LBR),
-    logged in metrics.jsonl and kept off the training clock (0: never; the FHP and hold'em
-    presets turn it on)."""
-    strength_hands: int = 100
-    """Duplicate deals (each played in both seats) against the reference per measurement."""
-    strength_lbr_hands: int = 0
-    """LBR deals (both seats) per measurement (0: no LBR; it costs ~1 s a hand on HULH)."""
-    strength_reference: str = "default"
-    """The fixed reference agent (default: the game's shipped bot)."""
     checkpoint_every: int = 1
     """Write a checkpoint every this many iterations (and at the end)..."""
     checkpoint_seconds: float = 60.0

@@ -7,11 +7,11 @@ from dataclasses import dataclass, fields
 
 from bot.errors import ConfigError
 from training.run import parse_duration, resolve_device, runs_on_cpu, worker_threads
-from training.strength import StrengthSettings
+from training.strength import StrengthOptions, StrengthSettings
 
 
 @dataclass(frozen=True)
-class NFSPConfig:
+class NFSPConfig(StrengthOptions):
     """Everything that defines an NFSP run (saved as the run's ``config.toml``)."""
 
     game: str = "leduc"
@@ -102,17 +102,6 @@ class NFSPConfig:
     """Gradient-norm clip of every update (0 = none)."""
     eval_every: int = 1_000
     """Steps between exploitability evaluations (small games) and metrics lines."""
-    strength_every: int = 0
-    """Self-play steps (a multiple of ``eval_every``) between strength measurements where exact exploitability is out of reach
-    (:mod:`training.strength`: duplicate head-to-head against ``strength_reference``, and LBR),
-    logged in metrics.jsonl and kept off the training clock (0: never; the FHP and hold'em
-    presets turn it on)."""
-    strength_hands: int = 100
-    """Duplicate deals (each played in both seats) against the reference per measurement."""
-    strength_lbr_hands: int = 0
-    """LBR deals (both seats) per measurement (0: no LBR; it costs ~1 s a hand on HULH)."""
-    strength_reference: str = "default"
-    """The fixed reference agent (default: the game's shipped bot)."""
     checkpoint_every: int = 1_000
     """Steps between checkpoints (Ctrl-C also checkpoints after the step in progress)..."""
     checkpoint_seconds: float = 60.0

@@ -34,6 +34,12 @@ def plot_exploitability(path: Path, panels: Sequence[Panel], title: str = "", dp
             axis.legend()
     if title:
         figure.suptitle(title)
+    return _save(figure, path, dpi)
+
+
+def _save(figure, path: Path, dpi: int) -> Path:
+    import matplotlib.pyplot as plt
+
     figure.tight_layout()
     figure.savefig(path, dpi=dpi)
     plt.close(figure)
@@ -67,7 +73,4 @@ def plot_strength(path: Path, records: Sequence[dict], x_key: str, xlabel: str, 
     axis.legend()
     if title:
         axis.set_title(title)
-    figure.tight_layout()
-    figure.savefig(path, dpi=dpi)
-    plt.close(figure)
-    return path
+    return _save(figure, path, dpi)

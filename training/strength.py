@@ -33,6 +33,22 @@ H2H, H2H_CI, LBR, LBR_CI = "h2h_mbb", "h2h_ci_mbb", "lbr_mbb", "lbr_ci_mbb"
 
 
 @dataclass(frozen=True)
+class StrengthOptions:
+    """The config fields of every trainer (NFSP, Deep CFR / SD-CFR, DREAM) that set the signal."""
+
+    strength_every: int = 0
+    """Iterations (NFSP: self-play steps, a multiple of ``eval_every``) between strength
+    measurements where exact exploitability is out of reach, logged in metrics.jsonl and kept
+    off the training clock (0: never; the FHP and hold'em presets turn it on)."""
+    strength_hands: int = 100
+    """Duplicate deals (each played in both seats) against the reference per measurement."""
+    strength_lbr_hands: int = 0
+    """LBR deals (both seats) per measurement (0: no LBR; it costs ~1 s a hand on HULH)."""
+    strength_reference: str = "default"
+    """The fixed reference agent (default: the game's shipped bot)."""
+
+
+@dataclass(frozen=True)
 class StrengthSettings:
     """When and how much to measure (the config fields ``strength_*`` of each algorithm)."""
 
@@ -48,7 +64,7 @@ class StrengthSettings:
                 raise ConfigError(f"strength_{name}: must be >= 0, got {getattr(self, name)}")
 
     @classmethod
-    def of(cls, config) -> StrengthSettings:
+    def of(cls, config: StrengthOptions) -> StrengthSettings:
         """The settings of an NFSP / Deep CFR / DREAM config."""
         return cls(config.strength_every, config.strength_hands, config.strength_lbr_hands,
                    config.strength_reference, config.seed)  # fmt: skip

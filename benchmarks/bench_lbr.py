@@ -98,6 +98,35 @@ class OneHandAtATime(Agent):
         return self.inner.action_probabilities(view)
 
 
+def range_query_cpu(game: Game, agent: Agent) -> None:
+    """CPU seconds of one range query over every live hand of a fresh random board per round,
+    batched and one hand at a time (the arrays are checked equal)."""
+    from dataclasses import replace
+
+    from bot.lbr import PrivateHands
+    from protocol.matchstate import MatchState
+
+    hands = PrivateHands(game)
+    rng = np.random.default_rng(5)
+    print(f"Shipped bot {agent.name}: one range query over every live hand (CPU seconds of this process):")
+    agent.range_probabilities(MatchState(1, 0, "cc/cc/cc/", ((), (0, 1)), ((2, 3, 4), (5,), (6,))), hands.cards[:2] + 8)  # compile
+    for round_index, betting in ((1, "cc/"), (2, "cc/cc/"), (3, "cc/cc/cc/")):
+        cards = tuple(int(c) for c in rng.choice(52, 2 + game.board_cards_through(round_index), replace=False))
+        board = cards[2:]
+        view = MatchState(1, 0, betting, ((), cards[:2]), tuple(board[game.board_cards_through(r - 1): game.board_cards_through(r)]
+                                                                for r in range(1, round_index + 1)))  # fmt: skip
+        rows = hands.cards[hands.disjoint(board)]
+        cpu = time.process_time()
+        batched = agent.range_probabilities(view, rows)
+        batch_cpu = time.process_time() - cpu
+        cpu = time.process_time()
+        single = OneHandAtATime(agent).range_probabilities(replace(view), rows)
+        single_cpu = time.process_time() - cpu
+        assert np.array_equal(batched, single)
+        print(f"  round {round_index}: {len(rows)} hands, batched {batch_cpu:.3f} s, one at a time {single_cpu:.3f} s "
+              f"({single_cpu / batch_cpu:.0f}x; equal arrays)")
+
+
 def shipped_speed(deals: int) -> None:
     """LBR hands/s against the shipped bot, batched and one hand at a time; then a duplicate
     match against ``call`` and the AIVAT pass over its hands, timed apart."""
@@ -106,6 +135,7 @@ def shipped_speed(deals: int) -> None:
 
     holdem = load_game("holdem")
     shipped = resolve_agent("default", holdem)
+    range_query_cpu(holdem, shipped)
     print(f"Shipped bot {shipped.name}, LBR in every round ({deals} deals x 2 seats, seed 1):")
     for label, agent in (("batched range_probabilities", shipped), ("one hand at a time", OneHandAtATime(shipped))):
         speed(holdem, label, agent, deals, LBRConfig())

@@ -14,8 +14,9 @@ range at the cost of ~one hand's features.
 holds any pair of live cards disjoint from {a, b}. With ``L`` = #pairs weaker than ours among
 all live pairs, ``L_a`` = #pairs (a, c) weaker (the pair (a, b) itself is not weaker), and the
 same for b: ``less = L - L_a - L_b``; for ties, the pair (a, b) is counted once in ``E`` and
-once in each of ``E_a``, ``E_b``: ``equal = E - E_a - E_b + 1``. All counts are binary searches
-in sorted strength lists.
+once in each of ``E_a``, ``E_b``: ``equal = E - E_a - E_b + 1``. ``L`` and ``E`` come from a
+count of the pairs per strength value (strengths are small integers), ``L_a`` and ``E_a`` from
+sorting each card's 46 pairs once per runout.
 
 **Bit-identical to the per-hand path.** The counts are integers, so each HS is the same float64
 ``(less + 0.5 equal) / total``; each hand's sum runs over the runouts of its board's canonical
@@ -98,12 +99,17 @@ def _board_features(board, rest, runout_size, nonflush, flush, colex, offset, in
     s2 = np.zeros(pairs)
     count = np.zeros(pairs, dtype=np.int64)
     bins = hist.shape[1]
-    row = np.empty(cards, dtype=np.int64)
-    row[2 : 2 + visible] = board
+    cards_row = np.empty(cards, dtype=np.int64)
+    cards_row[2 : 2 + visible] = board
     live = np.empty(n_rest, dtype=np.int64)
     strength = np.empty((n_rest, n_rest), dtype=np.int64)  # by positions in live
-    by_card = np.empty((n_rest, n_rest - 1), dtype=np.int64)  # sorted strengths of (live[i], c)
+    # below[i, j] / ties[i, j]: how many pairs (live[i], c) are weaker than / as strong as (live[i], live[j])
+    below = np.empty((n_rest, n_rest), dtype=np.int64)
+    ties = np.empty((n_rest, n_rest), dtype=np.int64)
+    row = np.empty(n_rest - 1, dtype=np.int64)
+    partner = np.empty(n_rest - 1, dtype=np.int64)
     flat = np.empty(pairs, dtype=np.int64)
+    counts = np.zeros(1, dtype=np.int64)  # pairs per strength value, then pairs below it
     runouts = all_combinations(rest, runout_size)  # the build's order
     for run in range(runouts.shape[0]):
         n_live = 0
@@ -116,38 +122,47 @@ def _board_features(board, rest, runout_size, nonflush, flush, colex, offset, in
                 live[n_live] = rest[i]
                 n_live += 1
         for j in range(runout_size):
-            row[2 + visible + j] = runouts[run, j]
+            cards_row[2 + visible + j] = runouts[run, j]
         n_flat = 0
         for i in range(n_live):
-            row[0] = live[i]
+            cards_row[0] = live[i]
             for j in range(i + 1, n_live):
-                row[1] = live[j]
-                s = _eval_row(row, cards, nonflush, flush, colex, offset)
+                cards_row[1] = live[j]
+                s = _eval_row(cards_row, cards, nonflush, flush, colex, offset)
                 strength[i, j] = s
                 strength[j, i] = s
                 flat[n_flat] = s
                 n_flat += 1
-        everyone = np.sort(flat[:n_flat])
+        top = flat[:n_flat].max()
+        if counts.shape[0] < top + 2:
+            counts = np.zeros(top + 2, dtype=np.int64)
+        counts[: top + 2] = 0
+        for k in range(n_flat):
+            counts[flat[k] + 1] += 1
+        equal_all = counts[: top + 2].copy()  # equal_all[v + 1]: pairs of strength v
+        for v in range(1, top + 2):
+            counts[v] += counts[v - 1]  # counts[v]: pairs weaker than v
         for i in range(n_live):
             m = 0
             for j in range(n_live):
                 if j != i:
-                    by_card[i, m] = strength[i, j]
+                    row[m] = strength[i, j]
+                    partner[m] = j
                     m += 1
-            by_card[i, : n_live - 1] = np.sort(by_card[i, : n_live - 1])
+            order = np.argsort(row[:m])
+            start = 0
+            for k in range(1, m + 1):
+                if k == m or row[order[k]] != row[order[start]]:
+                    for t in range(start, k):
+                        below[i, partner[order[t]]] = start
+                        ties[i, partner[order[t]]] = k - start
+                    start = k
         total = (n_live - 2) * (n_live - 3) // 2  # opponent hands disjoint from ours and the board
         for i in range(n_live):
-            row_a = by_card[i, : n_live - 1]
             for j in range(i + 1, n_live):
-                row_b = by_card[j, : n_live - 1]
                 ours = strength[i, j]
-                below = np.searchsorted(everyone, ours, side="left")
-                below_a = np.searchsorted(row_a, ours, side="left")
-                below_b = np.searchsorted(row_b, ours, side="left")
-                less = below - below_a - below_b
-                equal = (np.searchsorted(everyone, ours, side="right") - below
-                         - (np.searchsorted(row_a, ours, side="right") - below_a)
-                         - (np.searchsorted(row_b, ours, side="right") - below_b) + 1)  # fmt: skip
+                less = counts[ours] - below[i, j] - below[j, i]
+                equal = equal_all[ours + 1] - ties[i, j] - ties[j, i] + 1
                 hs = (less + 0.5 * equal) / total
                 p = index[live[i], live[j]]
                 s1[p] += hs

@@ -82,7 +82,7 @@ def speed(game: Game, label: str, agent: Agent, deals: int, config: LBRConfig) -
     result = run_lbr(game, agent, deals, 1, config)
     wall = time.perf_counter() - wall
     counters = result.counters
-    print(f"  {label:30s} {2 * deals / wall:6.2f} hands/s ({2 * deals} hands, {wall:.1f} s; "
+    print(f"  {label:30s} {2 * deals / wall:6.3g} hands/s ({2 * deals} hands, {wall:.1f} s; "
           f"{counters.enumerated} enumerated / {counters.sampled} sampled equities; "
           f"{result.agent_queries} range queries, {result.hands_queried / max(1, result.agent_queries):.0f} hands each)")
 

@@ -1,4 +1,4 @@
-"""Benchmark of the ACPC dealer and client: hands per second over loopback TCP.
+"""Benchmark of the ACPC dealer and client: hands per second over loopback TCP, and CPU per hand.
 
 Four set-ups, run one after the other at the same load, every client in its own process (as
 the reference ``example_player`` clients run beside the reference ``dealer``):
@@ -11,15 +11,25 @@ the reference ``example_player`` clients run beside the reference ``dealer``):
 3. **our dealer, our clients**: the dealer with two ``pokerbot connect``-equivalent clients
    (:func:`bot.match.run_as_client` with the ``call`` agent, in their own processes).
 4. **our client alone**: the echo server with one of our clients and one fast client, so the
-   client's own speed shows without our dealer's cost; and first, its logic alone in this
-   process without sockets (parsing, checks, replay, the agent's decisions).
+   client's own speed shows without our dealer's cost.
+
+First, the logic alone, in this process without sockets: our dealer playing the hands against
+an in-memory echo, and our client's parsing, checks, replay and agent on the lines it receives.
+
+Wall hands/s depend on what else runs on the machine; CPU microseconds per hand (user + system,
+of the server process and of each client process) much less. So every line also says what the
+CPU figures imply on an idle machine: hands per dealer CPU-second (the rate if the dealer had a
+core to itself and the clients cost nothing, as C clients nearly do), and the 2-core bound
+``1e6 / max(dealer, (dealer + clients) / 2)`` (three processes sharing two idle cores: the
+dealer's work is serial, and two cores give at most two CPU-seconds per second).
 
 Every set-up plays always-call heads-up limit hold'em: 8 actions and 18 state lines per hand.
 
 Run from the repository root::
 
     python benchmarks/bench_dealer.py                  # 20,000 hands each (5,000 with our clients)
-    python benchmarks/bench_dealer.py --hands 2000 --client-hands 1000
+    python benchmarks/bench_dealer.py --hands 10000 --client-hands 2000
+    python benchmarks/bench_dealer.py --logic-only     # only the no-socket figures
 """
 
 from __future__ import annotations
@@ -138,12 +148,60 @@ class Figure:
     clients_cpu: list[float]
 
     def line(self) -> str:
-        per_hand = lambda seconds: 1e6 * seconds / self.hands  # noqa: E731
-        clients = " + ".join(f"{per_hand(c):5.0f}" for c in self.clients_cpu)
+        server, clients = self.per_hand(self.server_cpu), [self.per_hand(c) for c in self.clients_cpu]
+        two_cores = 1e6 / max(server, (server + sum(clients)) / 2)
         return (
             f"{self.label:32s} {self.hands / self.wall:7,.0f} hands/s   CPU us/hand: "
-            f"server {per_hand(self.server_cpu):5.0f}, clients {clients}   ({self.hands:,} hands)"
+            f"server {server:5.0f}, clients {' + '.join(f'{c:5.0f}' for c in clients)}   "
+            f"idle: {1e6 / server:6,.0f} hands per server CPU-s, 2-core bound {two_cores:6,.0f}"
+            f"   ({self.hands:,} hands)"
         )
+
+    def per_hand(self, seconds: float) -> float:
+        return 1e6 * seconds / self.hands
+
+
+class _EchoSocket:
+    """In place of a client's socket: remembers the last line the dealer sent and answers it
+    with ``:c`` (the dealer only reads from the seat whose turn it is, which is the seat whose
+    last line is the state it waits on)."""
+
+    def __init__(self) -> None:
+        self.last = b""
+
+    def sendall(self, data: bytes) -> None:
+        self.last = data[: data.rindex(b"\r\n")].rsplit(b"\r\n", 1)[-1]
+
+    def recv(self, _size: int) -> bytes:
+        return self.last + b":c\r\n"
+
+    def settimeout(self, _seconds: float | None) -> None:
+        pass
+
+    def setsockopt(self, *_option: object) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
+
+
+def dealer_logic_cpu(hands: int, scratch: str) -> float:
+    """CPU microseconds per hand of our dealer without sockets: the whole match loop (deal,
+    states, replies, scoring, the ``.log``), its seats connected to :class:`_EchoSocket`."""
+    from protocol.dealer_seat import Seat
+
+    game = load_game(GAME)
+    options = DealerOptions(
+        str(Path(scratch) / "logic"), GAME, game, hands, 0, ("a", "b"), quiet=True, os_ports=True
+    )
+    dealer = Dealer(options, out=io.StringIO(), err=io.StringIO())
+    seats = [Seat(i, _EchoSocket(), 600.0) for i in range(2)]  # type: ignore[arg-type]
+    dealer._accept_all = lambda: dealer.seats.extend(seats)  # type: ignore[method-assign]
+    dealer._read_versions = lambda: None  # type: ignore[method-assign]
+    start = time.process_time()
+    if dealer.run() != 0 or dealer.hands_played != hands:
+        raise SystemExit(f"dealer failed without sockets: {dealer.hands_played} hands")
+    return 1e6 * (time.process_time() - start) / hands
 
 
 def client_logic_cpu(game: Game, script) -> float:
@@ -278,6 +336,8 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as scratch:
         script = hand_script(game, args.hands)
         short = script[: args.client_hands]
+        dealer_logic = dealer_logic_cpu(args.hands, scratch)
+        print(f"our dealer's logic alone, no sockets: CPU {dealer_logic:.0f} us/hand", flush=True)
         logic = client_logic_cpu(game, short)
         print(f"our client's logic alone, no sockets: CPU {logic:.0f} us/hand", flush=True)
         if args.logic_only:

@@ -28,17 +28,18 @@ import socket
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
+from protocol.betting_nodes import BettingNode, betting_root
 from protocol.errors import ProtocolError
 from protocol.gamedef import Game
 from protocol.matchstate import (
     MatchState,
     MatchStateError,
-    advance_betting,
+    advance_node,
     check_cards,
     format_matchstate,
     parse_matchstate,
 )
-from protocol.state import State
+from protocol.socket_timeouts import EXPIRED, use_kernel_timeouts
 
 VERSION_LINE = "VERSION:2.0.0\r\n"
 #: Seconds the client waits for the dealer's next line before giving up. The dealer is silent
@@ -66,6 +67,8 @@ class LineBuffer:
         self._pending = bytearray()
 
     def feed(self, data: bytes) -> list[str]:
+        if data and not self._pending and data.find(b"\n") == len(data) - 1:  # one line: usual
+            return [data[:-1].decode("utf-8", errors="replace")]
         self._pending += data
         lines: list[str] = []
         while True:
@@ -143,9 +146,9 @@ class HandTracker:
     def __init__(self, game: Game) -> None:
         self.game = game
         self._view: MatchState | None = None
-        self._state: State | None = None
+        self._state: BettingNode | None = None
 
-    def advance(self, view: MatchState) -> State:
+    def advance(self, view: MatchState) -> BettingNode:
         previous, state = self._view, self._state
         self._view = self._state = None  # until this line is fully applied
         start = 0
@@ -156,7 +159,7 @@ class HandTracker:
             or previous.position != view.position
             or not view.betting.startswith(previous.betting)
         ):
-            state = State(self.game)
+            state = betting_root(self.game)
         else:
             start = len(previous.betting)
         if (
@@ -167,15 +170,19 @@ class HandTracker:
             or view.round != previous.round
         ):
             check_cards(view, self.game)
-            if start and previous is not None and (
-                previous.own_hole_cards != view.own_hole_cards
-                or view.board[: len(previous.board)] != previous.board
+            if (
+                start
+                and previous is not None
+                and (
+                    previous.own_hole_cards != view.own_hole_cards
+                    or view.board[: len(previous.board)] != previous.board
+                )
             ):
                 raise MatchStateError(
                     f"cards changed within hand {view.hand_number}: "
                     f"{format_matchstate(previous)} then {format_matchstate(view)}"
                 )
-        advance_betting(state, view.betting, start)
+        state = advance_node(state, view.betting, start)
         self._view, self._state = view, state
         return state
 
@@ -190,6 +197,7 @@ class ACPCConnection:
         self._tracker = HandTracker(game)
         self.summary = ClientSummary(big_blind=game.big_blind)
         self._open_hand: int | None = None
+        self.read_timeout = sock.gettimeout()  # seconds; :meth:`connect` sets kernel timeouts
 
     @classmethod
     def connect(
@@ -212,9 +220,12 @@ class ACPCConnection:
             ) from None
         except (TimeoutError, OSError) as error:
             raise ACPCConnectionError(f"cannot connect to {host}:{port}: {error}") from None
-        sock.settimeout(read_timeout)
+        # the kernel keeps both timeouts (protocol.socket_timeouts): a read or a write is one
+        # system call; TCP_NODELAY, as every line is a whole message someone waits on
+        use_kernel_timeouts(sock, read_timeout, read_timeout)
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         connection = cls(sock, game)
+        connection.read_timeout = read_timeout
         connection._send(VERSION_LINE)
         return connection
 
@@ -230,9 +241,9 @@ class ACPCConnection:
         while True:
             try:
                 data = self.sock.recv(65536)
-            except TimeoutError:  # an OSError subclass: must come first
+            except EXPIRED:  # OSError subclasses: must come first
                 raise ACPCConnectionError(
-                    f"the dealer sent nothing for {self.sock.gettimeout():g} s; giving up "
+                    f"the dealer sent nothing for {self.read_timeout:g} s; giving up "
                     f"({self.summary.line()})"
                 ) from None
             except OSError as error:

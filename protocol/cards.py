@@ -15,6 +15,7 @@ A card is the integer ``rank * 4 + suit`` with ranks ``23456789TJQKA`` (0..12) a
 from __future__ import annotations
 
 from collections.abc import Iterable
+from functools import lru_cache
 
 from protocol.errors import ProtocolError
 
@@ -48,6 +49,8 @@ def card_suit(card: int) -> int:
 _CODES = {
     rank + suit: make_card(r, s) for r, rank in enumerate(RANKS) for s, suit in enumerate(SUITS)
 }
+#: Code -> two-character text.
+_TEXTS = tuple(sorted(_CODES, key=_CODES.__getitem__))
 
 
 def _not_a_card(text: str) -> CardError:
@@ -66,7 +69,7 @@ def card_to_str(card: int) -> str:
     """Two-character ACPC text of a card code."""
     if not 0 <= card < NUM_RANKS * NUM_SUITS:
         raise CardError(f"not a card code: {card}")
-    return RANKS[card_rank(card)] + SUITS[card_suit(card)]
+    return _TEXTS[card]
 
 
 def cards_from_str(text: str) -> tuple[int, ...]:
@@ -81,9 +84,16 @@ def cards_from_str(text: str) -> tuple[int, ...]:
 
 def cards_to_str(cards: Iterable[int]) -> str:
     """Concatenated ACPC text of card codes."""
-    return "".join(card_to_str(c) for c in cards)
+    return "".join([card_to_str(c) for c in cards])
 
 
+@lru_cache(maxsize=64)
+def deck_set(num_ranks: int = NUM_RANKS, num_suits: int = NUM_SUITS) -> frozenset[int]:
+    """The cards of :func:`deck` as a set, for membership tests."""
+    return frozenset(deck(num_ranks, num_suits))
+
+
+@lru_cache(maxsize=64)
 def deck(num_ranks: int = NUM_RANKS, num_suits: int = NUM_SUITS) -> tuple[int, ...]:
     """The cards of a deck with the top ``num_ranks`` ranks and last ``num_suits`` suits.
 

@@ -17,9 +17,13 @@ transaction log (the ``.tlog`` itself is written).
     status = await dealer.serve()   # the same from asyncio code (run in a worker thread)
 
 Speed (``benchmarks/bench_dealer.py``): the dealer only ever waits on one seat, so it uses
-blocking sockets with deadlines rather than an event loop; every line a seat gets between two
-waits goes out in one write; view strings come from per-hand pieces (:class:`HandViews`); a
-reply that echoes the state verbatim is judged without parsing (:mod:`protocol.replies`).
+blocking sockets whose deadlines the kernel keeps (:mod:`protocol.dealer_seat`: one system call
+per read or write); every line a seat gets between two waits goes out in one write, with
+TCP_NODELAY (each write is a whole message someone waits on, so Nagle's delay would only stall
+it); the betting is walked on the game's shared :mod:`protocol.betting_nodes` graph instead of
+a rules-engine state per hand; view strings and the log line come from per-hand pieces
+(:class:`HandViews`); a reply that echoes the state verbatim with a legal letter is taken
+without parsing (:mod:`protocol.replies`).
 """
 
 from __future__ import annotations
@@ -30,19 +34,19 @@ import re
 import socket
 import sys
 import time
-from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, TextIO
 
-from protocol.acpc_client import LineBuffer, is_comment
+from protocol.acpc_client import is_comment
+from protocol.betting_nodes import betting_root
+from protocol.dealer_seat import Seat
 from protocol.dealing import deal_hand, seat_of_position
 from protocol.errors import ConfigError, PokerbotError, UnsupportedGameError
 from protocol.gamedef import Game
-from protocol.match_log import MatchHeader, MatchLogWriter, format_score_line, record_of
+from protocol.match_log import MatchHeader, MatchLogWriter, format_score_line, state_line
 from protocol.matchstate import HandViews
-from protocol.replies import judge_reply
-from protocol.state import State
+from protocol.replies import ACTION_LETTERS, judge_reply
 
 #: Port draws per seat when no port is given (the reference retries 10 extra times).
 PORT_ATTEMPTS = 11
@@ -107,57 +111,6 @@ class DealerAbort(Exception):
     """A fatal match error; the message is printed after ``ERROR: ``."""
 
 
-class _Seat:
-    """One player's connection on a blocking socket: buffered line reads with deadlines, and an
-    outbox so every line the dealer sends between two reads goes out in one write.
-
-    The dealer only ever waits on one seat at a time (the actor), so blocking calls with socket
-    timeouts do what an event loop would, without its per-message tasks and callbacks."""
-
-    def __init__(self, index: int, sock: socket.socket) -> None:
-        self.index = index
-        self.sock = sock
-        self.buffer = LineBuffer()
-        self.lines: deque[str] = deque()
-        self.outbox: list[str] = []
-        self.match_seconds = 0.0
-
-    def readline(self, timeout: float) -> str | None:
-        """The next line, or None on EOF; raises TimeoutError past ``timeout`` seconds."""
-        lines = self.lines
-        if lines:
-            return lines.popleft()
-        deadline = time.monotonic() + timeout
-        while not lines:
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                raise TimeoutError
-            self.sock.settimeout(remaining)
-            try:
-                data = self.sock.recv(65536)
-            except TimeoutError:  # an OSError subclass: must come first
-                raise
-            except OSError:
-                return None
-            if not data:
-                return None
-            lines.extend(self.buffer.feed(data))
-        return lines.popleft()
-
-    def flush(self, timeout: float) -> None:
-        """Send the outbox in one write; a client that stops reading until the buffers fill
-        cannot block the dealer for longer than ``timeout`` seconds (TimeoutError, an OSError)."""
-        if not self.outbox:
-            return
-        data = "".join(self.outbox).encode("ascii")
-        self.outbox.clear()
-        self.sock.settimeout(timeout)
-        self.sock.sendall(data)
-
-    def close(self) -> None:
-        self.sock.close()
-
-
 def _stamp(moment: float) -> str:
     return f"{int(moment)}.{int((moment % 1) * 1e6):06d}"
 
@@ -174,11 +127,12 @@ class Dealer:
         self.out = out if out is not None else sys.stdout
         self.err = err if err is not None else sys.stderr
         self.listeners: list[socket.socket] = []
-        self.seats: list[_Seat] = []
+        self.seats: list[Seat] = []
         self.totals = [0.0] * self.game.num_players
         self.hands_played = 0
         self._log: MatchLogWriter | None = None
         self._tlog: TextIO | None = None
+        self._seatings: dict[int, tuple[list[Seat], list[int], str]] = {}
 
     # -- set-up ---------------------------------------------------------------------------
     def listen(self) -> list[int]:
@@ -238,7 +192,7 @@ class Dealer:
                 raise DealerAbort(f"timed out waiting for seat {seat + 1} to connect") from None
             listener.close()
             connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-            self.seats.append(_Seat(seat, connection))
+            self.seats.append(Seat(seat, connection, self.options.t_response / 1000))
 
     def _read_versions(self) -> None:
         """Seat order; unlike the reference, a silent client times out after ``t_response``."""
@@ -325,79 +279,96 @@ class Dealer:
 
     def seat_of(self, position: int, hand: int) -> int:
         """0-based seat holding ``position`` in ``hand`` (§6 rotation, or fixed with ``-f``)."""
-        return position if self.options.fixed_seats else seat_of_position(position, hand, self.game.num_players)
+        if self.options.fixed_seats:
+            return position
+        return seat_of_position(position, hand, self.game.num_players)
+
+    def _seating(self, hand: int) -> tuple[list[Seat], list[int], str]:
+        """The seats by position in ``hand``, the positions in seat order (the order states go
+        out in) and the names by position as the log writes them; one per rotation."""
+        rotation = hand % self.game.num_players
+        seating = self._seatings.get(rotation)
+        if seating is None:
+            positions = range(self.game.num_players)
+            seats = [self.seats[self.seat_of(p, hand)] for p in positions]
+            in_seat_order = sorted(positions, key=lambda p: seats[p].index)
+            names = "|".join(self.options.names[seat.index] for seat in seats)
+            seating = self._seatings[rotation] = (seats, in_seat_order, names)
+        return seating
 
     def _play_hand(self, hand: int) -> None:
+        """Deal, send every state to every seat, take the actor's reply, until the hand ends;
+        then score it and log it. The betting is walked on the game's shared
+        :class:`~protocol.betting_nodes.BettingNode` graph, and view strings come from the
+        hand's :class:`HandViews` pieces, so nothing is stepped or formatted twice."""
         game = self.game
         holes, board = deal_hand(game, self.options.seed, hand)
-        state = State(game, holes, board)
         views = HandViews(game, holes, board, hand)
-        seats = [self.seats[self.seat_of(p, hand)] for p in range(game.num_players)]
-        in_seat_order = sorted(range(game.num_players), key=lambda p: seats[p].index)
+        seats, in_seat_order, names = self._seating(hand)
+        traffic = not self.options.quiet
+        tlog = self._tlog
         hand_seconds = [0.0] * game.num_players
+        node = betting_root(game)
+        lines = [""] * game.num_players
         while True:
-            self._queue_states(state, views, seats, in_seat_order)
-            if state.is_finished:
+            reveal = node.is_showdown
+            for position in in_seat_order:  # every seat's view, queued in seat order
+                line = lines[position] = views.line(node, position, reveal)
+                if traffic:
+                    self._say(f"TO {seats[position].index + 1} at {_stamp(time.time())} {line}")
+                seats[position].outbox.append(line + "\r\n")
+            if node.is_finished:
                 break
-            position = state.actor
-            assert position is not None
-            self._flush_all()
-            sent_at = time.time()
-            action = self._get_action(
-                seats[position], views.line(state, position), state, hand_seconds
-            )
-            if self._tlog is not None:
-                self._tlog.write(f"{action} {hand} {_stamp(sent_at)} {_stamp(time.time())}\n")
-            state.apply(action)
-        names = tuple(self.options.names[seat.index] for seat in seats)
-        record = record_of(state, hand, names)
-        for seat, value in zip(seats, record.values, strict=True):
+            actor = node.actor
+            assert actor is not None
+            self._flush_all()  # before any wait, so nobody waits on a state not sent
+            sent_at = time.time() if tlog is not None else 0.0
+            action = self._get_action(seats[actor], lines[actor], node.legal, hand_seconds)
+            if tlog is not None:
+                tlog.write(f"{action} {hand} {_stamp(sent_at)} {_stamp(time.time())}\n")
+            node = node.child(action)
+        if node.is_showdown:
+            visible = board[: game.board_cards_through(node.round)]
+            values = node.showdown_payoffs(holes, visible)
+        else:
+            values = node.payoffs()
+        for seat, value in zip(seats, values, strict=True):
             self.totals[seat.index] += value
         if self._log is not None:
-            self._log.write_hand(record)
+            self._log.write_state_line(
+                state_line(hand, node.betting, views.log_cards(node.round), values, names)
+            )
         self.hands_played += 1
-        if hand % 100 == 0 and not self.options.quiet:
+        if hand % 100 == 0 and traffic:
             for seat in self.seats:
                 self._say(
-                    f"Seconds cumulatively spent in match for seat {seat.index}: {int(seat.match_seconds)}"
+                    f"Seconds cumulatively spent in match for seat {seat.index}: "
+                    f"{int(seat.match_seconds)}"
                 )
 
-    def _queue_states(
-        self, state: State, views: HandViews, seats: list[_Seat], in_seat_order: list[int]
-    ) -> None:
-        """Every seat's view of ``state``, queued in seat order; they go out at the next flush,
-        which comes before the dealer waits on anyone (so nobody waits on a state not sent)."""
-        reveal = state.is_showdown
-        traffic = not self.options.quiet
-        for position in in_seat_order:
-            line = views.line(state, position, reveal)
-            seat = seats[position]
-            if traffic:
-                self._say(f"TO {seat.index + 1} at {_stamp(time.time())} {line}")
-            seat.outbox.append(line + "\r\n")
-
     def _flush_all(self) -> None:
-        timeout = self.options.t_response / 1000
         for seat in self.seats:
             try:
-                seat.flush(timeout)
+                seat.flush()
             except OSError:
                 raise DealerAbort(f"could not send state to seat {seat.index + 1}") from None
 
     def _get_action(
-        self, seat: _Seat, expected: str, state: State, hand_seconds: list[float]
+        self, seat: Seat, expected: str, legal: tuple[str, ...], hand_seconds: list[float]
     ) -> str:
-        """Read lines from the acting seat until one counts (§3); enforce the three clocks (§4)."""
+        """Read lines from the acting seat until one counts (§3); enforce the three clocks (§4).
+        A verbatim echo of ``expected`` with a legal letter, what every correct client sends, is
+        taken without further checks; anything else is judged by :func:`judge_reply`."""
         options = self.options
-        legal = state.legal_actions()
         start = time.monotonic()
-        match_budget = options.t_per_hand * options.hands / 1000
         limits = {
             "response": options.t_response / 1000,
             "hand": options.t_hand / 1000 - hand_seconds[seat.index],
-            "match": match_budget - seat.match_seconds,
+            "match": options.t_per_hand * options.hands / 1000 - seat.match_seconds,
         }
         binding = min(limits, key=limits.__getitem__)
+        echo = expected + ":"
+        size = len(echo)
         while True:
             elapsed = time.monotonic() - start
             try:
@@ -412,13 +383,16 @@ class Dealer:
                 raise DealerAbort(f"could not get action from seat {seat.index + 1}")
             if not options.quiet:
                 self._say(f"FROM {seat.index + 1} at {_stamp(time.time())} {line}")
-            if is_comment(line):
-                continue
-            reply = judge_reply(line, expected, legal)
-            if reply.warning is not None:
-                self._say(f"WARNING: {reply.warning}")
-            if reply.action is not None:
+            action = ACTION_LETTERS.get(line[size : size + 1]) if line.startswith(echo) else None
+            if action is None or action not in legal:
+                if is_comment(line):
+                    continue
+                reply = judge_reply(line, expected, legal)
+                if reply.warning is not None:
+                    self._say(f"WARNING: {reply.warning}")
+                action = reply.action
+            if action is not None:
                 used = time.monotonic() - start
                 hand_seconds[seat.index] += used
                 seat.match_seconds += used
-                return reply.action
+                return action

@@ -4,6 +4,9 @@ Every showdown in the rules engine, every best-response pass, every Deep CFR tra
 every card-abstraction feature goes through this module, so the batched path is built for
 throughput (tens of millions of 7-card hands per second per core) while the scalar path stays
 plain Python so that tools needing a handful of evaluations never wait for numba to compile.
+It is one module (about 530 lines) because building the tables, checking the cached copy and
+the scalar and batched lookups all depend on one table layout (colex index of sorted ranks,
+flush mask); split, each half would restate it.
 
 Strengths
 ---------
@@ -199,6 +202,9 @@ _NF_SIZES = [0] + [len(list(itertools.combinations_with_replacement(range(NUM_RA
                    for k in range(1, MAX_CARDS + 1)]  # fmt: skip
 _NF_OFFSETS = np.cumsum([0] + _NF_SIZES[1:], dtype=np.int64)
 """Start of the table for ``k`` cards at ``_NF_OFFSETS[k - 1]``; k cards -> C(12 + k, k) rows."""
+#: The same as Python lists, for the scalar path (indexing numpy per card costs more there).
+_COLEX_ROWS: list[list[int]] = _COLEX.tolist()
+_NF_OFFSET_LIST: list[int] = _NF_OFFSETS.tolist()
 
 
 def _colex_index(sorted_ranks: np.ndarray) -> np.ndarray:
@@ -365,13 +371,13 @@ def hand_strength(cards: Sequence[int]) -> int:
     nonflush, flush = _get_tables()
     k = len(cards)
     if k >= 5:
-        suit_counts = Counter(c % NUM_SUITS for c in cards)
-        suit, count = suit_counts.most_common(1)[0]
-        if count >= 5:
-            mask = sum(1 << (c // NUM_SUITS) for c in cards if c % NUM_SUITS == suit)
-            return int(flush[mask])
-    ranks = sorted(c // NUM_SUITS for c in cards)
-    index = int(_NF_OFFSETS[k - 1]) + sum(int(_COLEX[i, r]) for i, r in enumerate(ranks))
+        suits = [c % NUM_SUITS for c in cards]
+        for suit in range(NUM_SUITS):  # at most one suit can have five of seven cards
+            if suits.count(suit) >= 5:
+                mask = sum(1 << (c // NUM_SUITS) for c in cards if c % NUM_SUITS == suit)
+                return int(flush[mask])
+    ranks = sorted([c // NUM_SUITS for c in cards])
+    index = _NF_OFFSET_LIST[k - 1] + sum([_COLEX_ROWS[i][r] for i, r in enumerate(ranks)])
     return int(nonflush[index])
 
 

@@ -118,8 +118,18 @@ def _parse_number(text: str) -> Number:
 def format_state_line(record: HandRecord) -> str:
     cards = "|".join(cards_to_str(h) for h in record.hole_cards)
     cards += "".join("/" + cards_to_str(b) for b in record.board)
-    values = "|".join(format_number(v) for v in record.values)
-    return f"STATE:{record.hand_number}:{record.betting}:{cards}:{values}:{'|'.join(record.names)}"
+    return state_line(
+        record.hand_number, record.betting, cards, record.values, "|".join(record.names)
+    )
+
+
+def state_line(
+    hand_number: int, betting: str, cards: str, values: tuple[Number, ...], names: str
+) -> str:
+    """A ``STATE:`` line from its fields, the cards and names already as the line shows them
+    (the dealer has them as text; :func:`format_state_line` formats a record)."""
+    values_text = "|".join(format_number(v) for v in values)
+    return f"STATE:{hand_number}:{betting}:{cards}:{values_text}:{names}"
 
 
 def parse_state_line(line: str) -> HandRecord:
@@ -257,7 +267,11 @@ class MatchLogWriter:
         self.stream.flush()
 
     def write_hand(self, record: HandRecord) -> None:
-        self._write([format_state_line(record)])
+        self.write_state_line(format_state_line(record))
+
+    def write_state_line(self, line: str) -> None:
+        """Write one ``STATE:`` line already formatted (:func:`state_line`)."""
+        self._write([line])
 
     def write_score(
         self, totals_by_seat: tuple[Number, ...], names_by_seat: tuple[str, ...]

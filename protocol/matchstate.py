@@ -21,15 +21,8 @@ import re
 from dataclasses import dataclass
 from functools import lru_cache
 
-from protocol.cards import (
-    NUM_RANKS,
-    NUM_SUITS,
-    CardError,
-    card_rank,
-    card_suit,
-    cards_from_str,
-    cards_to_str,
-)
+from protocol.betting_nodes import BettingNode, betting_root
+from protocol.cards import CardError, cards_from_str, cards_to_str, deck_set
 from protocol.errors import ProtocolError
 from protocol.gamedef import Game
 from protocol.state import IllegalActionError, State
@@ -75,19 +68,21 @@ class MatchState:
     def to_state(self, game: Game) -> State:
         """Replay the betting on a fresh rules engine (cards the viewer does not know are left
         out). Raises :class:`MatchStateError` if the betting is illegal in ``game``."""
-        return self._replay(State(game), game)
+        return self.betting_node(game).to_state()
 
-    def _replay(self, state: State, game: Game) -> State:
-        try:
-            return advance_betting(state, self.betting)
-        except NotImplementedError as error:
-            raise MatchStateError(f"betting {self.betting!r} in {game.name}: {error}") from None
+    def betting_node(self, game: Game) -> BettingNode:
+        """The betting node of this view (:mod:`protocol.betting_nodes`): the same answers as
+        :meth:`to_state` without replaying. Raises :class:`MatchStateError` as it does."""
+        return advance_node(betting_root(game), self.betting)
 
-    def hand_values(self, game: Game, state: State | None = None) -> tuple[int, ...] | None:
+    def hand_values(
+        self, game: Game, state: State | BettingNode | None = None
+    ) -> tuple[int, ...] | None:
         """Net chips per position once the hand is over (None while it runs), computed from the
         betting and the gamedef as a client must (§2.4): a fold needs no cards, a showdown uses
-        the revealed hands and the board. ``state``: this view's betting already replayed."""
-        state = self.to_state(game) if state is None else state
+        the revealed hands and the board. ``state``: this view's betting already replayed (or its
+        node)."""
+        state = self.betting_node(game) if state is None else state
         if not state.is_finished:
             return None
         if not state.is_showdown:
@@ -107,26 +102,27 @@ class MatchState:
             ) from None
 
 
-def advance_betting(state: State, betting: str, start: int = 0) -> State:
-    """Apply ``betting[start:]`` to ``state``, which must be the state after ``betting[:start]``
-    (a client applies only the new letters of each line). Every ``/`` must close a round the
-    rules closed; raises :class:`MatchStateError` otherwise or for an illegal letter."""
+def advance_node(node: BettingNode, betting: str, start: int = 0) -> BettingNode:
+    """The betting node after ``betting[start:]`` from ``node``, which must be the node of
+    ``betting[:start]`` (a client applies only the new letters of each line). Every ``/`` must
+    close a round the rules closed; raises :class:`MatchStateError` otherwise or for an
+    illegal letter."""
     rnd = betting.count("/", 0, start)
     try:
         for letter in betting[start:]:
             if letter == "/":
                 rnd += 1
                 continue
-            if state.round != rnd:
+            if node.round != rnd:
                 raise MatchStateError(f"betting {betting!r}: round {rnd} is out of order")
-            state.apply(letter)
+            node = node.child(letter)
     except IllegalActionError as error:
         raise MatchStateError(
-            f"betting {betting!r} is illegal in {state.game.name}: {error}"
+            f"betting {betting!r} is illegal in {node.game.name}: {error}"
         ) from None
-    if state.round != rnd:
+    if node.round != rnd:
         raise MatchStateError(f"betting {betting!r} does not match the round structure")
-    return state
+    return node
 
 
 def check_cards(view: MatchState, game: Game) -> None:
@@ -156,11 +152,13 @@ def check_cards(view: MatchState, game: Game) -> None:
             )
     if len(view.board) < rounds and any(game.num_board_cards[1 : rounds + 1]):
         raise MatchStateError(f"board cards of round {rounds} missing")
-    seen = [c for hole in view.hole_cards for c in hole] + list(view.board_flat)
-    lowest_rank, lowest_suit = NUM_RANKS - game.num_ranks, NUM_SUITS - game.num_suits
-    for card in seen:  # a reduced deck keeps the top ranks and the last suits (protocol.cards)
-        if card_rank(card) < lowest_rank or card_suit(card) < lowest_suit:
-            raise MatchStateError(f"card {cards_to_str((card,))} is not in the {game.name} deck")
+    seen = [c for hole in view.hole_cards for c in hole]
+    for cards in view.board:
+        seen += cards
+    in_deck = deck_set(game.num_ranks, game.num_suits)
+    if not in_deck.issuperset(seen):
+        card = next(c for c in seen if c not in in_deck)
+        raise MatchStateError(f"card {cards_to_str((card,))} is not in the {game.name} deck")
     if len(set(seen)) != len(seen):
         repeated = sorted({c for c in seen if seen.count(c) > 1})
         raise MatchStateError(f"card {cards_to_str(repeated[:1])} appears twice")
@@ -226,6 +224,13 @@ def view_of(state: State, position: int, hand_number: int, reveal: bool = False)
     return MatchState(position, hand_number, state.betting_string(), holes, tuple(board_rounds))
 
 
+@lru_cache(maxsize=64)
+def _board_slices(game: Game) -> tuple[tuple[int, int], ...]:
+    """Where each round's board cards lie in a hand's board, rounds 1 to the last."""
+    through = [game.board_cards_through(r) for r in range(game.num_rounds)]
+    return tuple(zip(through, through[1:], strict=False))
+
+
 class HandViews:
     """The MATCHSTATE text of every view of one dealt hand, built from per-hand pieces: the
     dealer sends a line per player per state, and formatting cards anew for each costs more
@@ -255,16 +260,16 @@ class HandViews:
             ":" + "|".join(text if q == p else "" for q, text in enumerate(self._holes))
             for p in range(game.num_players)
         ]
-        self._board = [
-            "".join(
-                "/"
-                + cards_to_str(board[game.board_cards_through(r - 1) : game.board_cards_through(r)])
-                for r in range(1, last + 1)
-            )
-            for last in range(game.num_rounds)
-        ]
+        self._board = [""]  # the board text once round r has started, rounds 1..r
+        for start, stop in _board_slices(game):
+            self._board.append(self._board[-1] + "/" + cards_to_str(board[start:stop]))
 
-    def line(self, state: State, position: int, reveal: bool = False) -> str:
+    def log_cards(self, round_index: int) -> str:
+        """The cards field of the hand's log line when it ended in ``round_index``: every
+        position's hole cards and the board so far (:func:`protocol.match_log.state_line`)."""
+        return "|".join(self._holes) + self._board[round_index]
+
+    def line(self, state: State | BettingNode, position: int, reveal: bool = False) -> str:
         if reveal:
             folded = state.folded
             cards = ":" + "|".join(

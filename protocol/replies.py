@@ -13,7 +13,8 @@ from dataclasses import dataclass
 from protocol.matchstate import MatchState, MatchStateError, parse_matchstate
 
 _REPLY = re.compile(r"^(MATCHSTATE:\d+:\d+:[^:]*:(?:[2-9TJQKA][cdhs]|[|/])*)(.*)$", re.DOTALL)
-_LETTERS = {
+#: What a reply's action letter means (the reference dealer accepts either case and ``k``/``b``).
+ACTION_LETTERS = {
     "f": "f",
     "F": "f",
     "c": "c",
@@ -87,7 +88,7 @@ def judge_reply(line: str, expected: str, legal: tuple[str, ...]) -> Reply:
 
 
 def _judge_action(letter: str, legal: tuple[str, ...]) -> Reply:
-    action = _LETTERS.get(letter)
+    action = ACTION_LETTERS.get(letter)
     if action is None or action not in legal:
         return Reply("c", "invalid action, changed to call")
     return Reply(action)

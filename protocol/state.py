@@ -6,6 +6,8 @@ Every player action has a check that raises with a message (``verify_fold``), a 
 none of them re-implements legality. Rules follow the ACPC server's ``game.c``: who
 acts first per round (``firstPlayer``), raise caps that do not count the blinds, no fold when
 checking is free, a round closes when everyone still able to act has called the last raise.
+It is one module (about 400 lines) because it is one job, the rules of one hand, and every
+rule reads and changes the same :class:`State`.
 
 A whole hand of Leduc (position 0 acts first; each antes 1, bets are 2 then 4):
 
@@ -31,12 +33,35 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from enum import Enum
 
 from protocol.errors import ProtocolError
 from protocol.gamedef import Game
 
-FOLD, CALL, RAISE = "f", "c", "r"
-ACTIONS = (FOLD, CALL, RAISE)
+
+class ActionKind(str, Enum):
+    """The three limit actions. Each member *is* its ACPC letter (a ``str``): it equals and
+    hashes as the letter, and ``str``, f-strings, ``repr`` and JSON give the letter, so betting
+    strings, logs, policy files and messages read exactly as with bare letters. (``str, Enum``
+    rather than 3.11's ``StrEnum``: the project supports Python 3.10.)"""
+
+    FOLD = "f"
+    CALL = "c"
+    RAISE = "r"
+
+    def __str__(self) -> str:
+        return str(self.value)
+
+    def __format__(self, spec: str) -> str:
+        return format(str(self.value), spec)
+
+    def __repr__(self) -> str:
+        return repr(self.value)
+
+
+FOLD, CALL, RAISE = ActionKind.FOLD, ActionKind.CALL, ActionKind.RAISE
+#: Every action, in the order fold, call, raise (the column order of every strategy table).
+ACTIONS: tuple[ActionKind, ...] = tuple(ActionKind)
 #: The reference dealer's limit on actions in one round (MAX_NUM_ACTIONS).
 MAX_ACTIONS_PER_ROUND = 64
 
@@ -49,7 +74,7 @@ class IllegalActionError(ProtocolError, ValueError):
 class Action:
     """What happened: the ACPC letter, who acted, in which round, and their total commitment."""
 
-    kind: str
+    kind: ActionKind
     player: int
     round: int
     spent_after: int
@@ -120,9 +145,7 @@ class State:
         other.actions = [list(r) for r in self.actions]
         return other
 
-    def with_cards(
-        self, hole_cards: Sequence[Sequence[int]], board_cards: Sequence[int]
-    ) -> State:
+    def with_cards(self, hole_cards: Sequence[Sequence[int]], board_cards: Sequence[int]) -> State:
         """A copy holding every card, for a state replayed without them (a client learns the
         other hands only at the showdown). Raises ``ValueError`` for impossible cards."""
         other = self.copy()
@@ -256,7 +279,7 @@ class State:
 
     can_raise = can_bet_or_raise
 
-    def legal_actions(self) -> tuple[str, ...]:
+    def legal_actions(self) -> tuple[ActionKind, ...]:
         """The legal ACPC letters, in the order fold, call, raise."""
         if self.is_finished:
             return ()
@@ -288,7 +311,7 @@ class State:
         return self._record(RAISE, player)
 
     def apply(self, kind: str) -> Action:
-        """Apply an ACPC letter ``f``, ``c`` or ``r``."""
+        """Apply an ACPC letter ``f``, ``c`` or ``r`` (or an :class:`ActionKind`)."""
         if kind == FOLD:
             return self.fold()
         if kind == CALL:
@@ -297,7 +320,7 @@ class State:
             return self.bet_or_raise()
         raise IllegalActionError(f"unknown action {kind!r} (expected one of f, c, r)")
 
-    def _record(self, kind: str, player: int) -> Action:
+    def _record(self, kind: ActionKind, player: int) -> Action:
         action = Action(kind, player, self.round, self.spent[player])
         self.actions[self.round].append(action)
         self._betting += kind
@@ -341,14 +364,23 @@ class State:
             return tuple(pot - self.spent[p] if p == winner else -self.spent[p] for p in players)
         if self.hole_cards is None or self.board_cards is None:
             raise IllegalActionError("a showdown needs every player's cards")
-        from protocol.evaluator import hand_strength
+        return showdown_payoffs(self.spent, self.folded, self.hole_cards, self.visible_board())
 
-        strength = {
-            p: hand_strength(self.hole_cards[p] + self.visible_board())
-            for p in players
-            if not self.folded[p]
-        }
-        return split_pots(self.spent, strength)
+
+def showdown_payoffs(
+    spent: Sequence[int],
+    folded: Sequence[bool],
+    hole_cards: Sequence[Sequence[int]],
+    visible_board: Sequence[int],
+) -> tuple[int, ...]:
+    """Net chips per position at a showdown: the best hands still in split each pot."""
+    from protocol.evaluator import hand_strength
+
+    board = tuple(visible_board)
+    strength = {
+        p: hand_strength(tuple(hole_cards[p]) + board) for p in range(len(spent)) if not folded[p]
+    }
+    return split_pots(spent, strength)
 
 
 def split_pots(spent: Sequence[int], strength: dict[int, int]) -> tuple[int, ...]:

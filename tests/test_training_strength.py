@@ -68,7 +68,7 @@ def test_nfsp_holdem_logs_head_to_head_off_the_clock(tmp_path, slow_measurements
     assert [r["iteration"] for r in measured] == [10, 20]
     for record in measured:
         assert_sane_strength(record, 3)
-    assert slow_measurements[0] == 2 * JUMP and records[-1]["train_seconds"] < JUMP
+    assert slow_measurements[0] == 2 * JUMP and records[-1]["elapsed_s"] < JUMP
     assert (run.path / "strength.png").stat().st_size > 0
 
 

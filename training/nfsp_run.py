@@ -12,6 +12,7 @@ from bot.bundle import write_bundle
 from bot.infosets import is_small
 from bot.nfsp_agent import POLICY_FILE, NFSPAgent
 from bot.registry import resolve_agent
+from bot.run_files import ELAPSED_METRIC
 from training import plots
 from training.nfsp import NFSP
 from training.nfsp_config import PRESETS, NFSPConfig
@@ -59,7 +60,7 @@ def train(config: NFSPConfig, run: RunDir, resume: bool = False, stream=None, st
                 progress.advance_iteration(learner.step_count - (period - 1) * config.eval_every, config.eval_every)
                 if learner.step_count % config.eval_every == 0 or learner.step_count == config.steps:
                     record = {"iteration": learner.step_count, **learner.metrics(),
-                              "train_seconds": round(learner.train_seconds, 3)}
+                              ELAPSED_METRIC: round(learner.train_seconds, 3)}
                     if small:
                         record.update(evaluate(learner))
                     if strength.due(learner.step_count):  # off the training clock
@@ -75,7 +76,7 @@ def train(config: NFSPConfig, run: RunDir, resume: bool = False, stream=None, st
     if learner.step_count != saved_at:
         if learner.step_count % config.eval_every:  # the last partial period still gets its line
             record = {"iteration": learner.step_count, **learner.metrics(),
-                      "train_seconds": round(learner.train_seconds, 3)}
+                      ELAPSED_METRIC: round(learner.train_seconds, 3)}
             if small:
                 record.update(evaluate(learner))
             run.append_metrics(record)
@@ -83,7 +84,7 @@ def train(config: NFSPConfig, run: RunDir, resume: bool = False, stream=None, st
     save_policy(learner, run)
     if small:
         plot_exploitability(run)
-    plots.plot_strength(run.path / "strength.png", run.read_metrics(), "train_seconds", "training seconds",
+    plots.plot_strength(run.path / "strength.png", run.read_metrics(), ELAPSED_METRIC, "training seconds",
                         title=f"NFSP average policy, {config.game}")  # fmt: skip
     return learner
 
@@ -105,7 +106,7 @@ def plot_exploitability(run: RunDir) -> Path:
               "M_SL action frequencies (what Pi fits)": "sl_table_mbb"}
     panels = [(label, {name: ([r[key] for r in records if metric in r], [r[metric] for r in records if metric in r])
                        for name, metric in curves.items() if any(metric in r for r in records)})
-              for key, label in (("hands", "hands of self-play"), ("train_seconds", "training seconds"))]
+              for key, label in (("hands", "hands of self-play"), (ELAPSED_METRIC, "training seconds"))]
     return plots.plot_exploitability(run.path / "exploitability.png", panels,
                                      title=f"NFSP average policy, {run.config().get('game', '')}")
 

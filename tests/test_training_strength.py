@@ -50,7 +50,7 @@ def slow_measurements(monkeypatch):
 
 def assert_sane_strength(record: dict, hands: int, lbr_hands: int = 0) -> None:
     assert record["h2h_reference"] == "default" and record["h2h_hands"] == 2 * hands
-    assert abs(record["h2h_mbb"]) <= MAX_MBB and 0 < record["h2h_ci_mbb"] < math.inf
+    assert abs(record["h2h_mbb"]) <= MAX_MBB and 0 <= record["h2h_ci_mbb"] < math.inf
     if lbr_hands:
         assert record["lbr_hands"] == 2 * lbr_hands and abs(record["lbr_mbb"]) <= MAX_MBB
     assert record["strength_s"] > 0

@@ -6,6 +6,14 @@ Run from the repository root::
     python benchmarks/bench_lbr.py                       # speed, then values (minutes)
     python benchmarks/bench_lbr.py --speed-deals 20 --fhp-deals 0 --holdem-deals 0
     python benchmarks/bench_lbr.py --network runs/sdcfr-holdem   # a trained bundle instead
+    python benchmarks/bench_lbr.py --speed-deals 0 --fhp-deals 0 --holdem-deals 0 --shipped-deals 10
+
+Shipped bot (``--shipped-deals``): LBR against the shipped HULH bot (``default``, a compact
+abstraction whose buckets are computed from the cards) with its batched ``range_probabilities``
+(:mod:`bot.range_buckets`: every hand of a board at once) and with the interface's default loop
+(one ``action_probabilities`` per hand, the path before the batch existed); then a duplicate
+match of the bot against ``call`` with and without AIVAT (AIVAT asks the agent only for the hand
+it holds, so its cost is the pot x equity value function, not the bot).
 
 Speed: LBR against ``call``, ``random`` and network agents (untrained default width-64
 networks held in memory: a Deep CFR average network, one forward pass
@@ -74,9 +82,72 @@ def speed(game: Game, label: str, agent: Agent, deals: int, config: LBRConfig) -
     result = run_lbr(game, agent, deals, 1, config)
     wall = time.perf_counter() - wall
     counters = result.counters
-    print(f"  {label:30s} {2 * deals / wall:6.2f} hands/s ({2 * deals} hands, {wall:.1f} s; "
+    print(f"  {label:30s} {2 * deals / wall:6.3g} hands/s ({2 * deals} hands, {wall:.1f} s; "
           f"{counters.enumerated} enumerated / {counters.sampled} sampled equities; "
           f"{result.agent_queries} range queries, {result.hands_queried / max(1, result.agent_queries):.0f} hands each)")
+
+
+class OneHandAtATime(Agent):
+    """``agent`` asked hand by hand: the interface's default ``range_probabilities`` loop."""
+
+    def __init__(self, agent: Agent) -> None:
+        super().__init__(agent.game)
+        self.inner, self.name = agent, agent.name
+
+    def action_probabilities(self, view):
+        return self.inner.action_probabilities(view)
+
+
+def range_query_cpu(game: Game, agent: Agent) -> None:
+    """CPU seconds of one range query over every live hand of a fresh random board per round,
+    batched and one hand at a time (the arrays are checked equal)."""
+    from dataclasses import replace
+
+    from bot.lbr import PrivateHands
+    from protocol.matchstate import MatchState
+
+    hands = PrivateHands(game)
+    rng = np.random.default_rng(5)
+    print(f"Shipped bot {agent.name}: one range query over every live hand (CPU seconds of this process):")
+    agent.range_probabilities(MatchState(1, 0, "cc/cc/cc/", ((), (0, 1)), ((2, 3, 4), (5,), (6,))), hands.cards[:2] + 8)  # compile
+    for round_index, betting in ((1, "cc/"), (2, "cc/cc/"), (3, "cc/cc/cc/")):
+        cards = tuple(int(c) for c in rng.choice(52, 2 + game.board_cards_through(round_index), replace=False))
+        board = cards[2:]
+        view = MatchState(1, 0, betting, ((), cards[:2]), tuple(board[game.board_cards_through(r - 1): game.board_cards_through(r)]
+                                                                for r in range(1, round_index + 1)))  # fmt: skip
+        rows = hands.cards[hands.disjoint(board)]
+        cpu = time.process_time()
+        batched = agent.range_probabilities(view, rows)
+        batch_cpu = time.process_time() - cpu
+        cpu = time.process_time()
+        single = OneHandAtATime(agent).range_probabilities(replace(view), rows)
+        single_cpu = time.process_time() - cpu
+        assert np.array_equal(batched, single)
+        print(f"  round {round_index}: {len(rows)} hands, batched {batch_cpu:.3f} s, one at a time {single_cpu:.3f} s "
+              f"({single_cpu / batch_cpu:.0f}x; equal arrays)")
+
+
+def shipped_speed(deals: int) -> None:
+    """LBR hands/s against the shipped bot, batched and one hand at a time; then a duplicate
+    match against ``call`` and the AIVAT pass over its hands, timed apart."""
+    from bot.aivat import aivat_values
+    from bot.match import run_in_process
+
+    holdem = load_game("holdem")
+    shipped = resolve_agent("default", holdem)
+    range_query_cpu(holdem, shipped)
+    print(f"Shipped bot {shipped.name}, LBR in every round ({deals} deals x 2 seats, seed 1):")
+    for label, agent in (("batched range_probabilities", shipped), ("one hand at a time", OneHandAtATime(shipped))):
+        speed(holdem, label, agent, deals, LBRConfig())
+    agents = (shipped, resolve_agent("call", holdem))
+    wall = time.perf_counter()
+    result = run_in_process(holdem, agents, ("A", "B"), 10 * deals, 1, duplicate=True)
+    play = time.perf_counter() - wall
+    aivat_values([(h.record, h.position) for h in result.hands], agents, holdem)
+    aivat = time.perf_counter() - wall - play
+    hands = len(result.hands)
+    print(f"  match vs call, duplicate: play {hands / play:6.2f} hands/s, AIVAT pass {hands / aivat:6.2f} hands/s, "
+          f"together {hands / (play + aivat):6.2f} hands/s ({hands} hands, {play:.1f} + {aivat:.1f} s)")
 
 
 def value(game_name: str, agent_name: str, deals: int, config: LBRConfig) -> None:
@@ -95,6 +166,7 @@ def main() -> None:
     parser.add_argument("--speed-deals", type=int, default=20, help="deals per speed line (2 hands each; 0: skip)")
     parser.add_argument("--fhp-deals", type=int, default=500, help="deals per FHP value line (0: skip)")
     parser.add_argument("--holdem-deals", type=int, default=150, help="deals per HULH value line (0: skip)")
+    parser.add_argument("--shipped-deals", type=int, default=0, help="deals per shipped-bot speed line (0: skip)")
     parser.add_argument("--stack", type=int, default=5, help="iterations of the untrained SD-CFR bundle")
     parser.add_argument("--network", help="a Deep CFR / SD-CFR bundle or run for HULH instead of the untrained one")
     parser.add_argument("--spinning-threads", action="store_true", help="OMP_WAIT_POLICY=ACTIVE instead of PASSIVE")
@@ -116,6 +188,8 @@ def main() -> None:
         print(f"HULH speed, {title}:")
         for label, agent in agents:
             speed(holdem, label, agent, args.speed_deals, config)
+    if args.shipped_deals:
+        shipped_speed(args.shipped_deals)
     for game_name, deals in (("fhp", args.fhp_deals), ("holdem", args.holdem_deals)):
         if deals:
             print(f"LBR values on {game_name} (LBR in every round, seed 0, {deals} deals x 2 seats):")

@@ -40,12 +40,24 @@ class RowPolicyAgent(Agent):
     def row_weights(self, row: int) -> np.ndarray:
         raise NotImplementedError
 
-    def action_probabilities(self, view: MatchState) -> dict[str, float]:
+    def buckets(self, round_index: int, hands: np.ndarray, board: tuple[int, ...]) -> np.ndarray:
+        """:meth:`bucket` of every row of ``hands`` ``[n, hole]`` (int64), one batch."""
+        raise NotImplementedError
+
+    def rows_weights(self, rows: np.ndarray) -> np.ndarray:
+        """:meth:`row_weights` of many rows ``[n, 3]``."""
+        raise NotImplementedError
+
+    def decision(self, view: MatchState) -> tuple[int, int, tuple[int, ...]]:
+        """(betting node, round, board cards of that round) of the view's decision."""
         node = self.tree.node_of.get(view.betting)
         if node is None or self.row_offset[node] < 0:
             raise EncodingError(f"{self.name}: no decision at betting {view.betting!r}")
         round_index = int(self.tree.round[node])
-        board = view.board_flat[: self.game.board_cards_through(round_index)]
+        return node, round_index, view.board_flat[: self.game.board_cards_through(round_index)]
+
+    def action_probabilities(self, view: MatchState) -> dict[str, float]:
+        node, round_index, board = self.decision(view)
         row = int(self.row_offset[node]) + self.bucket(round_index, view.own_hole_cards, board)
         legal = self.tree.legal[node]
         weights = np.where(legal, np.asarray(self.row_weights(row), dtype=np.float64), 0.0)
@@ -53,6 +65,16 @@ class RowPolicyAgent(Agent):
             weights = legal.astype(np.float64)
         weights /= weights.sum()
         return {kind: float(w) for kind, w, ok in zip(ACTIONS, weights, legal, strict=True) if ok}
+
+    def range_probabilities(self, view: MatchState, hands: np.ndarray) -> np.ndarray:
+        """Every hand's bucket in one batch (:meth:`buckets`), then its row, normalised as
+        :meth:`action_probabilities` does (a row training never reached: uniform)."""
+        node, round_index, board = self.decision(view)
+        buckets = self.buckets(round_index, np.asarray(hands, dtype=np.int64), board)
+        legal = self.tree.legal[node]
+        weights = np.where(legal, np.asarray(self.rows_weights(self.row_offset[node] + buckets), dtype=np.float64), 0.0)
+        weights[weights.sum(axis=1) <= 0] = legal
+        return weights / weights.sum(axis=1, keepdims=True)
 
 
 class AbstractionAgent(RowPolicyAgent):
@@ -80,24 +102,16 @@ class AbstractionAgent(RowPolicyAgent):
     def row_weights(self, row: int) -> np.ndarray:
         return self.policy[row]
 
-    def range_probabilities(self, view: MatchState, hands: np.ndarray) -> np.ndarray:
-        """Every hand's bucket in one batched index lookup, then its policy row, normalised as
-        :meth:`action_probabilities` does (a row training never reached: uniform)."""
-        ag = self.abstract_game
-        node = ag.tree.node_of.get(view.betting)
-        if node is None or ag.row_offset[node] < 0:
-            raise ValueError(f"{self.name}: no decision at betting {view.betting!r}")
-        round_index = int(ag.tree.round[node])
-        board = np.array(view.board_flat[: self.game.board_cards_through(round_index)], dtype=np.int64)
-        hands = np.asarray(hands, dtype=np.int64)
-        index = ag.abstraction.indexers[round_index].index_batch(
-            np.concatenate([hands, np.broadcast_to(board, (len(hands), len(board)))], axis=1))
-        table = ag.abstraction.tables[round_index]
-        buckets = index if table is None else np.asarray(table[index], dtype=np.int64)
-        legal = ag.tree.legal[node]
-        weights = np.where(legal, np.asarray(self.policy[ag.row_offset[node] + buckets], dtype=np.float64), 0.0)
-        weights[weights.sum(axis=1) <= 0] = legal
-        return weights / weights.sum(axis=1, keepdims=True)
+    def buckets(self, round_index: int, hands: np.ndarray, board: tuple[int, ...]) -> np.ndarray:
+        """Every hand's bucket in one batched index lookup."""
+        abstraction = self.abstract_game.abstraction
+        cards = np.concatenate([hands, np.broadcast_to(np.array(board, dtype=np.int64), (len(hands), len(board)))], axis=1)
+        index = abstraction.indexers[round_index].index_batch(cards)
+        table = abstraction.tables[round_index]
+        return index if table is None else np.asarray(table[index], dtype=np.int64)
+
+    def rows_weights(self, rows: np.ndarray) -> np.ndarray:
+        return np.asarray(self.policy[rows])
 
 
 def _register() -> None:

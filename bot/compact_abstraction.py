@@ -29,6 +29,7 @@ import numpy as np
 
 from bot.abstraction_agent import RowPolicyAgent
 from bot.abstraction_tables import row_layout
+from bot.range_buckets import RangeBucketer
 from bot.registry import register_path_loader
 from bot.runtime_buckets import CentreBuckets, HandBucketer, PercentileBuckets, RoundBuckets
 from bot.shipped import (
@@ -169,6 +170,7 @@ class CompactAbstractionAgent(RowPolicyAgent):
         if not isinstance(info, dict) or not isinstance(info.get("methods"), list) or len(info["methods"]) != game.num_rounds:
             raise ShippedBotError(f"{folder}: manifest lacks the abstraction's per-round methods")
         self.bucketer = HandBucketer(game, read_rounds(folder, info["methods"]))
+        self.range_bucketer = RangeBucketer(self.bucketer)
         self.tree = BettingTree.build(game)
         num_buckets = _num_buckets(game, self.bucketer.rounds)
         if list(num_buckets) != info.get("buckets"):
@@ -184,6 +186,12 @@ class CompactAbstractionAgent(RowPolicyAgent):
 
     def row_weights(self, row: int) -> np.ndarray:
         return self.shares[row]
+
+    def buckets(self, round_index: int, hands: np.ndarray, board: tuple[int, ...]) -> np.ndarray:
+        return self.range_bucketer.buckets(round_index, hands, board)
+
+    def rows_weights(self, rows: np.ndarray) -> np.ndarray:
+        return self.shares[rows]
 
 
 def _folder_loader(game: Game, path: Path) -> CompactAbstractionAgent | None:

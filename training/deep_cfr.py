@@ -37,16 +37,19 @@ import time
 from collections.abc import Iterator
 from enum import IntEnum
 from pathlib import Path
+from types import SimpleNamespace
 from typing import TYPE_CHECKING
 
 import numpy as np
 import torch
 
+from bot.agent import Agent
 from bot.deep_cfr_agent import InfosetBatch, StackAverage
 from bot.encoding import InfosetEncoder
 from bot.infosets import is_small
 from bot.input_keys import InputKeys
 from bot.network import DeepCFRNetwork, regret_matching
+from bot.registry import resolve_agent
 from bot.run_files import ELAPSED_METRIC
 from protocol.gamedef import Game, load_game
 from training import distributed, plots
@@ -58,6 +61,7 @@ from training.merged_memory import MergedTable
 from training.reservoir import FieldSpec, Reservoir
 from training.run import CheckpointClock, StopRequest, Trainer, resolve_device, worker_threads
 from training.rundir import Progress, RunDir
+from training.strength import StrengthSettings, measure_strength, strength_summary
 from training.traversal import TraversalResult, deal_batch, traverse
 
 if TYPE_CHECKING:
@@ -118,6 +122,9 @@ class DeepCFRTrainer(RunFiles):
         self.optimizers: list[torch.optim.Optimizer | None] = [None, None]
         self.iteration = 0
         self.elapsed = 0.0
+        self.strength = StrengthSettings.of(config)
+        #: resolved once, so a reference this game lacks fails before the first iteration
+        self.strength_reference = resolve_agent(config.strength_reference, self.game) if self.strength.every else None
         enumerable = is_small(self.game)
         self.small = enumerable and config.evaluate_every > 0
         self.average = StackAverage(self.game) if self.small else None
@@ -320,6 +327,20 @@ class DeepCFRTrainer(RunFiles):
         rows = self.batch.player == player
         self.current_strategy[rows] = self.batch.strategy((net, net), argmax_fallback=self.config.argmax_fallback)[rows]
 
+    def strength_agent(self) -> Agent:
+        """The policy so far as an agent: SD-CFR's stack (the bundle on disk); Deep CFR's
+        average network exists only at the end, so its signal is the current iterate (regret
+        matching on this iteration's value networks)."""
+        from bot.deep_cfr_agent import DeepCFRAgent
+
+        if self.config.algo == "sd-cfr":
+            return resolve_agent(str(self.run.policy_path), self.game)
+        nets = {f"p{p}": net for p, net in enumerate(self.nets)}
+        current = SimpleNamespace(game=self.game, kind="sd-cfr", stack=[{"weight": 1, "files": ["p0", "p1"]}], average=None,
+                                  argmax_fallback=self.config.argmax_fallback, root=self.run.path, network=nets.__getitem__,
+                                  weights=np.ones(1))  # fmt: skip
+        return DeepCFRAgent(self.game, current)
+
     def evaluate_stack(self) -> dict:
         """Exact exploitability of the SD-CFR average so far."""
         from bot.best_response import exploitability
@@ -360,6 +381,9 @@ class DeepCFRTrainer(RunFiles):
                 record = self.run_iteration(progress)
                 self.elapsed += time.perf_counter() - started
                 record[ELAPSED_METRIC] = self.elapsed
+                if self.strength.due(self.iteration):  # off the training clock
+                    self.run.write_status(self.iteration, "measuring strength")
+                    record.update(measure_strength(self.game, self.strength_agent(), self.strength_reference, self.strength))
                 self.run.append_metrics(record)  # first: a resume drops lines past the checkpoint
                 records.append(record)
                 stopping = stop is not None and stop.requested
@@ -383,6 +407,8 @@ class DeepCFRTrainer(RunFiles):
             self.fit.progress = None
         if self.small:
             plot_exploitability(self.run)
+        plots.plot_strength(self.run.path / "strength.png", self.run.read_metrics(), ELAPSED_METRIC, "wall-clock seconds (training)",
+                            title=f"{cfg.algo} on {self.game.name}")  # fmt: skip
         return records
 
 
@@ -399,7 +425,8 @@ def _summary(record: dict) -> str:
     for key, label in (("sdcfr_exploitability_mbb", "SD-CFR"), ("average_exploitability_mbb", "avg net")):
         if key in record:
             parts.append(f"{label} {record[key]:.1f} mbb/g")
-    return ", ".join(parts)
+    strength = strength_summary(record)
+    return ", ".join(parts + [strength] if strength else parts)
 
 
 def plot_exploitability(run: RunDir) -> Path | None:

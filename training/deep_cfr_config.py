@@ -7,12 +7,13 @@ from dataclasses import dataclass
 
 from bot.errors import ConfigError
 from training.run import parse_duration, resolve_device, runs_on_cpu, worker_threads
+from training.strength import StrengthOptions, StrengthSettings
 
 ALGOS = ("deep-cfr", "sd-cfr")
 
 
 @dataclass(frozen=True)
-class DeepCFRConfig:
+class DeepCFRConfig(StrengthOptions):
     """Everything a run needs; saved as the run's ``config.toml``."""
 
     game: str = "leduc"
@@ -119,6 +120,7 @@ class DeepCFRConfig:
             raise ConfigError("fit_backend = fused runs on the CPU: use --device cpu, or fit_backend = torch for cuda")
         resolve_device(self.device)
         worker_threads(self.threads)
+        StrengthSettings.of(self)
         for name in ("iterations", "traversals", "width", "advantage_memory", "strategy_memory", "sgd_steps",
                      "batch_size", "average_sgd_steps", "average_batch_size", "traversal_batch", "checkpoint_every"):
             if getattr(self, name) <= 0:
@@ -130,7 +132,8 @@ class DeepCFRConfig:
 #: are normalised (``normalize_targets``): regrets in chips run to hundreds (FHP's big blind is
 #: 100 chips, HULH's 10), which Adam at lr 1e-3 would spend thousands of steps scaling up to.
 _PAPER = dict(iterations=450, traversals=10_000, width=96, advantage_memory=40_000_000,
-              strategy_memory=40_000_000, average_sgd_steps=32_000, evaluate_every=0, normalize_targets=True)
+              strategy_memory=40_000_000, average_sgd_steps=32_000, evaluate_every=0, normalize_targets=True,
+              strength_every=1, strength_hands=100)  # no exact exploitability: a strength signal per iteration
 #: Per-game presets. FHP/HULH are the paper's settings (sec. 5.1); Kuhn/Leduc are scaled down to
 #: converge on a laptop in minutes.
 PRESETS: dict[str, dict] = {

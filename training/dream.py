@@ -110,7 +110,7 @@ PAPER_PRESETS: dict[str, dict] = {
                   strategy_memory=2_000_000, sgd_steps=3000, batch_size=2048, threads=1),
     "fhp": dict(iterations=450, traversals=50_000, traversal_batch=10_000, width=64, advantage_memory=40_000_000,
                 strategy_memory=40_000_000, sgd_steps=10_000, batch_size=10_000, evaluate_every=0,
-                normalize_targets=True),
+                normalize_targets=True, strength_every=1, strength_hands=100),
 }
 PRESETS["fhp"] = PRESETS["holdem"] = PAPER_PRESETS["fhp"]  # no cheaper settings measured there
 

@@ -10,7 +10,8 @@ from pathlib import Path
 
 from bot.bundle import write_bundle
 from bot.infosets import is_small
-from bot.nfsp_agent import POLICY_FILE
+from bot.nfsp_agent import POLICY_FILE, NFSPAgent
+from bot.registry import resolve_agent
 from bot.run_files import ELAPSED_METRIC
 from training import plots
 from training.nfsp import NFSP
@@ -19,6 +20,7 @@ from training.nfsp_counts import check_countable
 from training.nfsp_diagnostics import evaluate
 from training.run import CheckpointClock, StopRequest, Trainer
 from training.rundir import Progress, RunDir, save_torch
+from training.strength import StrengthSettings, measure_strength, strength_summary
 
 
 def train(config: NFSPConfig, run: RunDir, resume: bool = False, stream=None, stop: StopRequest | None = None,
@@ -45,6 +47,8 @@ def train(config: NFSPConfig, run: RunDir, resume: bool = False, stream=None, st
     budget_end = config.time_budget if config.time_budget is not None else float("inf")
     saved_at = learner.step_count if resumed_from is not None else -1
     clock = CheckpointClock(config.checkpoint_every, config.checkpoint_seconds)
+    strength = StrengthSettings.of(config)
+    reference = resolve_agent(config.strength_reference, learner.game) if strength.every and strength.hands else None
     try:
         with nullcontext(stop) if stop is not None else StopRequest(stream) as stop:
             while learner.step_count < config.steps and learner.train_seconds < budget_end and not stop.requested:
@@ -59,6 +63,8 @@ def train(config: NFSPConfig, run: RunDir, resume: bool = False, stream=None, st
                               ELAPSED_METRIC: round(learner.train_seconds, 3)}
                     if small:
                         record.update(evaluate(learner))
+                    if strength.due(learner.step_count):  # off the training clock
+                        record.update(measure_strength(learner.game, NFSPAgent(learner.game, learner.policy), reference, strength))
                     run.append_metrics(record)
                     progress.end_iteration(period, _summary(record))
                 if clock.due(learner.step_count):
@@ -78,6 +84,8 @@ def train(config: NFSPConfig, run: RunDir, resume: bool = False, stream=None, st
     save_policy(learner, run)
     if small:
         plot_exploitability(run)
+    plots.plot_strength(run.path / "strength.png", run.read_metrics(), ELAPSED_METRIC, "training seconds",
+                        title=f"NFSP average policy, {config.game}")  # fmt: skip
     return learner
 
 
@@ -86,7 +94,8 @@ def _summary(record: dict) -> str:
     text += f", pi loss {record['pi_loss_0']:.3g}/{record['pi_loss_1']:.3g}"
     if "exploitability_mbb" in record:
         text += f", exploitability {record['exploitability_mbb']:.1f} mbb/g (NashConv/2)"
-    return text
+    strength = strength_summary(record)
+    return f"{text}, {strength}" if strength else text
 
 
 def plot_exploitability(run: RunDir) -> Path:

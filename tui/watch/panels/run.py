@@ -53,8 +53,26 @@ def timing_line(model: WatchModel, iteration: int) -> str:
                        f"run total {seconds(record.get(ELAPSED_METRIC))}"])
 
 
+def strength_line(model: WatchModel, iteration: int) -> str | None:
+    """The latest strength measurement at or before ``iteration`` (hold'em and FHP runs log a
+    duplicate match against a fixed reference and LBR instead of exact exploitability:
+    ``training/strength.py``), or None."""
+    measured = [r for r in model.records if int(r["iteration"]) <= iteration and ("h2h_mbb" in r or "lbr_mbb" in r)]
+    if not measured:
+        return None
+    record = measured[-1]
+    parts = [f"strength at {'step' if model.kind == 'nfsp' else 'iteration'} {int(record['iteration']):,}:"]
+    if "h2h_mbb" in record:
+        parts.append(f"vs {record.get('h2h_reference', '?')} [b]{record['h2h_mbb']:+.0f} ± {record['h2h_ci_mbb']:.0f}[/b] mbb/g "
+                     f"({record.get('h2h_hands', 0):,} hands, duplicate)")
+    if "lbr_mbb" in record:
+        parts.append(f"LBR {record['lbr_mbb']:.0f} ± {record['lbr_ci_mbb']:.0f} mbb/g ({record.get('lbr_hands', 0):,} hands)")
+    return " ".join(parts)
+
+
 class RunPanel(Static):
-    """Config, phase and timings (three lines)."""
+    """Config, phase and timings (three lines), and the latest strength measurement if any."""
 
     def show(self, model: WatchModel, iteration: int) -> None:
-        self.update("\n".join([config_line(model), phase_line(model), timing_line(model, iteration)]))
+        lines = [config_line(model), phase_line(model), timing_line(model, iteration), strength_line(model, iteration)]
+        self.update("\n".join(line for line in lines if line is not None))

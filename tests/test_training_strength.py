@@ -1,0 +1,127 @@
+"""The strength signal of hold'em training runs (:mod:`training.strength`): NFSP, SD-CFR and
+Deep CFR runs log a duplicate head-to-head against the shipped bot (and LBR) in metrics.jsonl
+at the configured cadence, with sane values, and the training clock leaves it out."""
+
+from __future__ import annotations
+
+import math
+import time
+
+import pytest
+
+import training.strength
+from bot.errors import ConfigError
+from bot.registry import AgentNotFound
+from protocol.gamedef import load_game
+from training.deep_cfr import DeepCFRTrainer
+from training.deep_cfr_config import PRESETS as DEEP_CFR_PRESETS
+from training.deep_cfr_config import DeepCFRConfig
+from training.nfsp_config import PRESETS as NFSP_PRESETS
+from training.nfsp_config import NFSPConfig
+from training.nfsp_run import train as train_nfsp
+from training.rundir import RunDir
+from training.strength import StrengthSettings, measure_strength
+
+#: HULH chips a hand can move at most (4 bets of 10 on the turn and river, 2 x 2 before): 48 big
+#: blinds, so any mbb/g figure lies within +-48,000.
+MAX_MBB = 48_000
+#: Seconds the fake clock jumps during every strength measurement.
+JUMP = 10_000.0
+
+
+@pytest.fixture
+def slow_measurements(monkeypatch):
+    """Every strength measurement takes JUMP seconds on time.perf_counter's clock: a trainer
+    that counted it as training time would show it in its clock."""
+    offset = [0.0]
+    real_clock = time.perf_counter
+    real_measure = training.strength.measure_strength
+
+    def measure(*args, **kwargs):
+        out = real_measure(*args, **kwargs)
+        offset[0] += JUMP
+        return out | {"strength_s": out["strength_s"] + JUMP}
+
+    monkeypatch.setattr(time, "perf_counter", lambda: real_clock() + offset[0])
+    for module in ("training.nfsp_run", "training.deep_cfr"):
+        monkeypatch.setattr(f"{module}.measure_strength", measure)
+    return offset
+
+
+def assert_sane_strength(record: dict, hands: int, lbr_hands: int = 0) -> None:
+    assert record["h2h_reference"] == "default" and record["h2h_hands"] == 2 * hands
+    assert abs(record["h2h_mbb"]) <= MAX_MBB and 0 <= record["h2h_ci_mbb"] < math.inf
+    if lbr_hands:
+        assert record["lbr_hands"] == 2 * lbr_hands and abs(record["lbr_mbb"]) <= MAX_MBB
+    assert record["strength_s"] > 0
+
+
+def test_nfsp_holdem_logs_head_to_head_off_the_clock(tmp_path, slow_measurements):
+    config = NFSPConfig(**(NFSP_PRESETS["holdem"] | dict(
+        game="holdem", steps=20, num_envs=4, eval_every=5, strength_every=10, strength_hands=3, rl_capacity=1000,
+        sl_capacity=1000, batch_size=8, learn_every=8, checkpoint_every=20)))  # fmt: skip
+    run = RunDir.create(tmp_path / "nfsp", config)
+    train_nfsp(config, run)
+    records = run.read_metrics()
+    assert [r["iteration"] for r in records] == [5, 10, 15, 20]
+    measured = [r for r in records if "h2h_mbb" in r]
+    assert [r["iteration"] for r in measured] == [10, 20]
+    for record in measured:
+        assert_sane_strength(record, 3)
+    assert slow_measurements[0] == 2 * JUMP and records[-1]["elapsed_s"] < JUMP
+    assert (run.path / "strength.png").stat().st_size > 0
+
+
+@pytest.mark.parametrize("algo", ["sd-cfr", "deep-cfr"])
+def test_deep_cfr_holdem_logs_head_to_head_and_lbr_off_the_clock(tmp_path, slow_measurements, algo):
+    config = DeepCFRConfig(**(DEEP_CFR_PRESETS["holdem"] | dict(
+        game="holdem", algo=algo, iterations=2, traversals=4, traversal_batch=4, width=8, sgd_steps=2, batch_size=16,
+        average_sgd_steps=2, average_batch_size=16, advantage_memory=1000, strategy_memory=1000, strength_hands=2,
+        strength_lbr_hands=1 if algo == "sd-cfr" else 0, threads=1)))  # fmt: skip
+    assert config.strength_every == 1  # the preset's
+    records = DeepCFRTrainer.new(config, tmp_path / algo, progress=False).train()
+    iterations = [r for r in records if "iteration" in r]
+    assert [r["iteration"] for r in iterations] == [1, 2]
+    for record in iterations:
+        assert_sane_strength(record, 2, lbr_hands=1 if algo == "sd-cfr" else 0)
+        assert record["elapsed_s"] < JUMP
+    assert slow_measurements[0] == 2 * JUMP
+    assert (tmp_path / algo / "strength.png").stat().st_size > 0
+
+
+def test_measurement_is_the_duplicate_match_of_the_same_deals():
+    """Two measurements of one policy with one seed deal the same cards: equal figures."""
+    from bot.agent import CallAgent, RaiseAgent
+
+    game = load_game("holdem")
+    settings = StrengthSettings(every=1, hands=20, lbr_hands=0, reference="raise", seed=3)
+    first = measure_strength(game, CallAgent(game), RaiseAgent(game), settings)
+    second = measure_strength(game, CallAgent(game), RaiseAgent(game), settings)
+    assert first["h2h_mbb"] == second["h2h_mbb"] and first["h2h_hands"] == 40
+    # card-blind agents: a deal and its seat-swapped twin play the same betting with the hands
+    # exchanged, so each pair's chips cancel exactly (duplicate poker's point)
+    assert first["h2h_mbb"] == 0.0 and first["h2h_ci_mbb"] == 0.0
+
+
+def test_strength_settings_are_checked(tmp_path):
+    with pytest.raises(ConfigError, match="strength_hands"):
+        DeepCFRConfig(game="holdem", strength_hands=-1)
+    with pytest.raises(ConfigError, match="multiple of eval_every"):
+        NFSPConfig(game="holdem", eval_every=1000, strength_every=1500)
+    with pytest.raises(AgentNotFound, match="no bot ships for leduc"):
+        DeepCFRTrainer.new(DeepCFRConfig(game="leduc", strength_every=1), tmp_path / "leduc", progress=False)
+    assert not StrengthSettings(every=0, hands=10, lbr_hands=0, reference="default", seed=0).due(5)
+    assert StrengthSettings(every=5, hands=10, lbr_hands=0, reference="default", seed=0).due(10)
+
+
+def test_watch_overview_shows_the_latest_strength_line():
+    from types import SimpleNamespace
+
+    from tui.watch.panels.run import strength_line
+
+    records = [{"iteration": 1}, {"iteration": 2, "h2h_mbb": -41.5, "h2h_ci_mbb": 30.2, "h2h_hands": 200, "h2h_reference": "default"},
+               {"iteration": 3, "lbr_mbb": 812.0, "lbr_ci_mbb": 95.0, "lbr_hands": 40}]  # fmt: skip
+    model = SimpleNamespace(records=records, kind="sd-cfr")
+    assert strength_line(model, 1) is None
+    assert strength_line(model, 2) == "strength at iteration 2: vs default [b]-42 ± 30[/b] mbb/g (200 hands, duplicate)"
+    assert strength_line(model, 3) == "strength at iteration 3: LBR 812 ± 95 mbb/g (40 hands)"

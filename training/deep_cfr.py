@@ -46,6 +46,7 @@ import torch
 from bot.bundle import write_bundle
 from bot.deep_cfr_agent import InfosetBatch, StackAverage
 from bot.encoding import InfosetEncoder
+from bot.flop_game import flop_shape_error
 from bot.infosets import is_small
 from bot.network import DeepCFRNetwork, regret_matching
 from protocol.files import sha256_file
@@ -53,6 +54,7 @@ from protocol.gamedef import Game, load_game
 from training import distributed, plots
 from training.deep_cfr_config import ALGOS, PRESETS, DeepCFRConfig
 from training.deep_cfr_fit import NetworkFit
+from training.flop_evaluation import FlopRunEvaluation
 from training.input_keys import InputKeys
 from training.memory_log import MEMORY_DIR, MemoryLog
 from training.merged_memory import MergedTable
@@ -133,6 +135,11 @@ class DeepCFRTrainer:
                 np.arange(self.batch.space.num_infosets))
         if self.average is not None:
             self.average.add(self.batch.strategy(None), 1.0)  # sigma^1 = uniform, weight 1
+        #: Flop hold'em-shaped games too large to enumerate: the exact SD-CFR average per flop.
+        self.flop_evaluation: FlopRunEvaluation | None = None
+        if not enumerable and config.evaluate_every > 0 and config.algo == "sd-cfr" and flop_shape_error(self.game) is None:
+            self.flop_evaluation = FlopRunEvaluation(self.game, run.path, config.canonical_suits, config.argmax_fallback,
+                                                     str(self.device))
         self.stack: list[dict] = [{"weight": 1, "uniform": True}]
         #: Ray traversal workers (``--workers N``/``--ray-address``); None: traverse in-process.
         self.traversal_pool: RayTraversals | None = None
@@ -172,7 +179,7 @@ class DeepCFRTrainer:
                 "target": ((3,), np.float32), "iteration": ((), np.int32)}
 
     def make_net(self) -> DeepCFRNetwork:
-        return DeepCFRNetwork(self.encoder.group_sizes, self.encoder.num_bet_slots, self.config.width)
+        return DeepCFRNetwork(self.encoder.group_sizes, self.encoder.num_bet_slots, self.config.width, self.config.canonical_suits)
 
     def make_optimizer(self, net: DeepCFRNetwork) -> torch.optim.Optimizer:
         """Adam (paper: lr 0.001). ``fused``: one kernel per step instead of ~5 ops per parameter
@@ -261,6 +268,9 @@ class DeepCFRTrainer:
             self.accumulate_average()
             if t % cfg.evaluate_every == 0:
                 record.update(self.evaluate_stack())
+        elif self.flop_evaluation is not None and t % cfg.evaluate_every == 0:
+            self.run.write_status(t, "exact FHP evaluation (off the training clock)")
+            record.update(self.flop_evaluation.evaluate(self.stack, self.stack_nets))
         if cfg.algo == "deep-cfr" and cfg.average_every and t % cfg.average_every == 0:
             record.update(self.finish_average())
         record["traversal_s"] = traversal_s
@@ -311,6 +321,17 @@ class DeepCFRTrainer:
         assert self.average is not None and self.batch is not None
         weight = float(self.stack[-1]["weight"])
         self.average.add(self.current_strategy.copy(), weight)
+
+    def stack_nets(self, entry: dict) -> tuple[DeepCFRNetwork | None, DeepCFRNetwork | None]:
+        """One stack entry's value networks, read back from ``policy/stack/`` (None: uniform)."""
+        if entry.get("uniform"):
+            return None, None
+        nets = []
+        for file in entry["files"]:
+            net = self.make_net()
+            net.load_state_dict(load_torch(self.run.policy_path / file))
+            nets.append(net.eval())
+        return nets[0], nets[1]
 
     def refresh_strategy(self, player: int) -> None:
         """Recompute ``player``'s rows of :attr:`current_strategy` from its network (small games)."""
@@ -480,7 +501,7 @@ class DeepCFRTrainer:
                 started = time.perf_counter()
                 progress.start_iteration(self.iteration + 1)
                 record = self.run_iteration(progress)
-                self.elapsed += time.perf_counter() - started
+                self.elapsed += time.perf_counter() - started - record.get("flop_evaluation_s", 0.0)  # off the clock
                 record["elapsed_s"] = self.elapsed
                 self.run.append_metrics(record)  # first: a resume drops lines past the checkpoint
                 records.append(record)
@@ -503,7 +524,7 @@ class DeepCFRTrainer:
         finally:
             progress.close()
             self.fit.progress = None
-        if self.small:
+        if self.small or self.flop_evaluation is not None:
             plot_exploitability(self.run)
         return records
 

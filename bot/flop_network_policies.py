@@ -95,27 +95,33 @@ class NetworkGrid:
     @torch.no_grad()
     def outputs(self, net: DeepCFRNetwork, cards: torch.Tensor, bets: torch.Tensor) -> torch.Tensor:
         """``net``'s outputs ``[nodes, rows, 3]`` for every (betting node, card row) pair: the
-        card and bet branches once each, the first trunk layer split into its two halves."""
+        card and bet branches once each, the first trunk layer split into its two halves, the
+        rest of the trunk once per distinct input (suit-canonical inputs repeat within a flop:
+        about 1.6 x fewer on FHP)."""
         width = net.width
+        seen, inverse = torch.unique(net.cards_seen(cards), dim=0, return_inverse=True)
         weight = net.comb1.weight
-        card_part = net.card_features(net.embed(cards)) @ weight[:, :width].T
+        card_part = net.card_features(net.embed(seen, seen=True)) @ weight[:, :width].T
         bet_part = net.bet_features(bets) @ weight[:, width:].T + net.comb1.bias
-        out = torch.empty((len(bets), len(cards), 3), device=cards.device)
+        out = torch.empty((len(bets), len(seen), 3), device=cards.device)
         block = max(1, self.row_budget // max(1, len(bets)))
-        for start in range(0, len(cards), block):
+        for start in range(0, len(seen), block):
             rows = card_part[start : start + block]
             combined = (bet_part[:, None, :] + rows[None, :, :]).reshape(-1, width)
             out[:, start : start + len(rows)] = net.head_from(combined).reshape(len(bets), len(rows), 3)
-        return out
+        return out[:, inverse]
 
     def strategies(self, nets: NetPair, kind: str, argmax_fallback: bool, round_index: int,
                    lo: int = 0, hi: int = 1) -> np.ndarray:
         """float32 ``[flops, D, H, 3]`` (round 0: one "flop"): each seat's decision nodes from its
-        network (``kind`` ``value``: regret matching; ``average``: masked softmax)."""
+        network (``kind`` ``value``: regret matching; ``average``: masked softmax). Hands that
+        share a card with the flop are left 0 (the best-response kernels never read them)."""
         fg = self.fg
         count = hi - lo if round_index else 1
         legal, actor = self.legal[round_index], self.actor[round_index]
-        out = np.empty((count, len(actor), fg.num_hands, 3), dtype=np.float32)
+        out = np.zeros((count, len(actor), fg.num_hands, 3), dtype=np.float32)
+        valid = fg.valid[lo:hi].reshape(-1) > 0 if round_index else np.ones(fg.num_hands, dtype=bool)
+        flat = out.reshape(count * fg.num_hands, len(actor), 3)  # a view: (flop, hand) rows
         cards = None
         for player, net in enumerate(nets):
             rows = np.flatnonzero(actor == player)
@@ -124,11 +130,11 @@ class NetworkGrid:
                 out[:, rows] = (row_legal / row_legal.sum(axis=1, keepdims=True))[None, :, None, :]
                 continue
             if cards is None:
-                cards = self.cards(round_index, lo, hi)
+                cards = self.cards(round_index, lo, hi)[torch.from_numpy(valid).to(self.device)]
             raw = self.outputs(net.to(self.device), cards, self.bets[round_index][rows])
             node_legal = legal[rows][:, None, :].expand(-1, raw.shape[1], -1).reshape(-1, 3)
             strategy = strategy_from_outputs(kind, raw.reshape(-1, 3), node_legal, argmax_fallback)
-            out[:, rows] = strategy.reshape(len(rows), count, fg.num_hands, 3).permute(1, 0, 2, 3).cpu().numpy()
+            flat[np.ix_(np.flatnonzero(valid), rows)] = strategy.reshape(len(rows), -1, 3).permute(1, 0, 2).cpu().numpy()
         return out
 
 

@@ -115,9 +115,10 @@ class DeepCFRNetwork(nn.Module):
         """The card slots as the network reads them (suit-canonical with ``canonical_suits``)."""
         return canonical_suit_cards(cards, self.group_sizes) if self.canonical_suits else cards.long()
 
-    def embed(self, cards: torch.Tensor) -> torch.Tensor:
-        """Card slots ``[N, slots]`` -> the card groups' embeddings side by side ``[N, groups * w]``."""
-        groups = torch.split(self.cards_seen(cards), self.group_sizes, dim=1)
+    def embed(self, cards: torch.Tensor, seen: bool = False) -> torch.Tensor:
+        """Card slots ``[N, slots]`` -> the card groups' embeddings side by side ``[N, groups * w]``
+        (``seen``: the cards are :meth:`cards_seen`'s already)."""
+        groups = torch.split(cards.long() if seen else self.cards_seen(cards), self.group_sizes, dim=1)
         return torch.cat([emb(g) for emb, g in zip(self.card_embeddings, groups, strict=True)], dim=1)
 
     def input_features(self, cards: torch.Tensor, bets: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:

@@ -119,15 +119,15 @@ class NetworkGrid:
         fg = self.fg
         count = hi - lo if round_index else 1
         legal, actor = self.legal[round_index], self.actor[round_index]
-        out = np.zeros((count, len(actor), fg.num_hands, 3), dtype=np.float32)
+        out = np.zeros((count, fg.num_hands, len(actor), 3), dtype=np.float32)  # (flop, hand) rows first
         valid = fg.valid[lo:hi].reshape(-1) > 0 if round_index else np.ones(fg.num_hands, dtype=bool)
-        flat = out.reshape(count * fg.num_hands, len(actor), 3)  # a view: (flop, hand) rows
+        flat = out.reshape(count * fg.num_hands, len(actor), 3)
         cards = None
         for player, net in enumerate(nets):
             rows = np.flatnonzero(actor == player)
             if net is None:
                 row_legal = legal[rows].cpu().numpy()
-                out[:, rows] = (row_legal / row_legal.sum(axis=1, keepdims=True))[None, :, None, :]
+                out[:, :, rows] = (row_legal / row_legal.sum(axis=1, keepdims=True))[None, None]
                 continue
             if cards is None:
                 cards = self.cards(round_index, lo, hi)[torch.from_numpy(valid).to(self.device)]
@@ -135,7 +135,7 @@ class NetworkGrid:
             node_legal = legal[rows][:, None, :].expand(-1, raw.shape[1], -1).reshape(-1, 3)
             strategy = strategy_from_outputs(kind, raw.reshape(-1, 3), node_legal, argmax_fallback)
             flat[np.ix_(np.flatnonzero(valid), rows)] = strategy.reshape(len(rows), -1, 3).permute(1, 0, 2).cpu().numpy()
-        return out
+        return np.ascontiguousarray(out.transpose(0, 2, 1, 3))
 
 
 def network_policy(fg: FlopGame, nets: NetPair, kind: str, argmax_fallback: bool = True, device: str = "cpu") -> FlopPolicy:

@@ -148,7 +148,7 @@ def test_incremental_evaluation_equals_a_fresh_one_and_survives_an_interruption(
 
 
 def test_canonical_stack_on_canonical_flops_equals_every_flop():
-    """A stack of suit-canonical networks is suit-invariant: the 1,755-flop path (here 20 of
+    """A stack of suit-canonical networks is suit-invariant: the 1,755-flop path (here 60 of
     120) gives the all-flops value, which equals StackAverage's brute force."""
     entries = [(1.0, (None, None)), (2.0, (random_net(5, True), random_net(6, True))),
                (3.0, (random_net(7, True), random_net(8, True)))]
@@ -165,3 +165,23 @@ def test_canonical_stack_on_canonical_flops_equals_every_flop():
     for weight, nets in entries:
         exact.add(batch.strategy(None if nets[0] is None else nets), weight)
     same_report(reports[1], exploitability(TINY_FHP, exact.strategy()))
+
+
+def test_pokerbot_exploit_reads_the_run_on_the_flop_path(sd_cfr_run, monkeypatch):
+    """``pokerbot exploit RUN`` routes a flop game's network run through the per-flop best
+    response (here forced for the 10-card game, which is small enough for the tabular path)."""
+    from click.testing import CliRunner
+
+    from bot.cli import main
+    from bot.commands import exploit as exploit_command
+
+    trainer, records = sd_cfr_run
+    monkeypatch.setattr(exploit_command, "MAX_TABULAR_SLOTS", 0)
+    monkeypatch.setattr(exploit_command, "load_strategy", None)  # the tabular path is not taken
+    result = CliRunner().invoke(main, ["exploit", str(trainer.run.path), "--device", "cpu"])
+    assert result.exit_code == 0, result.output
+    expected = records[-1]["sdcfr_exploitability_mbb"]
+    line = next(line for line in result.output.splitlines() if line.startswith("exploitability (NashConv/2)"))
+    assert float(line.split("=")[1].split()[0]) == pytest.approx(expected, abs=1e-3)
+    flops = "60 canonical flops (suit-invariant policy)" if trainer.config.canonical_suits else "120 every raw flop"
+    assert f"exact: {flops}" in result.output

@@ -185,3 +185,19 @@ def test_pokerbot_exploit_reads_the_run_on_the_flop_path(sd_cfr_run, monkeypatch
     assert float(line.split("=")[1].split()[0]) == pytest.approx(expected, abs=1e-3)
     flops = "60 canonical flops (suit-invariant policy)" if trainer.config.canonical_suits else "120 every raw flop"
     assert f"exact: {flops}" in result.output
+
+
+def test_deep_cfr_run_logs_the_exact_exploitability_of_its_average_network(tmp_path):
+    gamedef = tmp_path / "tiny.game"
+    gamedef.write_text(TINY_FHP.to_text())
+    config = DeepCFRConfig(game=str(gamedef), algo="deep-cfr", iterations=2, traversals=100, width=8, sgd_steps=20,
+                           batch_size=128, average_sgd_steps=30, average_batch_size=128, advantage_memory=5_000,
+                           strategy_memory=5_000, traversal_batch=100, threads=1, canonical_suits=True)
+    trainer = DeepCFRTrainer.new(config, tmp_path / "run", progress=False)
+    final = trainer.train()[-1]
+    fg, policy = bundle_policy(TINY_FHP, trainer.run.path)
+    assert fg.canonical
+    net = DeepCFRBundle.load(trainer.run.policy_path).network("average.pt")
+    brute = exploitability(TINY_FHP, InfosetBatch(TINY_FHP).strategy(net, kind="average"))
+    assert final["average_exploitability_mbb"] == pytest.approx(brute.mbb(brute.exploitability), abs=1e-3)
+    same_report(flop_exploitability(fg, policy), brute)

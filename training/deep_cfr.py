@@ -16,7 +16,9 @@ linear average of ``sigma^1..sigma^{T+1}``, the last of which needs no further t
 
 For small games (Kuhn, Leduc) the exact SD-CFR average policy is accumulated each iteration
 (:class:`bot.deep_cfr_agent.StackAverage`) and its exploitability logged; Deep CFR's average
-network is evaluated whenever it is trained.
+network is evaluated whenever it is trained. Flop hold'em-shaped games too large for that
+(FHP) are measured exactly per flop every ``evaluate_every`` iterations, off the training clock
+(:mod:`training.flop_evaluation`).
 
 Randomness: every random draw of iteration ``t``/player ``p`` comes from a named stream
 (:class:`Stream`) seeded by ``(seed, t, p, stream)``, so a resumed run repeats exactly what the
@@ -137,7 +139,7 @@ class DeepCFRTrainer:
             self.average.add(self.batch.strategy(None), 1.0)  # sigma^1 = uniform, weight 1
         #: Flop hold'em-shaped games too large to enumerate: the exact SD-CFR average per flop.
         self.flop_evaluation: FlopRunEvaluation | None = None
-        if not enumerable and config.evaluate_every > 0 and config.algo == "sd-cfr" and flop_shape_error(self.game) is None:
+        if not enumerable and config.evaluate_every > 0 and flop_shape_error(self.game) is None:
             self.flop_evaluation = FlopRunEvaluation(self.game, run.path, config.canonical_suits, config.argmax_fallback,
                                                      str(self.device))
         self.stack: list[dict] = [{"weight": 1, "uniform": True}]
@@ -268,9 +270,10 @@ class DeepCFRTrainer:
             self.accumulate_average()
             if t % cfg.evaluate_every == 0:
                 record.update(self.evaluate_stack())
-        elif self.flop_evaluation is not None and t % cfg.evaluate_every == 0:
+        elif self.flop_evaluation is not None and cfg.algo == "sd-cfr" and t % cfg.evaluate_every == 0:
             self.run.write_status(t, "exact FHP evaluation (off the training clock)")
-            record.update(self.flop_evaluation.evaluate(self.stack, self.stack_nets))
+            record.update(self.flop_evaluation.evaluate(self.stack, self.stack_nets, lambda done, total: progress.advance_iteration(
+                done, total, f"iteration {t}: exact FHP evaluation (flops; off the training clock)")))
         if cfg.algo == "deep-cfr" and cfg.average_every and t % cfg.average_every == 0:
             record.update(self.finish_average())
         record["traversal_s"] = traversal_s
@@ -361,6 +364,8 @@ class DeepCFRTrainer:
 
             report = exploitability(self.game, self.batch.strategy(net, kind="average"))
             record["average_exploitability_mbb"] = report.mbb(report.exploitability)
+        elif self.flop_evaluation is not None:
+            record.update(self.flop_evaluation.evaluate_average(net))
         self.write_manifest(average="average.pt")
         return record
 

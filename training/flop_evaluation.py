@@ -11,7 +11,8 @@ GB on disk, paged in one best-response chunk at a time), ``preflop_numerator.npy
 resume from a checkpoint older than the last evaluation, leaves numerators that match no stack:
 ``state.json`` says so and the next evaluation rebuilds them from the whole stack (announced).
 Where the numerators would exceed :data:`MAX_STORED_BYTES` (FHP on all 22,100 raw flops: 19.7
-GB), every evaluation walks the whole stack instead.
+GB), every evaluation walks the whole stack instead. A Deep CFR run's average network is
+measured the same way whenever it is fitted (:meth:`FlopRunEvaluation.evaluate_average`).
 """
 
 from __future__ import annotations
@@ -24,8 +25,9 @@ from pathlib import Path
 import numpy as np
 
 from bot.best_response import ExploitabilityReport
-from bot.flop_best_response import FlopPolicy, flop_exploitability, flop_game_for
-from bot.flop_network_policies import FlopStackAverage, NetPair, NetworkGrid
+from bot.flop_best_response import FlopPolicy, Progress, flop_exploitability, flop_game_for
+from bot.flop_network_policies import FlopStackAverage, NetPair, NetworkGrid, network_policy
+from bot.network import DeepCFRNetwork
 from protocol.files import atomic_write_text
 from protocol.gamedef import Game
 
@@ -56,9 +58,10 @@ class FlopRunEvaluation:
         self.folder.mkdir(parents=True, exist_ok=True)
         atomic_write_text(self.folder / "state.json", json.dumps(state))
 
-    def evaluate(self, stack: list[dict], nets_of: Callable[[dict], NetPair]) -> dict:
+    def evaluate(self, stack: list[dict], nets_of: Callable[[dict], NetPair], progress: Progress | None = None) -> dict:
         """Exact exploitability of the average of ``stack`` (entries as the bundle lists them;
-        ``nets_of`` loads one entry's networks): metrics for the run's ``metrics.jsonl``."""
+        ``nets_of`` loads one entry's networks): metrics for the run's ``metrics.jsonl``.
+        ``progress(flops done, flops)`` follows the pass."""
         started = time.perf_counter()
         state = self._state()
         held = int(state.get("entries", 0)) if self.stored else 0
@@ -73,15 +76,25 @@ class FlopRunEvaluation:
         suit_invariant = average.suit_invariant if average.entries else True
         if self.fg.canonical and not suit_invariant:
             raise ValueError("a run evaluated on canonical flops must have suit-canonical networks")
-        report = self._best_response(average, held, len(stack))
+        report = self._best_response(average, held, len(stack), progress)
         elapsed = time.perf_counter() - started
         return {"sdcfr_exploitability_mbb": report.mbb(report.exploitability),
                 "sdcfr_nashconv_mbb": report.mbb(report.nash_conv),
                 "flop_evaluation_s": elapsed, "flop_evaluation_flops": self.fg.num_flops}
 
-    def _best_response(self, average: FlopStackAverage, held: int, total: int) -> ExploitabilityReport:
+    def evaluate_average(self, net: DeepCFRNetwork) -> dict:
+        """Deep CFR: exact exploitability of the average-strategy network (read at both seats)."""
+        started = time.perf_counter()
+        fg = self.fg if net.canonical_suits or not self.fg.canonical else flop_game_for(self.fg.game, False)
+        report = flop_exploitability(fg, network_policy(fg, (net, net), "average", device=str(self.grid.device)))
+        return {"average_exploitability_mbb": report.mbb(report.exploitability),
+                "average_nashconv_mbb": report.mbb(report.nash_conv),
+                "flop_evaluation_s": time.perf_counter() - started, "flop_evaluation_flops": fg.num_flops}
+
+    def _best_response(self, average: FlopStackAverage, held: int, total: int,
+                       progress: Progress | None) -> ExploitabilityReport:
         if not self.stored:
-            return flop_exploitability(self.fg, average.policy())
+            return flop_exploitability(self.fg, average.policy(), progress)
         self.folder.mkdir(parents=True, exist_ok=True)
         numerator_path, preflop_path = self.folder / "flop_numerator.f32", self.folder / "preflop_numerator.npy"
         fresh = held == 0
@@ -95,7 +108,7 @@ class FlopRunEvaluation:
             numerator[lo:hi] = chunk
             return chunk.astype(np.float32)
 
-        report = flop_exploitability(self.fg, FlopPolicy(preflop.astype(np.float32), tables, self.fg.canonical))
+        report = flop_exploitability(self.fg, FlopPolicy(preflop.astype(np.float32), tables, self.fg.canonical), progress)
         numerator.flush()
         np.save(preflop_path, preflop)
         self._write_state({"entries": total})

@@ -26,6 +26,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from benchmarks.bench_cfr_leduc import machine  # noqa: E402
+from bot.run_files import ELAPSED_METRIC, canonical_metrics  # noqa: E402
 from training import plots  # noqa: E402
 from training.run import parse_duration  # noqa: E402
 from training.rundir import RunDir  # noqa: E402
@@ -39,11 +40,11 @@ def curve(algo: str, run: Path) -> tuple[list[float], list[float], list[float]]:
     nodes, seconds, mbb = [], [], []
     total = 0.0
     for line in (run / "metrics.jsonl").read_text().splitlines():
-        record = json.loads(line)
+        record = canonical_metrics(json.loads(line))
         if algo == "nfsp":
             if "exploitability_mbb" in record:
                 nodes.append(record["transitions"])
-                seconds.append(record["train_seconds"])
+                seconds.append(record[ELAPSED_METRIC])
                 mbb.append(record["exploitability_mbb"])
             continue
         if "sdcfr_exploitability_mbb" not in record:
@@ -53,7 +54,7 @@ def curve(algo: str, run: Path) -> tuple[list[float], list[float], list[float]]:
         else:
             total = record["nodes_touched"]
         nodes.append(total)
-        seconds.append(record["elapsed_s"])
+        seconds.append(record[ELAPSED_METRIC])
         mbb.append(record["sdcfr_exploitability_mbb"])
     return nodes, seconds, mbb
 

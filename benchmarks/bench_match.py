@@ -105,7 +105,7 @@ def main() -> None:
     parser.add_argument("--hands", type=int, default=5000, help="in-process hands per game")
     parser.add_argument("--wire-hands", type=int, default=1000, help="hands over the wire per game")
     parser.add_argument(
-        "--policy", help="a solved Leduc policy JSON (pokerbot solve --game leduc --out ...)"
+        "--policy", help="a solved Leduc policy: a pokerbot solve run directory (pokerbot solve --game leduc --out RUN) or an older policy JSON"
     )
     args = parser.parse_args()
     print(machine())

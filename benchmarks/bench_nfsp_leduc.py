@@ -34,6 +34,7 @@ import torch  # noqa: E402
 
 from benchmarks.bench_cfr_leduc import machine  # noqa: E402  (one machine line for every benchmark)
 from bot.best_response import exploitability  # noqa: E402
+from bot.run_files import ELAPSED_METRIC  # noqa: E402
 from training.nfsp import NFSP  # noqa: E402
 from training.nfsp_config import LEDUC_PAPER, make_config, preset_for  # noqa: E402
 from training.nfsp_diagnostics import best_response_quality, mixture_bias, window_q_strategy  # noqa: E402
@@ -107,17 +108,17 @@ def main() -> None:
     for record in records:
         table = f"{record['sl_table_mbb']:.1f}" if "sl_table_mbb" in record else "-"
         gaps = " / ".join(f"{record[f'q_gap_mbb_{s}']:.0f} ({record[f'q_share_{s}']:.2f})" for s in range(2))
-        print(f"{record['step']:>9,} {record['hands']:>11,} {record['train_seconds']:>9.1f} "
+        print(f"{record['step']:>9,} {record['hands']:>11,} {record[ELAPSED_METRIC]:>9.1f} "
               f"{record['exploitability_mbb']:>21.1f} {table:>17} {gaps:>64}")
     reached = next((r for r in records if r["exploitability_mbb"] <= TARGET_MBB), None)
     last = records[-1]
     best = min(records, key=lambda r: r["exploitability_mbb"])
-    hands, seconds = last["hands"] - start_hands, last["train_seconds"] - start_seconds
+    hands, seconds = last["hands"] - start_hands, last[ELAPSED_METRIC] - start_seconds
     print(f"NFSP loop: {hands / seconds:,.0f} hands/s ({hands:,} hands in {seconds:.0f} s of training)")
     print(f"final exploitability (NashConv/2): {last['exploitability_mbb']:.1f} mbb/g; "
-          f"best {best['exploitability_mbb']:.1f} at {best['train_seconds']:.0f} s / {best['hands']:,} hands")
+          f"best {best['exploitability_mbb']:.1f} at {best[ELAPSED_METRIC]:.0f} s / {best['hands']:,} hands")
     if reached:
-        print(f"reached {TARGET_MBB} mbb/g after {reached['train_seconds']:.0f} s and {reached['hands']:,} hands")
+        print(f"reached {TARGET_MBB} mbb/g after {reached[ELAPSED_METRIC]:.0f} s and {reached['hands']:,} hands")
     else:
         print(f"did not reach {TARGET_MBB} mbb/g within {args.minutes:g} minutes")
     for eta in sorted({config.eta, anticipatory(config, learner.step_count), 0.25, 0.1}, reverse=True):

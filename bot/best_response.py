@@ -8,6 +8,9 @@ the Python loop runs once per *betting* node (Leduc: 85) and numpy does the rest
 
 Values are *counterfactual* values weighted by chance: ``v_p[b, h]`` is the sum over deals
 (own hand h, board b, opponent hand h') of P(deal) x opponent reach x own future play x payoff.
+It is one module (about 450 lines) because every figure it computes (best response,
+exploitability, profile and head-to-head values) is one walk of one public tree; the strategy
+loaders at its end are the table those figures are read from.
 Summed over h at the root this is the player's expected value, so chance nodes are plain sums
 over child boards (``_Walk.child``). Terminals use card removal exactly:
 

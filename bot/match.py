@@ -23,6 +23,7 @@ import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TypeVar
 
 import numpy as np
 
@@ -37,6 +38,7 @@ from protocol.matchstate import MatchState, view_of
 from protocol.state import State
 
 AgentFactory = Callable[[], Agent]
+T = TypeVar("T")
 
 #: Most deals one match may ask for. Every hand's result is kept for the statistics (about a
 #: kilobyte each), so ten million deals already need gigabytes; more is a typo, not a plan.
@@ -111,6 +113,40 @@ def _schedule(hands: int, duplicate: bool) -> Iterator[tuple[int, bool]]:
     return ((deal, mirrored) for deal in range(hands) for mirrored in halves)
 
 
+def in_seat_order(pair: tuple[T, T], mirrored: bool) -> tuple[T, T]:
+    """``(A's, B's)`` in seat order: A in seat 1, or in seat 2 in the mirrored half."""
+    return (pair[1], pair[0]) if mirrored else pair
+
+
+@dataclass(frozen=True)
+class Seating:
+    """One hand of a match: the deal, which half it belongs to, and where agent A sits."""
+
+    deal: int
+    mirrored: bool
+
+    @property
+    def a_position(self) -> int:
+        """A's position: its seat's, rotating with the deal as the ACPC dealer rotates it."""
+        return position_of_seat(1 if self.mirrored else 0, self.deal, 2)
+
+    def in_position_order(self, pair: tuple[T, T]) -> tuple[T, T]:
+        """``(A's, B's)`` in position order for this hand."""
+        return pair if self.a_position == 0 else (pair[1], pair[0])
+
+
+def _play_schedule(result: MatchResult, hands: int, record_of_hand: Callable[[Seating], HandRecord],
+                   after_hand: Callable[[Seating, HandRecord], None] | None = None) -> None:
+    """The one hand loop of every transport: for each scheduled hand, its record (played now in
+    process, or read back from the dealer's log) becomes A's :class:`HandResult`."""
+    for deal, mirrored in _schedule(hands, result.duplicate):
+        seating = Seating(deal, mirrored)
+        record = record_of_hand(seating)
+        result.hands.append(HandResult(deal, mirrored, seating.a_position, record.values[seating.a_position], record))
+        if after_hand is not None:
+            after_hand(seating, record)
+
+
 def run_in_process(
     game: Game,
     agents: tuple[Agent, Agent],
@@ -127,29 +163,27 @@ def run_in_process(
     require_playable(game, hands)
     result = MatchResult(game, names, seed, duplicate)
     logs = _open_logs(log_path, game, hands, seed, duplicate)
-    totals = {False: [0.0, 0.0], True: [0.0, 0.0]}
+    totals = {False: [0.0, 0.0], True: [0.0, 0.0]}  # per half, in that half's seat order
+
+    def play(seating: Seating) -> HandRecord:
+        state = play_hand(game, list(seating.in_position_order(agents)), seating.deal, seed)
+        return record_of(state, seating.deal, seating.in_position_order(names))
+
+    def log(seating: Seating, record: HandRecord) -> None:
+        for seat in range(2):
+            totals[seating.mirrored][seat] += record.values[position_of_seat(seat, seating.deal, 2)]
+        if logs:
+            logs[seating.mirrored].write_hand(record)
+        if progress is not None:
+            progress(1)
+
     try:
-        for deal, mirrored in _schedule(hands, duplicate):
-            a_seat = 1 if mirrored else 0
-            a_position = position_of_seat(a_seat, deal, 2)
-            by_position = [agents[0], agents[1]] if a_position == 0 else [agents[1], agents[0]]
-            position_names = (names[0], names[1]) if a_position == 0 else (names[1], names[0])
-            state = play_hand(game, by_position, deal, seed)
-            record = record_of(state, deal, position_names)
-            result.hands.append(
-                HandResult(deal, mirrored, a_position, record.values[a_position], record)
-            )
-            totals[mirrored][a_seat] += record.values[a_position]
-            totals[mirrored][1 - a_seat] += record.values[1 - a_position]
-            if logs:
-                logs[mirrored].write_hand(record)
-            if progress is not None:
-                progress(1)
+        _play_schedule(result, hands, play, log)
     except KeyboardInterrupt:
         result.interrupted = True
     for mirrored, writer in logs.items():
         if not result.interrupted:
-            writer.write_score(tuple(totals[mirrored]), names[::-1] if mirrored else names)
+            writer.write_score(tuple(totals[mirrored]), in_seat_order(names, mirrored))
         writer.close()
     return result
 
@@ -221,18 +255,13 @@ def run_wire(
     result = MatchResult(game, names, seed, duplicate)
     with tempfile.TemporaryDirectory() as scratch:
         stem = str(Path(log_path).with_suffix("")) if log_path else str(Path(scratch) / "match")
-        runs = [(False, stem)] + ([(True, stem + ".mirror")] if duplicate else [])
-        records = {}
-        for mirrored, match_name in runs:
-            seat_names = names[::-1] if mirrored else names
-            seat_factories = agent_factories[::-1] if mirrored else agent_factories
-            records[mirrored] = _dealer_run(
-                game, seat_factories, seat_names, hands, seed, match_name, progress
-            )
-    for deal, mirrored in _schedule(hands, duplicate):
-        record = records[mirrored][deal]
-        position = position_of_seat(1 if mirrored else 0, deal, 2)
-        result.hands.append(HandResult(deal, mirrored, position, record.values[position], record))
+        halves = [(False, stem)] + ([(True, stem + ".mirror")] if duplicate else [])
+        records = {
+            mirrored: _dealer_run(game, in_seat_order(agent_factories, mirrored), in_seat_order(names, mirrored),
+                                  hands, seed, match_name, progress)
+            for mirrored, match_name in halves
+        }
+    _play_schedule(result, hands, lambda seating: records[seating.mirrored][seating.deal])
     return result
 
 

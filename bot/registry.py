@@ -12,6 +12,7 @@ from pathlib import Path
 
 from bot.agent import Agent, CallAgent, RaiseAgent, RandomAgent
 from bot.errors import PokerbotError
+from bot.run_files import continue_command
 from protocol.gamedef import Game
 
 
@@ -72,7 +73,7 @@ def require_finished_run(path: Path) -> None:
     if (path / "config.toml").is_file() and not any((path / "policy").glob("*")):
         raise AgentNotFound(
             f"{path}: the run has no finished iteration yet (no policy in {path / 'policy'}); "
-            f"continue it with pokerbot train --resume {path}"
+            f"continue it with {continue_command(path)}"
         )
 
 

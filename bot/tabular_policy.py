@@ -11,8 +11,14 @@ legal actions only (a legal letter left out means 0). Loading is strict, because
 silently misses infosets or carries illegal actions would give wrong exploitability and wrong
 play: every problem is one :class:`PolicyFileError` line naming the file and the key.
 
+The same file is the payload of a policy bundle of kind ``tabular`` (:mod:`bot.bundle`: a
+folder with ``bundle.json`` naming ``policy.json`` and its sha256, the gamedef text and the
+provenance), which is what ``pokerbot solve`` writes into its run directory's ``policy/``; the
+bundle's gamedef lets a policy of a custom game load without ``--game``.
+
 Importing this module registers the ``.json`` path loader with :mod:`bot.registry`, so
-``--agent leduc.json`` plays the file with :class:`TabularPolicyAgent`.
+``--agent leduc.json`` plays the file with :class:`TabularPolicyAgent`, and the ``tabular``
+bundle kind.
 """
 
 from __future__ import annotations
@@ -24,6 +30,7 @@ from pathlib import Path
 import numpy as np
 
 from bot.agent import Agent
+from bot.bundle import Bundle, register_kind, write_bundle
 from bot.errors import PokerbotError
 from bot.infosets import SUM_TOLERANCE, InfosetSpace, require_tabular_size, space_for
 from bot.registry import register_path_loader
@@ -33,6 +40,8 @@ from protocol.matchstate import MatchState
 from protocol.state import ACTIONS
 
 FORMAT = 1
+#: The policy file inside a ``tabular`` bundle.
+BUNDLE_POLICY_FILE = "policy.json"
 _TOP_LEVEL = {"game", "format", "policy", "meta"}
 
 
@@ -55,6 +64,15 @@ def save_policy(path: Path, game: Game, strategy: np.ndarray, meta: dict | None 
     if meta is not None:
         document["meta"] = meta
     atomic_write_text(Path(path), json.dumps(document, indent=0))
+
+
+def save_policy_bundle(root: Path, game: Game, strategy: np.ndarray, provenance: dict) -> dict:
+    """Write a ``tabular`` policy bundle into the folder ``root``: ``policy.json`` (this module's
+    format), then ``bundle.json`` naming it with its sha256; returns the manifest."""
+    root = Path(root)
+    root.mkdir(parents=True, exist_ok=True)
+    save_policy(root / BUNDLE_POLICY_FILE, game, strategy)
+    return write_bundle(root, "tabular", game, [BUNDLE_POLICY_FILE], provenance)
 
 
 def load_policy(path: Path, game: Game | None = None) -> tuple[Game, np.ndarray]:
@@ -169,4 +187,9 @@ def _agent_loader(game: Game, path: Path) -> Agent | None:
     return TabularPolicyAgent.from_file(path, game)
 
 
+def _bundle_strategy(bundle: Bundle) -> np.ndarray:
+    return load_policy(bundle.path(BUNDLE_POLICY_FILE), bundle.game)[1]
+
+
 register_path_loader(_agent_loader)
+register_kind("tabular", lambda game, bundle: TabularPolicyAgent(game, _bundle_strategy(bundle)), _bundle_strategy)

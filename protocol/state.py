@@ -6,6 +6,8 @@ Every player action has a check that raises with a message (``verify_fold``), a 
 none of them re-implements legality. Rules follow the ACPC server's ``game.c``: who
 acts first per round (``firstPlayer``), raise caps that do not count the blinds, no fold when
 checking is free, a round closes when everyone still able to act has called the last raise.
+It is one module (about 400 lines) because it is one job, the rules of one hand, and every
+rule reads and changes the same :class:`State`.
 
 A whole hand of Leduc (position 0 acts first; each antes 1, bets are 2 then 4):
 
@@ -31,12 +33,35 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from enum import Enum
 
 from protocol.errors import ProtocolError
 from protocol.gamedef import Game
 
-FOLD, CALL, RAISE = "f", "c", "r"
-ACTIONS = (FOLD, CALL, RAISE)
+
+class ActionKind(str, Enum):
+    """The three limit actions. Each member *is* its ACPC letter (a ``str``): it equals and
+    hashes as the letter, and ``str``, f-strings, ``repr`` and JSON give the letter, so betting
+    strings, logs, policy files and messages read exactly as with bare letters. (``str, Enum``
+    rather than 3.11's ``StrEnum``: the project supports Python 3.10.)"""
+
+    FOLD = "f"
+    CALL = "c"
+    RAISE = "r"
+
+    def __str__(self) -> str:
+        return str(self.value)
+
+    def __format__(self, spec: str) -> str:
+        return format(str(self.value), spec)
+
+    def __repr__(self) -> str:
+        return repr(self.value)
+
+
+FOLD, CALL, RAISE = ActionKind.FOLD, ActionKind.CALL, ActionKind.RAISE
+#: Every action, in the order fold, call, raise (the column order of every strategy table).
+ACTIONS: tuple[ActionKind, ...] = tuple(ActionKind)
 #: The reference dealer's limit on actions in one round (MAX_NUM_ACTIONS).
 MAX_ACTIONS_PER_ROUND = 64
 
@@ -49,7 +74,7 @@ class IllegalActionError(ProtocolError, ValueError):
 class Action:
     """What happened: the ACPC letter, who acted, in which round, and their total commitment."""
 
-    kind: str
+    kind: ActionKind
     player: int
     round: int
     spent_after: int
@@ -256,7 +281,7 @@ class State:
 
     can_raise = can_bet_or_raise
 
-    def legal_actions(self) -> tuple[str, ...]:
+    def legal_actions(self) -> tuple[ActionKind, ...]:
         """The legal ACPC letters, in the order fold, call, raise."""
         if self.is_finished:
             return ()
@@ -288,7 +313,7 @@ class State:
         return self._record(RAISE, player)
 
     def apply(self, kind: str) -> Action:
-        """Apply an ACPC letter ``f``, ``c`` or ``r``."""
+        """Apply an ACPC letter ``f``, ``c`` or ``r`` (or an :class:`ActionKind`)."""
         if kind == FOLD:
             return self.fold()
         if kind == CALL:
@@ -297,7 +322,7 @@ class State:
             return self.bet_or_raise()
         raise IllegalActionError(f"unknown action {kind!r} (expected one of f, c, r)")
 
-    def _record(self, kind: str, player: int) -> Action:
+    def _record(self, kind: ActionKind, player: int) -> Action:
         action = Action(kind, player, self.round, self.spent[player])
         self.actions[self.round].append(action)
         self._betting += kind

@@ -146,18 +146,17 @@ def test_exploit_of_a_uniform_leduc_bundle_is_the_uniform_figure(tmp_path) -> No
     assert "= 1186.8" in result.output.replace("1186.79", "1186.8")
 
 
-def test_solve_resume_names_the_policy_like_train_resume_names_the_run(tmp_path) -> None:
-    """``solve --resume OUT`` (train's shape) continues as ``--out OUT --resume`` does."""
-    out, flag = tmp_path / "a.json", tmp_path / "b.json"
-    for path in (out, flag):
-        assert invoke("solve", "--game", "kuhn", "--iterations", "20", "--eval-every", "10", "--out", str(path)).exit_code == 0
-    assert invoke("solve", "--game", "kuhn", "--iterations", "40", "--eval-every", "10", "--resume", str(out)).exit_code == 0
-    result = invoke("solve", "--game", "kuhn", "--iterations", "40", "--eval-every", "10", "--out", str(flag), "--resume")
-    assert result.exit_code == 0, result.output
-    assert json.loads(out.read_text())["policy"] == json.loads(flag.read_text())["policy"]
-    assert json.loads(out.read_text())["meta"]["iterations_done"] == 40
+def test_solve_resume_takes_the_run_directory_like_train_resume(tmp_path) -> None:
+    """``solve --resume RUN`` (train's shape) continues the run to the policy of a straight run."""
+    resumed, straight = tmp_path / "a", tmp_path / "b"
+    assert invoke("solve", "--game", "kuhn", "--iterations", "20", "--eval-every", "10", "--out", str(resumed)).exit_code == 0
+    assert invoke("solve", "--resume", str(resumed), "--iterations", "40").exit_code == 0
+    assert invoke("solve", "--game", "kuhn", "--iterations", "40", "--eval-every", "10", "--out", str(straight)).exit_code == 0
+    policies = [json.loads((run / "policy" / "policy.json").read_text())["policy"] for run in (resumed, straight)]
+    assert policies[0] == policies[1]
+    assert json.loads((resumed / "policy" / "bundle.json").read_text())["provenance"]["iterations"] == 40
     result = invoke("solve", "--game", "kuhn")
-    assert result.exit_code == 2 and "give --out POLICY.json for a new solve, or --resume POLICY.json" in result.output
+    assert result.exit_code == 2 and "give --out RUN_DIR for a new solve or --resume RUN_DIR to continue one" in result.output
 
 
 def test_match_against_a_run_without_a_finished_iteration_says_so(tmp_path) -> None:
@@ -177,3 +176,26 @@ def test_exploit_of_an_agent_name_says_how_to_measure_an_agent() -> None:
     assert line.startswith("error: abstraction_3e6 is an agent name, not a stored strategy")
     assert "pokerbot lbr abstraction_3e6 --game holdem" in line or "pokerbot match --game holdem --agent abstraction_3e6" in line
     assert invoke("exploit", "no-such-file").output.strip() == "error: no-such-file: no such file or directory"
+
+
+def test_agents_names_the_full_width_solver_of_fhp_lossless(monkeypatch, tmp_path) -> None:
+    """``fhp_lossless`` is published by the full-width flop solve (``solver = "flop_cfr"``), not
+    by MCCFR: ``agents`` names that solver, its iteration count and its last exact measurement."""
+    from bot.abstraction_spec import SPECS, policy_path
+
+    monkeypatch.setenv("POKERBOT_CACHE", str(tmp_path))
+    run = tmp_path / "run"
+    run.mkdir()
+    records = [{"iteration": 25, "exploitability_mbb": 40.5}, {"iteration": 30, "solve_s": 1.0},
+               {"iteration": 50, "exploitability_mbb": 3.25}]
+    (run / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
+    policy = policy_path(SPECS["fhp_lossless"])
+    policy.parent.mkdir(parents=True)
+    policy.write_bytes(b"")
+    (policy.parent / "meta.json").write_text("{}")
+    meta = {"solver": "flop_cfr", "iteration": 50, "config": {"algo": "dcfr"}, "state": {"exploitability_mbb": 9.0},
+            "run": str(run)}
+    policy.with_name("policy.json").write_text(json.dumps(meta))
+    text = " ".join(invoke("agents", "--game", "fhp").output.split())
+    assert ("fhp_lossless [fhp] built Card abstraction, buckets per round lossless/lossless, solved by full-width "
+            "DCFR over every flop. strength: 50 iterations; exploitability 3.25 mbb/g (exact, NashConv/2)") in text

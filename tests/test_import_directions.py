@@ -27,13 +27,11 @@ FORBIDDEN = {"protocol": {"bot", "training", "tui"}, "bot": {"training", "tui"},
 #: module -> packages it may import inside a function despite FORBIDDEN (the CLI's exception).
 LAZY_EXCEPTIONS = {"bot/commands/train.py": {"training"}, "bot/commands/solve.py": {"training"},
                    "bot/commands/play.py": {"tui"}, "bot/commands/watch.py": {"tui"}}
-#: module -> packages it imports against the arrows today, to be removed: ``pokerbot watch``
-#: and the FHP best response's reader of a running flop solve read training run directories
-#: (``training.rundir``'s layout and checkpoint reading, ``training.input_keys``); the next step
-#: is moving that reading into ``bot`` beside the bundle loader, so ``tui`` and ``bot`` import
-#: only what lies below them.
-KNOWN_BACK_ARROWS = {"tui/watch/reader.py": {"training"}, "tui/watch/model.py": {"training"},
-                     "bot/flop_policies.py": {"training"}}
+#: module -> packages it imports against the arrows today, to be removed: the FHP best
+#: response's reader of a running flop solve reads the flop trainer's checkpoint through
+#: ``training.rundir``; the run directory's names and readers are in ``bot.run_files`` (which
+#: ``pokerbot watch`` and the registry use), so the next step is reading it from there.
+KNOWN_BACK_ARROWS = {"bot/flop_policies.py": {"training"}}
 
 
 def imports(path: Path) -> list[tuple[str, bool, int]]:

@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 import torch
 
+from bot.input_keys import InputKeys
 from training.deep_cfr import DeepCFRTrainer
 from training.deep_cfr_config import PRESETS, DeepCFRConfig
-from training.input_keys import InputKeys
 from training.merged_memory import merge_rows
 
 NUM_NODES = 40

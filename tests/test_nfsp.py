@@ -225,7 +225,7 @@ def test_resume_continues_exactly(tmp_path, changes: dict) -> None:
         assert np.array_equal(p.supervised.data["node"], q.supervised.data["node"])
 
     def strip(records: list[dict]) -> list[dict]:
-        return [{k: v for k, v in r.items() if k != "train_seconds"} for r in records]
+        return [{k: v for k, v in r.items() if k != "elapsed_s"} for r in records]
 
     assert strip(RunDir.open(tmp_path / "a").read_metrics()) == strip(RunDir.open(tmp_path / "b").read_metrics())
 

@@ -149,3 +149,21 @@ def test_empty_state_file_is_a_one_line_error(tmp_path) -> None:
     path.write_bytes(b"PK\x03\x04" + b"\0" * 10)  # a zip header cut short
     with pytest.raises(RunDirError, match="cannot load checkpoint file"):
         load_torch(path)
+
+
+def test_old_names_of_the_elapsed_metric_read_as_elapsed_s(tmp_path) -> None:
+    """NFSP logged ``train_seconds`` and the abstraction solve ``wall_s`` before every trainer
+    logged ``elapsed_s``: an old run directory's lines read under today's name."""
+    from bot.run_files import ELAPSED_METRIC, canonical_metrics
+
+    assert ELAPSED_METRIC == "elapsed_s"
+    run = RunDir.create(tmp_path / "r", Cfg())
+    run.append_metrics({"iteration": 1, "train_seconds": 2.5, "hands": 10})
+    run.append_metrics({"iteration": 2, "wall_s": 4.0})
+    run.append_metrics({"iteration": 3, "elapsed_s": 6.0})
+    assert run.read_metrics() == [{"iteration": 1, "hands": 10, "elapsed_s": 2.5}, {"iteration": 2, "elapsed_s": 4.0},
+                                  {"iteration": 3, "elapsed_s": 6.0}]
+    assert canonical_metrics({"elapsed_s": 1.0, "wall_s": 9.0}) == {"elapsed_s": 1.0}
+    (run.path / "checkpoint").mkdir()
+    (run.path / "checkpoint" / "COMPLETE").write_text("ok")
+    assert "0.1 min of training so far" in run.resume_summary()

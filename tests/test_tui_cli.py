@@ -23,7 +23,7 @@ def test_fallback_names_the_cheapest_real_opponent(monkeypatch, tmp_path) -> Non
     monkeypatch.setitem(play.STRONGEST_FIRST, "leduc", ["no-such-agent"])
     agent, notice = play.strongest_opponent(LEDUC)
     assert agent.name == play.FALLBACK == "call"
-    assert "pokerbot solve --game leduc --out runs/cfr-leduc.json" in notice
+    assert "pokerbot solve --game leduc --out runs/cfr-leduc" in notice
     monkeypatch.setenv("POKERBOT_CACHE", str(tmp_path))  # no abstraction is built here
     monkeypatch.setitem(play.STRONGEST_FIRST, "fhp", ["no-such-agent"])
     agent, notice = play.strongest_opponent(load_game("fhp"))

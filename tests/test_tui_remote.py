@@ -22,10 +22,14 @@ LEDUC = load_game("leduc")
 
 
 def start_match(tmp_path, monkeypatch, agent, hands: int, seed: int) -> int:
-    """A dealer on OS-chosen ports with ``agent`` in seat 2; returns seat 1's port."""
+    """A dealer on OS-chosen ports with ``agent`` in seat 2; returns seat 1's port. The match
+    clock is a person's (10 minutes a hand), not the reference dealer's 7 s a hand: the Pilot's
+    key presses render whole screens, which on a loaded CI machine took longer than the 14 s
+    a 2-hand match allows, and the dealer then rightly ended the match at hand 0."""
     monkeypatch.chdir(tmp_path)
     options = DealerOptions(
-        "remote", "leduc.limit.2p.game", LEDUC, hands, seed, ("human", agent.name), quiet=True, os_ports=True
+        "remote", "leduc.limit.2p.game", LEDUC, hands, seed, ("human", agent.name), quiet=True, os_ports=True,
+        t_per_hand=600_000,
     )
     dealer = Dealer(options, out=io.StringIO(), err=io.StringIO())
     ports = dealer.listen()

@@ -9,8 +9,8 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-CONTRACT_MODULES = ["training/run.py", "training/rundir.py", "bot/bundle.py", "bot/errors.py",
-                    "protocol/files.py", "protocol/errors.py"]
+CONTRACT_MODULES = ["training/run.py", "training/rundir.py", "training/solve.py", "bot/bundle.py", "bot/errors.py",
+                    "bot/run_files.py", "protocol/files.py", "protocol/errors.py"]
 
 
 def mypy(*args: str) -> subprocess.CompletedProcess[str]:

@@ -26,16 +26,15 @@ killed one would have done.
 
 The run follows :mod:`training.run`'s contract (config resolution, Ctrl-C, checkpoints by
 count or time); the config is :mod:`training.deep_cfr_config`, the network fits
-:mod:`training.deep_cfr_fit`, the policy a :mod:`bot.bundle` of kind ``sd-cfr``/``deep-cfr``.
-What remains here (about 500 lines) is one class over one state, the memories, networks, stack
-and small-game tables of a run, with the loop, checkpoint and bundle methods that read and write
-that state; splitting it further would pass that state between modules.
+:mod:`training.deep_cfr_fit`, the policy bundle (kind ``sd-cfr``/``deep-cfr``) and checkpoints
+:mod:`training.deep_cfr_files`. What remains here (about 450 lines) is the algorithm, one class
+over one state (the memories, networks, stack and small-game tables of a run) with the iteration
+and the loop that change it, and the run contract's entry; splitting the loop from the iteration
+would pass that state between modules for no reader's benefit.
 """
 
 from __future__ import annotations
 
-import json
-import shutil
 import time
 from collections.abc import Iterator
 from enum import IntEnum
@@ -45,24 +44,24 @@ from typing import TYPE_CHECKING
 import numpy as np
 import torch
 
-from bot.bundle import write_bundle
 from bot.deep_cfr_agent import InfosetBatch, StackAverage
 from bot.encoding import InfosetEncoder
 from bot.flop_game import flop_shape_error
 from bot.infosets import is_small
+from bot.input_keys import InputKeys
 from bot.network import DeepCFRNetwork, regret_matching
-from protocol.files import sha256_file
+from bot.run_files import ELAPSED_METRIC
 from protocol.gamedef import Game, load_game
 from training import distributed, plots
 from training.deep_cfr_config import ALGOS, PRESETS, DeepCFRConfig
+from training.deep_cfr_files import RunFiles
 from training.deep_cfr_fit import NetworkFit
 from training.flop_evaluation import FlopRunEvaluation
-from training.input_keys import InputKeys
 from training.memory_log import MEMORY_DIR, MemoryLog
 from training.merged_memory import MergedTable
 from training.reservoir import FieldSpec, Reservoir
 from training.run import CheckpointClock, StopRequest, Trainer, resolve_device, worker_threads
-from training.rundir import Progress, RunDir, RunDirError, load_torch, save_torch
+from training.rundir import Progress, RunDir, load_torch
 from training.traversal import TraversalResult, deal_batch, traverse
 
 if TYPE_CHECKING:
@@ -87,8 +86,9 @@ class Stream(IntEnum):
     """Minibatches of the average network's fit (player slot 2)."""
 
 
-class DeepCFRTrainer:
-    """The training loop over a run directory (create with :meth:`new` or :meth:`resume`)."""
+class DeepCFRTrainer(RunFiles):
+    """The training loop over a run directory (create with :meth:`new` or :meth:`resume`); its
+    policy bundle and checkpoints are :class:`training.deep_cfr_files.RunFiles`'."""
 
     #: The config dataclass of the run directory's ``config.toml`` (subclasses extend it).
     config_class: type = DeepCFRConfig
@@ -369,128 +369,6 @@ class DeepCFRTrainer:
         self.write_manifest(average="average.pt")
         return record
 
-    # -- policy bundle and checkpoints ------------------------------------------------------------------
-
-    def save_stack_entry(self) -> None:
-        """Stream this iteration's value networks to ``policy/stack/`` (SD-CFR's policy)."""
-        t = self.iteration
-        weight = t + 1 if self.config.linear_weighting else 1
-        files = [f"stack/p{p}_t{t:06d}.pt" for p in (0, 1)]
-        if self.config.algo == "sd-cfr":
-            (self.run.policy_path / "stack").mkdir(parents=True, exist_ok=True)
-            for p, file in enumerate(files):
-                self._save_policy_file(file, self.nets[p].state_dict())
-        self.stack.append({"weight": weight, "files": files, "iteration": t})
-        if self.config.algo == "sd-cfr":
-            self.write_manifest()
-
-    def _save_policy_file(self, relative: str, state: dict) -> None:
-        save_torch(self.run.policy_path / relative, state)
-        self.digests[relative] = sha256_file(self.run.policy_path / relative)
-
-    def provenance(self) -> dict:
-        """The bundle's record of how it was trained (subclasses name their own algorithm)."""
-        return {"algorithm": self.config.algo, "config": config_dict(self.config), "seed": self.config.seed,
-                "iterations": self.iteration}
-
-    def write_manifest(self, average: str | None = None) -> None:
-        """The policy bundle's ``bundle.json`` (:mod:`bot.bundle`), naming the files written so far."""
-        self.run.policy_path.mkdir(parents=True, exist_ok=True)
-        stack = self.stack if self.config.algo == "sd-cfr" else []
-        names = [f for entry in stack for f in entry.get("files", [])] + ([average] if average else [])
-        for name in names:  # files of a run resumed from a checkpoint written before checksums
-            if name not in self.digests:
-                self.digests[name] = sha256_file(self.run.policy_path / name)
-        write_bundle(self.run.policy_path, self.config.algo, self.game, {n: self.digests[n] for n in names}, self.provenance(),
-                     architecture=self.make_net().architecture(), argmax_fallback=self.config.argmax_fallback,
-                     stack=stack, average=average)
-
-    @property
-    def memories(self) -> list[Reservoir]:
-        """The memories in the order of ``memory_logs``."""
-        return [*self.advantage, self.strategy_memory][: len(self.memory_logs)]
-
-    def save_checkpoint(self) -> None:
-        """Networks, optimizers, counters and the SD-CFR average in ``checkpoint/``; memories as
-        incremental row files (:mod:`training.memory_log`) whose chains the state records."""
-        chains = [log.checkpoint(memory, self.iteration) for log, memory in zip(self.memory_logs, self.memories, strict=True)]
-        with self.run.writing_checkpoint() as folder:
-            state: dict = {
-                "iteration": self.iteration,
-                "elapsed": self.elapsed,
-                "memory_chains": json.dumps(chains),
-                "stack": json.dumps(self.stack),
-                "digests": json.dumps(self.digests),
-                "memory_digests": json.dumps({f: d for log in self.memory_logs for f, d in log.digests.items()}),
-                "nets": [None if n is None else n.state_dict() for n in self.nets],
-                "optimizers": [None if o is None else o.state_dict() for o in self.optimizers],
-            }
-            if self.average is not None:
-                state["average"] = {k: torch.from_numpy(v) for k, v in self.average.state().items()}
-            tables = [m.listener.state() for m in self.memories if m.listener is not None]
-            if tables:  # saved, not rebuilt on resume: a rebuild could round differently
-                state["merged_tables"] = [{k: torch.from_numpy(v) for k, v in t.items()} for t in tables]
-            state.update(self.extra_checkpoint_state())
-            save_torch(folder / "state.pt", state)
-        MemoryLog.prune(self.run.path / MEMORY_DIR, self.memory_logs)
-
-    def drop_memories(self) -> None:
-        """Delete ``memories/`` (a finished run that need not be extended: see ``keep_memories``)."""
-        shutil.rmtree(self.run.path / MEMORY_DIR, ignore_errors=True)
-
-    def extra_checkpoint_state(self) -> dict:
-        """What a subclass adds to the checkpoint's state (tensors, lists, numbers)."""
-        return {}
-
-    def load_extra_checkpoint_state(self, state: dict) -> None:
-        """Restore what :meth:`extra_checkpoint_state` saved."""
-
-    def load_checkpoint(self, force: bool = False) -> None:
-        """Restore the last verified checkpoint (or the previous one, announced); a run with
-        progress but no usable checkpoint is an error unless ``force`` starts it over."""
-        folder = self.run.resume_checkpoint(force)
-        if folder is None:  # nothing to lose (killed before the first checkpoint), or --force
-            MemoryLog.prune(self.run.path / MEMORY_DIR, [])
-            self.run.truncate_metrics(0)
-            return
-        state = load_torch(folder / "state.pt")
-        memory_digests = json.loads(state.get("memory_digests", "{}"))
-        chains = json.loads(state["memory_chains"])
-        if any(chains) and not (self.run.path / MEMORY_DIR).is_dir():
-            raise RunDirError(f"{self.run.path}: this run finished and dropped its memories (keep_memories = false), "
-                              "so it cannot be extended; start a new run with keep_memories = true in a --config file")
-        for log, memory, chain in zip(self.memory_logs, self.memories, chains, strict=True):
-            log.restore(memory, chain, memory_digests)
-        MemoryLog.prune(self.run.path / MEMORY_DIR, self.memory_logs)  # a killed iteration's rows
-        saved_tables = iter(state.get("merged_tables", []))
-        for memory in self.memories:
-            if memory.listener is not None:
-                saved = next(saved_tables, None)
-                if saved is None:  # a checkpoint from before merged tables: sum the rows once
-                    memory.listener.insert(memory.stored())
-                else:
-                    memory.listener.load_state({k: v.numpy() for k, v in saved.items()})
-        self.iteration = int(state["iteration"])
-        self.elapsed = float(state["elapsed"])
-        self.stack = json.loads(state["stack"])
-        self.digests = json.loads(state.get("digests", "{}"))
-        for p in (0, 1):
-            if state["nets"][p] is not None:
-                net = self.make_net().to(self.device)
-                net.load_state_dict(state["nets"][p])
-                self.nets[p] = net.eval()
-                self.refresh_strategy(p)
-                if state["optimizers"][p] is not None:
-                    optimizer = self.make_optimizer(net)
-                    optimizer.load_state_dict(state["optimizers"][p])
-                    self.optimizers[p] = optimizer
-        if self.average is not None and "average" in state:
-            self.average.load_state({k: v.numpy() for k, v in state["average"].items()})
-        self.load_extra_checkpoint_state(state)
-        if self.config.algo == "sd-cfr":
-            self.write_manifest()  # drop stack entries of the iteration the kill interrupted
-        self.run.truncate_metrics(self.iteration)
-
     # -- the loop ---------------------------------------------------------------------------------
 
     def train(self, stop: StopRequest | None = None) -> list[dict]:
@@ -507,7 +385,7 @@ class DeepCFRTrainer:
                 progress.start_iteration(self.iteration + 1)
                 record = self.run_iteration(progress)
                 self.elapsed += time.perf_counter() - started - record.get("flop_evaluation_s", 0.0)  # off the clock
-                record["elapsed_s"] = self.elapsed
+                record[ELAPSED_METRIC] = self.elapsed
                 self.run.append_metrics(record)  # first: a resume drops lines past the checkpoint
                 records.append(record)
                 stopping = stop is not None and stop.requested
@@ -552,21 +430,14 @@ def _summary(record: dict) -> str:
 
 def plot_exploitability(run: RunDir) -> Path | None:
     """``exploitability.png``: exact exploitability (mbb/g, NashConv/2) against wall time."""
-    records = [r for r in run.read_metrics() if "elapsed_s" in r]
-    curves = {label: ([r["elapsed_s"] for r in records if key in r], [r[key] for r in records if key in r])
+    records = [r for r in run.read_metrics() if ELAPSED_METRIC in r]
+    curves = {label: ([r[ELAPSED_METRIC] for r in records if key in r], [r[key] for r in records if key in r])
               for key, label in (("sdcfr_exploitability_mbb", "SD-CFR average (exact)"),
                                  ("average_exploitability_mbb", "Deep CFR average network"))}
     curves = {label: xy for label, xy in curves.items() if xy[0]}
     if not curves:
         return None
     return plots.plot_exploitability(run.path / "exploitability.png", [("wall-clock seconds (training)", curves)])
-
-
-def config_dict(config: DeepCFRConfig) -> dict:
-    """The config as plain values (for the bundle's provenance)."""
-    import dataclasses
-
-    return {k: v for k, v in dataclasses.asdict(config).items() if v is not None}
 
 
 def _train(config: DeepCFRConfig, run: RunDir, resume: bool, stop: StopRequest, force: bool = False) -> DeepCFRTrainer:

@@ -22,10 +22,10 @@ import numpy as np
 import torch
 
 from bot.encoding import InfosetEncoder
+from bot.input_keys import InputKeys
 from bot.network import DeepCFRNetwork, masked_softmax
 from training.deep_cfr_config import DeepCFRConfig
 from training.fused_network import Features, fit_weighted_mse
-from training.input_keys import InputKeys
 from training.merged_memory import MergedRows, merge_rows, row_weights
 from training.reservoir import Reservoir
 

@@ -31,9 +31,10 @@ import torch
 
 from bot.errors import ConfigError
 from protocol.gamedef import load_game
-from training.deep_cfr import DeepCFRTrainer, Stream, config_dict
+from training.deep_cfr import DeepCFRTrainer, Stream
 from training.deep_cfr_config import PRESETS as SD_CFR_PRESETS
 from training.deep_cfr_config import DeepCFRConfig
+from training.deep_cfr_files import config_dict
 from training.outcome_sampling import sample_trajectories
 from training.q_baseline import QBaseline
 from training.reservoir import FieldSpec

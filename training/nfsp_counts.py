@@ -51,7 +51,7 @@ import numpy as np
 
 from bot.encoding import InfosetEncoder
 from bot.errors import ConfigError
-from training.input_keys import InputKeys
+from bot.input_keys import InputKeys
 from training.reservoir import Reservoir, SignedTotals
 
 #: Largest dense key table (inputs x 3 int64 counts: 24 MiB; keys x 3 fit the int32 count_key).

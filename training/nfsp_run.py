@@ -11,6 +11,7 @@ from pathlib import Path
 from bot.bundle import write_bundle
 from bot.infosets import is_small
 from bot.nfsp_agent import POLICY_FILE
+from bot.run_files import ELAPSED_METRIC
 from training import plots
 from training.nfsp import NFSP
 from training.nfsp_config import PRESETS, NFSPConfig
@@ -55,7 +56,7 @@ def train(config: NFSPConfig, run: RunDir, resume: bool = False, stream=None, st
                 progress.advance_iteration(learner.step_count - (period - 1) * config.eval_every, config.eval_every)
                 if learner.step_count % config.eval_every == 0 or learner.step_count == config.steps:
                     record = {"iteration": learner.step_count, **learner.metrics(),
-                              "train_seconds": round(learner.train_seconds, 3)}
+                              ELAPSED_METRIC: round(learner.train_seconds, 3)}
                     if small:
                         record.update(evaluate(learner))
                     run.append_metrics(record)
@@ -69,7 +70,7 @@ def train(config: NFSPConfig, run: RunDir, resume: bool = False, stream=None, st
     if learner.step_count != saved_at:
         if learner.step_count % config.eval_every:  # the last partial period still gets its line
             record = {"iteration": learner.step_count, **learner.metrics(),
-                      "train_seconds": round(learner.train_seconds, 3)}
+                      ELAPSED_METRIC: round(learner.train_seconds, 3)}
             if small:
                 record.update(evaluate(learner))
             run.append_metrics(record)
@@ -96,7 +97,7 @@ def plot_exploitability(run: RunDir) -> Path:
               "M_SL action frequencies (what Pi fits)": "sl_table_mbb"}
     panels = [(label, {name: ([r[key] for r in records if metric in r], [r[metric] for r in records if metric in r])
                        for name, metric in curves.items() if any(metric in r for r in records)})
-              for key, label in (("hands", "hands of self-play"), ("train_seconds", "training seconds"))]
+              for key, label in (("hands", "hands of self-play"), (ELAPSED_METRIC, "training seconds"))]
     return plots.plot_exploitability(run.path / "exploitability.png", panels,
                                      title=f"NFSP average policy, {run.config().get('game', '')}")
 

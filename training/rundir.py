@@ -29,16 +29,9 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
-import pickle
 import shutil
 import sys
 import time
-import zipfile
-
-try:
-    import tomllib
-except ModuleNotFoundError:  # Python 3.10
-    import tomli as tomllib  # type: ignore[no-redef,import-not-found,unused-ignore]
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -46,23 +39,34 @@ from typing import Any, TextIO
 
 import tomli_w
 
-from bot.errors import CorruptFileError, PokerbotError
+from bot.errors import CorruptFileError
+from bot.run_files import (
+    CHECKPOINT_DIR,
+    COMPLETE_FILE,
+    CONFIG_FILE,
+    ELAPSED_METRIC,
+    METRICS_FILE,
+    POLICY_DIR,
+    RUN_FILE,
+    SOLVE_ALGO,
+    STATUS_FILE,
+    RunDirError,
+    canonical_metrics,
+    continue_command,
+    latest_checkpoint,
+    load_torch,
+    read_toml,
+)
 from protocol.files import atomic_write, atomic_write_text, fsync_dir, sha256_file, verify_sha256
 
-RUN_FILE = "run.json"
-CONFIG_FILE = "config.toml"
-METRICS_FILE = "metrics.jsonl"
-STATUS_FILE = "status.json"
-CHECKPOINT_DIR = "checkpoint"
-POLICY_DIR = "policy"
-#: Marker written last into a checkpoint directory: the format and every file's sha256.
-COMPLETE_FILE = "COMPLETE"
+#: The layout's names and readers live in :mod:`bot.run_files` (what ``bot`` and ``tui`` may
+#: import); the trainers take them from here with the writers.
+__all__ = ["CHECKPOINT_DIR", "CHECKPOINT_FORMAT", "COMPLETE_FILE", "CONFIG_FILE", "METRICS_FILE", "POLICY_DIR",
+           "RUN_FILE", "STATUS_FILE", "Progress", "RunDir", "RunDirError", "config_text", "config_to_dict",
+           "load_torch", "read_toml", "save_torch", "verify_checkpoint"]
+
 #: Format of run directories and checkpoints written by this pokerbot.
 CHECKPOINT_FORMAT = 1
-
-
-class RunDirError(PokerbotError, OSError):
-    """A run directory that cannot be created or resumed (the message names the path)."""
 
 
 def save_torch(path: Path, obj: Any) -> None:
@@ -70,29 +74,6 @@ def save_torch(path: Path, obj: Any) -> None:
     import torch
 
     atomic_write(path, lambda handle: torch.save(obj, handle))
-
-
-def load_torch(path: Path) -> Any:
-    """``torch.load(weights_only=True)`` on CPU; a damaged or empty file is a one-line error."""
-    import torch
-
-    if Path(path).is_file() and Path(path).stat().st_size == 0:
-        raise CorruptFileError(f"{path}: empty file (cut off while being written?)")
-    try:
-        return torch.load(path, map_location="cpu", weights_only=True)
-    except (RuntimeError, EOFError, OSError, ValueError, IndexError, KeyError, zipfile.BadZipFile,
-            pickle.UnpicklingError) as error:
-        raise RunDirError(f"{path}: cannot load checkpoint file ({str(error).splitlines()[0]})") from None
-
-
-def read_toml(path: Path) -> dict[str, Any]:
-    try:
-        with open(path, "rb") as handle:
-            return tomllib.load(handle)
-    except tomllib.TOMLDecodeError as error:
-        raise RunDirError(f"{path}: invalid TOML ({error})") from None
-    except OSError as error:
-        raise RunDirError(f"{path}: cannot read ({error.strerror or error})") from None
 
 
 def config_to_dict(config: Any) -> dict[str, Any]:
@@ -136,7 +117,8 @@ class RunDir:
             raise RunDirError(f"{run.path} is not a run directory (no {CONFIG_FILE})")
         recorded = run.algo
         if algo is not None and recorded is not None and recorded != algo:
-            raise RunDirError(f"{run.path} is a {recorded} run; resume it with --algo {recorded}")
+            how = continue_command(run.path, recorded) if recorded == SOLVE_ALGO else f"--algo {recorded}"
+            raise RunDirError(f"{run.path} is a {recorded} run; resume it with {how}")
         return run
 
     @property
@@ -180,7 +162,7 @@ class RunDir:
         for line in self.metrics_path.read_text().splitlines():
             if line.strip():
                 try:
-                    records.append(json.loads(line))
+                    records.append(canonical_metrics(json.loads(line)))
                 except json.JSONDecodeError:
                     break  # a torn last line from a kill mid-write
         return records
@@ -205,11 +187,7 @@ class RunDir:
     def checkpoint_path(self) -> Path | None:
         """The newest checkpoint directory with its COMPLETE marker, or None before the first
         one (not verified: :meth:`resume_checkpoint` checks the checksums)."""
-        for name in (CHECKPOINT_DIR, CHECKPOINT_DIR + ".old"):
-            candidate = self.path / name
-            if (candidate / COMPLETE_FILE).exists():
-                return candidate
-        return None
+        return latest_checkpoint(self.path)
 
     def resume_checkpoint(self, force: bool = False, stream: Any = None) -> Path | None:
         """The checkpoint to resume from, verified: ``checkpoint/`` when it is complete and every
@@ -271,7 +249,7 @@ class RunDir:
             return f"resuming {self.path} ({what}): no complete checkpoint yet, so it starts over in the same directory"
         records = [r for r in self.read_metrics() if "iteration" in r and not r.get("final")]
         logged = f"iteration {records[-1]['iteration']}" if records else "no iteration"
-        seconds = next((r[k] for r in reversed(records) for k in ("elapsed_s", "wall_s", "train_seconds") if k in r), None)
+        seconds = next((r[ELAPSED_METRIC] for r in reversed(records) if ELAPSED_METRIC in r), None)
         spent = f", {seconds / 60:.1f} min of training so far" if isinstance(seconds, int | float) else ""
         age = time.time() - (checkpoint / "COMPLETE").stat().st_mtime
         return (f"resuming {self.path} ({what}) from its last complete checkpoint (written {age / 60:.0f} min ago; "

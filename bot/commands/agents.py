@@ -98,9 +98,11 @@ def abstraction_info(name: str) -> AgentInfo:
     buckets = "/".join("lossless" if b is None else f"{b:,}" for b in spec.buckets)
     methods = "/".join(m for m in spec.round_methods if m != "lossless")
     what = f"Card abstraction, buckets per round {buckets}" + (f" ({methods})" if methods else "")
-    what += ", solved by ES Linear MCCFR."
     if solved:
-        return AgentInfo(name, what, spec.game, status, _abstraction_strength(policy_path(spec).with_name("policy.json")))
+        meta = _published_meta(policy_path(spec).with_name("policy.json"))
+        what += f", solved by {_solver_name(meta)}."
+        return AgentInfo(name, what, spec.game, status, _abstraction_strength(meta))
+    what += ", solved by ES Linear MCCFR."
     cost = estimate(spec, built=built)
     seconds = cost.feature_seconds + cost.cluster_seconds + cost.solve_seconds
     hours = f"~{duration(seconds)}" if seconds >= 60 else "under a minute"  # start-up included
@@ -110,19 +112,39 @@ def abstraction_info(name: str) -> AgentInfo:
                      f"{size(cost.table_bytes)} RAM, {size(cost.disk_bytes)} disk")
 
 
-def _abstraction_strength(meta_path: Path) -> str:
-    """What the published policy's meta and its run's metrics record (exploitability where the
-    solver could measure it exactly)."""
+def _published_meta(meta_path: Path) -> dict:
+    """The published policy's meta (empty when unreadable: the agent then says "not measured")."""
     try:
         meta = json.loads(meta_path.read_text())
     except (OSError, ValueError):
+        return {}
+    return meta if isinstance(meta, dict) else {}
+
+
+def _solver_name(meta: dict) -> str:
+    """Which solver wrote the published policy: the full-width flop solve (``fhp_lossless``,
+    training/flop_solve.py) publishes a meta with ``solver = "flop_cfr"``; the abstraction
+    trainer's meta has none."""
+    if meta.get("solver") == "flop_cfr":
+        config = meta.get("config", {})
+        return f"full-width {str(config.get('algo', 'cfr')).upper()} over every flop"
+    return "ES Linear MCCFR"
+
+
+def _abstraction_strength(meta: dict) -> str:
+    """What the published policy's meta and its run's metrics record (exploitability where the
+    solver could measure it exactly)."""
+    if not meta:
         return "not measured"
-    text = f"{meta.get('iterations', 0):,} iterations"
+    text = f"{meta.get('iterations', meta.get('iteration', 0)):,} iterations"
+    measured = meta.get("state", {}).get("exploitability_mbb") if isinstance(meta.get("state"), dict) else None
     metrics = Path(str(meta.get("run", ""))) / "metrics.jsonl"
     if metrics.is_file():
-        final = [json.loads(line) for line in metrics.read_text().splitlines() if '"final"' in line]
-        if final and "exploitability_mbb" in final[-1]:
-            text += f"; exploitability {final[-1]['exploitability_mbb']:.3g} mbb/g (exact, NashConv/2)"
+        records = [json.loads(line) for line in metrics.read_text().splitlines() if "exploitability_mbb" in line]
+        if records:
+            measured = records[-1]["exploitability_mbb"]
+    if measured is not None:
+        text += f"; exploitability {measured:.3g} mbb/g (exact, NashConv/2)"
     return text
 
 

@@ -29,8 +29,8 @@ from protocol.gamedef import GAME_ALIASES, Game, load_game
 STRONGEST_FIRST: dict[str, list[str]] = {
     "holdem": ["default", "runs/sd-cfr-holdem", "runs/deep-cfr-holdem", "abstraction_3e8", "abstraction_3e7", "abstraction_3e6", "nfsp"],
     "fhp": ["default", "fhp_lossless", "runs/sd-cfr-fhp", "runs/deep-cfr-fhp", "fhp_abstraction_3.6e6", "fhp_abstraction_4e4", "nfsp"],
-    "leduc": ["default", "leduc_lossless", "runs/cfr-leduc.json", "runs/sd-cfr-leduc", "runs/deep-cfr-leduc", "leduc_merged", "nfsp"],
-    "kuhn": ["default", "runs/cfr-kuhn.json", "runs/sd-cfr-kuhn", "runs/deep-cfr-kuhn", "nfsp"],
+    "leduc": ["default", "leduc_lossless", "runs/cfr-leduc", "runs/cfr-leduc.json", "runs/sd-cfr-leduc", "runs/deep-cfr-leduc", "leduc_merged", "nfsp"],
+    "kuhn": ["default", "runs/cfr-kuhn", "runs/cfr-kuhn.json", "runs/sd-cfr-kuhn", "runs/deep-cfr-kuhn", "nfsp"],
 }
 #: The documented simple opponent when nothing trained exists: the calling station never folds
 #: and never raises, so a person learns to value-bet against it.
@@ -41,8 +41,8 @@ FALLBACK = "call"
 CHEAPEST: dict[str, str | tuple[str, str]] = {
     "holdem": "abstraction_3e6",
     "fhp": "fhp_abstraction_4e4",
-    "leduc": ("pokerbot solve --game leduc --out runs/cfr-leduc.json", "a CFR+ solve to 0.12 mbb/g, 4 s of CPU"),
-    "kuhn": ("pokerbot solve --game kuhn --out runs/cfr-kuhn.json", "a CFR+ solve to 0.09 mbb/g, 1 s of CPU"),
+    "leduc": ("pokerbot solve --game leduc --out runs/cfr-leduc", "a CFR+ solve to 0.12 mbb/g, 4 s of CPU"),
+    "kuhn": ("pokerbot solve --game kuhn --out runs/cfr-kuhn", "a CFR+ solve to 0.09 mbb/g, 1 s of CPU"),
 }
 
 

@@ -30,6 +30,7 @@ from bot.bundle import write_bundle
 from bot.errors import ConfigError, CorruptFileError
 from bot.infosets import is_small
 from bot.progress import progress_bar
+from bot.run_files import ELAPSED_METRIC
 from protocol.files import atomic_write, atomic_write_text, temporary_name
 from training import distributed
 from training.abstraction.build import build_abstraction, cached_feature_rounds
@@ -143,7 +144,7 @@ def train(config: AbstractionConfig, run: RunDir, resume: bool = False, stop: St
                 state["seconds"] += seconds
                 record = {"iteration": state["iterations"], "batch": state["batches"], "nodes_touched": touched,
                           "nodes_per_s": round(touched / seconds), "iterations_per_s": round(count / seconds),
-                          "wall_s": round(state["seconds"], 2)} | (pool.metrics() if pool else {})  # fmt: skip
+                          ELAPSED_METRIC: round(state["seconds"], 2)} | (pool.metrics() if pool else {})  # fmt: skip
                 if config.eval_every and state["iterations"] % config.eval_every < count:
                     record |= _exploitability(ag, average)
                 run.append_metrics(record)

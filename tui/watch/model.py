@@ -160,8 +160,8 @@ class WatchModel:
         """Deep CFR's only networks, and every run's merged memory tables, from the checkpoint."""
         if not self.small or self.reader.checkpoint is None:
             return
+        from bot.input_keys import InputKeys
         from bot.network import DeepCFRNetwork
-        from training.input_keys import InputKeys
 
         checkpoint = self.reader.checkpoint
         state = checkpoint.state

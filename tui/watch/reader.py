@@ -2,7 +2,7 @@
 
 A trainer appends ``metrics.jsonl`` line by line, replaces ``status.json`` by a rename, swaps
 ``checkpoint/`` atomically (``checkpoint`` -> ``checkpoint.old``, ``checkpoint.tmp`` ->
-``checkpoint``, see :mod:`training.rundir`) and rewrites ``policy/bundle.json`` by a rename.
+``checkpoint``, see :mod:`training.rundir`; the names and readers are :mod:`bot.run_files`) and rewrites ``policy/bundle.json`` by a rename.
 A reader polling at any instant can therefore see a last metrics line without its newline (the
 writer is mid-line), or find a checkpoint directory gone between listing it and opening its file.
 :class:`RunReader` keeps the bytes after the last newline for the next poll, and when a
@@ -20,12 +20,13 @@ from pathlib import Path
 from typing import Any
 
 from bot.errors import PokerbotError
-from training.rundir import (
+from bot.run_files import (
     CONFIG_FILE,
     METRICS_FILE,
     STATUS_FILE,
-    RunDir,
     RunDirError,
+    canonical_metrics,
+    latest_checkpoint,
     load_torch,
     read_toml,
 )
@@ -126,7 +127,7 @@ class RunReader:
             if not line.strip():
                 continue
             try:
-                record = json.loads(line)
+                record = canonical_metrics(json.loads(line))
             except json.JSONDecodeError:
                 self.bad_lines.append(self._lines_read)
                 continue
@@ -153,7 +154,7 @@ class RunReader:
         The folder can be renamed or deleted between finding it and reading it (the trainer is
         swapping in the next one): that keeps the previous checkpoint, the next poll sees the new
         one. A checkpoint whose file cannot be parsed is kept out the same way."""
-        folder = RunDir(self.path).checkpoint_path
+        folder = latest_checkpoint(self.path)
         if folder is None:
             return False
         file = folder / "state.pt"

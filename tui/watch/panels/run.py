@@ -6,6 +6,7 @@ import time
 
 from textual.widgets import Static
 
+from bot.run_files import ELAPSED_METRIC
 from tui.watch.model import WatchModel
 from tui.watch.text import seconds
 
@@ -46,10 +47,10 @@ def timing_line(model: WatchModel, iteration: int) -> str:
         return "no iteration logged yet"
     if model.kind == "nfsp":
         return (f"step {iteration:,}: {record.get('hands', 0):,} hands · ε {record.get('epsilon', 0):.4f} · "
-                f"η {record.get('eta', 0):.3f} · training {seconds(record.get('train_seconds'))}")
+                f"η {record.get('eta', 0):.3f} · training {seconds(record.get(ELAPSED_METRIC))}")
     return " · ".join([f"iteration {iteration}: traverse {seconds(record.get('traversal_s'))}",
                        f"fit {seconds(record.get('training_s'))}", f"eval {seconds(record.get('evaluation_s'))}",
-                       f"run total {seconds(record.get('elapsed_s'))}"])
+                       f"run total {seconds(record.get(ELAPSED_METRIC))}"])
 
 
 class RunPanel(Static):

@@ -5,6 +5,8 @@ average fits (:mod:`training.merged_memory`) and NFSP's supervised and DQN steps
 (:mod:`training.nfsp_counts`). They all key an input the same way: the node times the number of
 card combinations, plus the card slots as digits in base ``deck size + 1`` (digit 0 = "no
 card"), so keys are dense for small decks (Leduc: 4,165 possible inputs) and invertible.
+It lives in ``bot`` beside the encoding it keys, below the trainers, because ``pokerbot
+watch`` (``tui``) reads a running checkpoint's merged tables with it too.
 
 >>> keys = InputKeys(num_nodes=4, deck=[8, 9, 10], num_card_slots=2)
 >>> k = keys.keys(np.array([3]), np.array([[10, -1]]))

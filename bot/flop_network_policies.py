@@ -29,8 +29,9 @@ on all 22,100 raw flops, which is exact for any policy.
 **Memory.** One best-response chunk of tables (:func:`bot.flop_best_response.chunk_size`:
 256 MB), the per-flop showdown orders (FHP all flops: 160 MB), the networks of the bundle
 (SD-CFR: all of the stack, ~0.1-0.4 MB each) and one block of trunk activations (``row_budget``
-x width x 4 bytes x ~4 live tensors: 2^20 rows at width 64 = 1 GB). Peak RSS of the benchmark
-(``benchmarks/bench_fhp_network_exploit.py``) is stated in the README's FHP section.
+x width x 4 bytes x ~4 live tensors: 2^20 rows at width 64 = 1 GB). Measured on FHP
+(``benchmarks/bench_fhp_network_exploit.py``, width 32): peak RSS 2.08 GiB for a Deep CFR
+average network, 2.55 GiB for an SD-CFR stack (the 8 GB target holds with room).
 """
 
 from __future__ import annotations

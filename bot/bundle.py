@@ -212,7 +212,7 @@ def load_network(architecture: dict[str, Any], weights: Path | dict[str, Any], s
     from bot.network import DeepCFRNetwork
 
     groups, bets, width = network_shape(architecture, source)
-    net = DeepCFRNetwork(groups, bets, width)
+    net = DeepCFRNetwork(groups, bets, width, canonical_suits=architecture.get("canonical_suits") is True)
     try:
         state = torch.load(weights, map_location="cpu", weights_only=True) if isinstance(weights, Path) else weights
         net.load_state_dict(state)

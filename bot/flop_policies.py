@@ -17,6 +17,7 @@ from __future__ import annotations
 import itertools
 import json
 from collections.abc import Callable
+from contextvars import ContextVar
 from pathlib import Path
 
 import numpy as np
@@ -206,6 +207,9 @@ def policy_strategy(fg: FlopGame, policy: FlopPolicy) -> np.ndarray:
 #: name or path in a flop game (None: not this loader's kind).
 FlopPolicyLoader = Callable[[Game, str], "tuple[FlopGame, FlopPolicy] | None"]
 _LOADERS: list[FlopPolicyLoader] = []
+#: ``auto`` (cuda when torch sees a GPU), ``cpu`` or ``cuda``: where loaders of network policies
+#: run the networks (``pokerbot exploit --device``).
+NETWORK_DEVICE: ContextVar[str] = ContextVar("flop_network_device", default="auto")
 
 
 def register_flop_policy_loader(loader: FlopPolicyLoader) -> None:

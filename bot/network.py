@@ -24,11 +24,16 @@ code's layer shapes, so the paper's run differed in some detail it does not stat
 
 from __future__ import annotations
 
+import itertools
+from functools import cache
+
+import numpy as np
 import torch
 import torch.nn.functional as F
 from torch import nn
 
 from bot.encoding import InfosetEncoder
+from protocol.cards import NUM_SUITS
 from protocol.gamedef import Game
 
 NUM_ACTIONS = 3
@@ -68,11 +73,14 @@ class CardEmbedding(nn.Module):
 class DeepCFRNetwork(nn.Module):
     """Appendix C network; ``forward(cards int [N, slots], bets float [N, bet_slots]) -> [N, 3]``."""
 
-    def __init__(self, group_sizes: tuple[int, ...], bet_slots: int, width: int = 64) -> None:
+    def __init__(self, group_sizes: tuple[int, ...], bet_slots: int, width: int = 64, canonical_suits: bool = False) -> None:
         super().__init__()
         self.group_sizes = tuple(group_sizes)
         self.bet_slots = bet_slots
         self.width = width
+        #: Read cards through :func:`canonical_suit_cards` (suit-invariant policy; off by default,
+        #: and absent from the architecture of networks trained before the option existed).
+        self.canonical_suits = canonical_suits
         self.card_embeddings = nn.ModuleList(CardEmbedding(width) for _ in group_sizes)
         self.card1 = nn.Linear(width * len(group_sizes), width)
         self.card2 = nn.Linear(width, width)
@@ -85,29 +93,40 @@ class DeepCFRNetwork(nn.Module):
         self.action_head = nn.Linear(width, NUM_ACTIONS)
 
     @classmethod
-    def for_game(cls, game: Game, width: int = 64, bet_slots: int | None = None) -> DeepCFRNetwork:
+    def for_game(cls, game: Game, width: int = 64, bet_slots: int | None = None,
+                 canonical_suits: bool = False) -> DeepCFRNetwork:
         """The network for ``game``'s :class:`~bot.encoding.InfosetEncoder` layout."""
         encoder = InfosetEncoder(game)
-        return cls(encoder.group_sizes, bet_slots or encoder.num_bet_slots, width)
+        return cls(encoder.group_sizes, bet_slots or encoder.num_bet_slots, width, canonical_suits)
 
     def architecture(self) -> dict:
-        """Constructor arguments (stored beside the weights in every bundle/checkpoint)."""
-        return {"group_sizes": list(self.group_sizes), "bet_slots": self.bet_slots, "width": self.width}
+        """Constructor arguments (stored beside the weights in every bundle/checkpoint);
+        ``canonical_suits`` only when on, so older architectures read the same."""
+        arch: dict = {"group_sizes": list(self.group_sizes), "bet_slots": self.bet_slots, "width": self.width}
+        return arch | ({"canonical_suits": True} if self.canonical_suits else {})
 
     def num_parameters(self) -> int:
         return sum(p.numel() for p in self.parameters())
 
     def forward(self, cards: torch.Tensor, bets: torch.Tensor) -> torch.Tensor:
-        groups = torch.split(cards.long(), self.group_sizes, dim=1)
-        x = torch.cat([emb(g) for emb, g in zip(self.card_embeddings, groups, strict=True)], dim=1)
-        return self._trunk(x, bets)
+        return self._trunk(self.embed(cards), bets)
+
+    def cards_seen(self, cards: torch.Tensor) -> torch.Tensor:
+        """The card slots as the network reads them (suit-canonical with ``canonical_suits``)."""
+        return canonical_suit_cards(cards, self.group_sizes) if self.canonical_suits else cards.long()
+
+    def embed(self, cards: torch.Tensor, seen: bool = False) -> torch.Tensor:
+        """Card slots ``[N, slots]`` -> the card groups' embeddings side by side ``[N, groups * w]``
+        (``seen``: the cards are :meth:`cards_seen`'s already)."""
+        groups = torch.split(cards.long() if seen else self.cards_seen(cards), self.group_sizes, dim=1)
+        return torch.cat([emb(g) for emb, g in zip(self.card_embeddings, groups, strict=True)], dim=1)
 
     def input_features(self, cards: torch.Tensor, bets: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """The inputs in a weight-free form (per-group card/rank/suit counts, bets) for
         :meth:`forward_features`. Training that reuses one batch for many steps (full-batch fits)
         computes it once; each step then embeds cards with one matrix product per group instead
         of three lookups and their scatter-add backward (~14% of a Leduc step)."""
-        groups = torch.split(cards.long(), self.group_sizes, dim=1)
+        groups = torch.split(self.cards_seen(cards), self.group_sizes, dim=1)
         return torch.cat([CardEmbedding.counts(g) for g in groups], dim=1), bets
 
     def forward_features(self, features: tuple[torch.Tensor, torch.Tensor]) -> torch.Tensor:
@@ -120,20 +139,70 @@ class DeepCFRNetwork(nn.Module):
 
     def _trunk(self, x: torch.Tensor, bets: torch.Tensor) -> torch.Tensor:
         """Card branch on embedded cards ``x``, bet branch, trunk and head."""
+        z = torch.cat([self.card_features(x), self.bet_features(bets)], dim=1)
+        return self.head_from(self.comb1(z))
+
+    def card_features(self, x: torch.Tensor) -> torch.Tensor:
+        """The card branch on embedded cards ``x`` (depends on the cards only)."""
         x = F.relu(self.card1(x))
         x = F.relu(self.card2(x))  # no skips in the card branch: exactly the appendix C code
-        x = F.relu(self.card3(x))
+        return F.relu(self.card3(x))
 
+    def bet_features(self, bets: torch.Tensor) -> torch.Tensor:
+        """The bet branch (depends on the betting node only)."""
         bet_feats = torch.cat([bets.clamp(0, 1e6), bets.ge(0).to(bets.dtype)], dim=1)
         y = F.relu(self.bet1(bet_feats))
-        y = F.relu(self.bet2(y) + y)
+        return F.relu(self.bet2(y) + y)
 
-        z = torch.cat([x, y], dim=1)
-        z = F.relu(self.comb1(z))
+    def head_from(self, combined: torch.Tensor) -> torch.Tensor:
+        """The trunk after ``comb1``'s affine map (its input, pre-activation) to the outputs.
+        ``comb1`` is linear in ``[card features, bet features]``, so a caller that evaluates a
+        grid of (card rows x betting nodes) may add the two halves' products computed once
+        each (:mod:`bot.flop_network_policies`)."""
+        z = F.relu(combined)
         z = F.relu(self.comb2(z) + z)
         z = F.relu(self.comb3(z) + z)
         z = F.layer_norm(z, (self.width,))  # (z - mean) / std, no affine: the paper's normalize
         return self.action_head(z)
+
+
+@cache
+def _suit_permutations(device: str) -> torch.Tensor:
+    return torch.tensor(list(itertools.permutations(range(NUM_SUITS))), dtype=torch.long, device=device)
+
+
+def canonical_suit_cards(cards: torch.Tensor, group_sizes: tuple[int, ...]) -> torch.Tensor:
+    """Card slots ``[N, slots]`` (-1 = no card) relabelled by the suit renaming that makes them
+    smallest: each group sorted descending, compared board groups first, then the hole cards.
+
+    The result is the minimum over the row's whole orbit under suit renaming, so every suit
+    renaming of a row gives the same result: a network reading it is suit-invariant by
+    construction (suit isomorphism, as in Gilpin, Sandholm & Sorensen 2007's lossless
+    abstraction), and its policy is evaluated exactly on the canonical flops only
+    (:mod:`bot.flop_game`). The card embedding sums over a group's cards, so sorting within a
+    group changes nothing else. All 4! renamings are tried (a deck with fewer suits renames
+    within a subgroup of them, whose orbits the minimum over all of them also respects).
+    """
+    cards = cards.long()
+    hidden = cards < 0
+    suit = cards.clamp(min=0) % NUM_SUITS
+    base = cards.clamp(min=0) - suit
+    bounds = np.cumsum((0, *group_sizes))
+    key_order = [*range(1, len(group_sizes)), 0]  # boards first, then the hole cards
+    best = None
+    for perm in _suit_permutations(str(cards.device)):
+        renamed = torch.where(hidden, -1, base + perm[suit])
+        candidate = torch.cat([renamed[:, bounds[g] : bounds[g + 1]].sort(dim=1, descending=True).values
+                               for g in key_order], dim=1)
+        if best is None:
+            best = candidate
+            continue
+        differs = candidate != best
+        first = differs.to(torch.uint8).argmax(dim=1, keepdim=True)
+        smaller = differs.any(dim=1) & (candidate.gather(1, first) < best.gather(1, first)).squeeze(1)
+        best = torch.where(smaller[:, None], candidate, best)
+    hole = group_sizes[0]
+    return torch.cat([best[:, best.shape[1] - hole :], best[:, : best.shape[1] - hole]], dim=1)
 
 
 def regret_matching(advantages: torch.Tensor, legal: torch.Tensor, argmax_fallback: bool = True) -> torch.Tensor:

@@ -102,5 +102,6 @@ _PLUGIN_MODULES: list[str] = [
     "bot.abstraction_policy",
     "bot.shipped.register",
     "bot.flop_network",
+    "bot.flop_network_policies",
     "bot.compact_abstraction",
 ]

@@ -115,8 +115,7 @@ def _bundle(tmp_path, alias: str):
 
 @pytest.mark.parametrize("alias, expected", [
     ("holdem", "exact exploitability of heads-up limit hold'em is out of reach"),
-    ("fhp", "the exact FHP best response does not read this kind yet"),
-])
+])  # FHP network runs are measured exactly now (tests/test_flop_network_policies.py)
 def test_exploit_on_big_games_answers_before_loading(tmp_path, monkeypatch, alias, expected) -> None:
     def must_not_load(*args):
         raise AssertionError("the strategy was loaded (FHP: 54 GiB, hold'em: far more)")

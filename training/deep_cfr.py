@@ -16,7 +16,9 @@ linear average of ``sigma^1..sigma^{T+1}``, the last of which needs no further t
 
 For small games (Kuhn, Leduc) the exact SD-CFR average policy is accumulated each iteration
 (:class:`bot.deep_cfr_agent.StackAverage`) and its exploitability logged; Deep CFR's average
-network is evaluated whenever it is trained.
+network is evaluated whenever it is trained. Flop hold'em-shaped games too large for that
+(FHP) are measured exactly per flop every ``evaluate_every`` iterations, off the training clock
+(:mod:`training.flop_evaluation`).
 
 Randomness: every random draw of iteration ``t``/player ``p`` comes from a named stream
 (:class:`Stream`) seeded by ``(seed, t, p, stream)``, so a resumed run repeats exactly what the
@@ -46,6 +48,7 @@ import torch
 from bot.agent import Agent
 from bot.deep_cfr_agent import InfosetBatch, StackAverage
 from bot.encoding import InfosetEncoder
+from bot.flop_game import flop_shape_error
 from bot.infosets import is_small
 from bot.input_keys import InputKeys
 from bot.network import DeepCFRNetwork, regret_matching
@@ -56,11 +59,12 @@ from training import distributed, plots
 from training.deep_cfr_config import ALGOS, PRESETS, DeepCFRConfig
 from training.deep_cfr_files import RunFiles
 from training.deep_cfr_fit import NetworkFit
+from training.flop_evaluation import FlopRunEvaluation
 from training.memory_log import MEMORY_DIR, MemoryLog
 from training.merged_memory import MergedTable
 from training.reservoir import FieldSpec, Reservoir
 from training.run import CheckpointClock, StopRequest, Trainer, resolve_device, worker_threads
-from training.rundir import Progress, RunDir
+from training.rundir import Progress, RunDir, load_torch
 from training.strength import StrengthSettings, measure_strength, strength_summary
 from training.traversal import TraversalResult, deal_batch, traverse
 
@@ -140,6 +144,11 @@ class DeepCFRTrainer(RunFiles):
                 np.arange(self.batch.space.num_infosets))
         if self.average is not None:
             self.average.add(self.batch.strategy(None), 1.0)  # sigma^1 = uniform, weight 1
+        #: Flop hold'em-shaped games too large to enumerate: the exact SD-CFR average per flop.
+        self.flop_evaluation: FlopRunEvaluation | None = None
+        if not enumerable and config.evaluate_every > 0 and flop_shape_error(self.game) is None:
+            self.flop_evaluation = FlopRunEvaluation(self.game, run.path, config.canonical_suits, config.argmax_fallback,
+                                                     str(self.device))
         self.stack: list[dict] = [{"weight": 1, "uniform": True}]
         #: Ray traversal workers (``--workers N``/``--ray-address``); None: traverse in-process.
         self.traversal_pool: RayTraversals | None = None
@@ -179,7 +188,7 @@ class DeepCFRTrainer(RunFiles):
                 "target": ((3,), np.float32), "iteration": ((), np.int32)}
 
     def make_net(self) -> DeepCFRNetwork:
-        return DeepCFRNetwork(self.encoder.group_sizes, self.encoder.num_bet_slots, self.config.width)
+        return DeepCFRNetwork(self.encoder.group_sizes, self.encoder.num_bet_slots, self.config.width, self.config.canonical_suits)
 
     def make_optimizer(self, net: DeepCFRNetwork) -> torch.optim.Optimizer:
         """Adam (paper: lr 0.001). ``fused``: one kernel per step instead of ~5 ops per parameter
@@ -268,6 +277,10 @@ class DeepCFRTrainer(RunFiles):
             self.accumulate_average()
             if t % cfg.evaluate_every == 0:
                 record.update(self.evaluate_stack())
+        elif self.flop_evaluation is not None and cfg.algo == "sd-cfr" and t % cfg.evaluate_every == 0:
+            self.run.write_status(t, "exact FHP evaluation (off the training clock)")
+            record.update(self.flop_evaluation.evaluate(self.stack, self.stack_nets, lambda done, total: progress.advance_iteration(
+                done, total, f"iteration {t}: exact FHP evaluation (flops; off the training clock)")))
         if cfg.algo == "deep-cfr" and cfg.average_every and t % cfg.average_every == 0:
             record.update(self.finish_average())
         record["traversal_s"] = traversal_s
@@ -319,6 +332,17 @@ class DeepCFRTrainer(RunFiles):
         weight = float(self.stack[-1]["weight"])
         self.average.add(self.current_strategy.copy(), weight)
 
+    def stack_nets(self, entry: dict) -> tuple[DeepCFRNetwork | None, DeepCFRNetwork | None]:
+        """One stack entry's value networks, read back from ``policy/stack/`` (None: uniform)."""
+        if entry.get("uniform"):
+            return None, None
+        nets = []
+        for file in entry["files"]:
+            net = self.make_net()
+            net.load_state_dict(load_torch(self.run.policy_path / file))
+            nets.append(net.eval())
+        return nets[0], nets[1]
+
     def refresh_strategy(self, player: int) -> None:
         """Recompute ``player``'s rows of :attr:`current_strategy` from its network (small games)."""
         if self.current_strategy is None or self.nets[player] is None:
@@ -361,6 +385,8 @@ class DeepCFRTrainer(RunFiles):
 
             report = exploitability(self.game, self.batch.strategy(net, kind="average"))
             record["average_exploitability_mbb"] = report.mbb(report.exploitability)
+        elif self.flop_evaluation is not None:
+            record.update(self.flop_evaluation.evaluate_average(net))
         self.write_manifest(average="average.pt")
         return record
 
@@ -379,7 +405,7 @@ class DeepCFRTrainer(RunFiles):
                 started = time.perf_counter()
                 progress.start_iteration(self.iteration + 1)
                 record = self.run_iteration(progress)
-                self.elapsed += time.perf_counter() - started
+                self.elapsed += time.perf_counter() - started - record.get("flop_evaluation_s", 0.0)  # off the clock
                 record[ELAPSED_METRIC] = self.elapsed
                 if self.strength.due(self.iteration):  # off the training clock
                     self.run.write_status(self.iteration, "measuring strength")
@@ -405,7 +431,7 @@ class DeepCFRTrainer(RunFiles):
         finally:
             progress.close()
             self.fit.progress = None
-        if self.small:
+        if self.small or self.flop_evaluation is not None:
             plot_exploitability(self.run)
         plots.plot_strength(self.run.path / "strength.png", self.run.read_metrics(), ELAPSED_METRIC, "wall-clock seconds (training)",
                             title=f"{cfg.algo} on {self.game.name}")  # fmt: skip

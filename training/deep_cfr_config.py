@@ -84,6 +84,11 @@ class DeepCFRConfig(StrengthOptions):
     CPU only, needs ``merge_duplicates``; ~4x faster steps on Leduc), or ``auto`` (``fused``
     exactly when the device is the CPU and ``merge_duplicates`` is on). Average networks and
     row batches always use torch."""
+    canonical_suits: bool = False
+    """Feed the networks suit-canonical cards (:func:`bot.network.canonical_suit_cards`: the
+    suit renaming that makes the infoset's cards smallest), so every policy of the run is
+    suit-invariant and its exact FHP evaluation walks the 1,755 canonical flops instead of all
+    22,100. Recorded in the bundle's ``architecture``; runs without it load as before."""
     evaluate_every: int = 1
     """Exact exploitability every this many iterations on small games (0: never)."""
     average_every: int = 0
@@ -116,6 +121,8 @@ class DeepCFRConfig(StrengthOptions):
             raise ConfigError(f"fit_backend must be auto, torch or fused, got {self.fit_backend!r}")
         if self.fit_backend == "fused" and not self.merge_duplicates:
             raise ConfigError("fit_backend = fused trains on merged batches: it needs merge_duplicates = true")
+        if self.fit_backend == "fused" and self.canonical_suits:
+            raise ConfigError("fit_backend = fused reads raw cards: canonical_suits = true needs fit_backend = torch")
         if self.fit_backend == "fused" and not runs_on_cpu(self.device):
             raise ConfigError("fit_backend = fused runs on the CPU: use --device cpu, or fit_backend = torch for cuda")
         resolve_device(self.device)
@@ -134,8 +141,14 @@ class DeepCFRConfig(StrengthOptions):
 _PAPER = dict(iterations=450, traversals=10_000, width=96, advantage_memory=40_000_000,
               strategy_memory=40_000_000, average_sgd_steps=32_000, evaluate_every=0, normalize_targets=True,
               strength_every=1, strength_hands=100)  # no exact exploitability: a strength signal per iteration
-#: Per-game presets. FHP/HULH are the paper's settings (sec. 5.1); Kuhn/Leduc are scaled down to
-#: converge on a laptop in minutes.
+#: The paper's settings for FHP and HULH (sec. 5.1), for machines with many cores or a GPU (pass
+#: them with ``--config``); HULH's preset below is this one.
+PAPER_PRESETS: dict[str, dict] = {
+    "fhp": dict(_PAPER, sgd_steps=4000, batch_size=10_000, average_batch_size=10_000, traversal_batch=2000),
+    "holdem": dict(_PAPER, sgd_steps=32_000, batch_size=20_000, average_batch_size=20_000, traversal_batch=500),
+}
+#: Per-game presets. HULH is the paper's settings (sec. 5.1); Kuhn/Leduc are scaled down to
+#: converge on a laptop in minutes, FHP to make progress on 2 CPU cores.
 PRESETS: dict[str, dict] = {
     "kuhn": dict(iterations=60, traversals=400, width=32, sgd_steps=150, batch_size=512,
                  advantage_memory=200_000, strategy_memory=200_000, average_sgd_steps=1500,
@@ -155,6 +168,14 @@ PRESETS: dict[str, dict] = {
                   lr_schedule="cosine", advantage_memory=10_000_000, strategy_memory=10_000_000,
                   average_sgd_steps=3000, average_batch_size=2048, traversal_batch=5000, threads=1,
                   merge_duplicates=True, normalize_targets=True, keep_memories=False),
-    "fhp": dict(_PAPER, sgd_steps=4000, batch_size=10_000, average_batch_size=10_000, traversal_batch=2000),
-    "holdem": dict(_PAPER, sgd_steps=32_000, batch_size=20_000, average_batch_size=20_000, traversal_batch=500),
+    # FHP on 2 CPU cores (see the README's FHP section for its exact curve): small networks on
+    # suit-canonical inputs (each infoset's suits relabelled, so the policy is suit-invariant and
+    # its exact evaluation walks the 1,755 canonical flops), few traversals and Adam steps so an
+    # iteration takes well under a minute, exact exploitability every 5 iterations (off the
+    # training clock, training/flop_evaluation.py). The paper's settings: PAPER_PRESETS["fhp"].
+    "fhp": dict(iterations=10_000, traversals=1000, width=32, sgd_steps=200, batch_size=1024, learning_rate=2e-3,
+                lr_schedule="cosine", advantage_memory=4_000_000, strategy_memory=4_000_000, average_sgd_steps=2000,
+                average_batch_size=2048, traversal_batch=1000, threads=1, normalize_targets=True, canonical_suits=True,
+                evaluate_every=5, checkpoint_every=5, checkpoint_seconds=300.0),
+    "holdem": PAPER_PRESETS["holdem"],
 }

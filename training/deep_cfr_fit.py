@@ -68,7 +68,8 @@ class NetworkFit:
         self.bets = torch.from_numpy(encoder.bets).to(device)
         self.legal = torch.from_numpy(encoder.legal).to(device)
         #: Value networks train in training.fused_network's kernels (see ``fit_backend``).
-        self.fused = config.merge_duplicates and device.type == "cpu" and config.fit_backend != "torch"
+        self.fused = (config.merge_duplicates and device.type == "cpu" and config.fit_backend != "torch"
+                      and not config.canonical_suits)  # the kernels read raw cards
         #: The divisor of the last fit's targets (``normalize_targets``; 1.0 otherwise): network
         #: outputs times it are chips, logged as ``target_scale_p<player>`` for ``pokerbot watch``.
         self.target_scale = 1.0

@@ -44,10 +44,12 @@ def worker_rng(seed: int, iteration: int, player: int, worker: int) -> np.random
 class TraversalWorker(Worker):
     """One Ray actor: the encoder, a CPU copy of both value networks, and batched traversals."""
 
-    def __init__(self, game: str, width: int, argmax_fallback: bool, traversal_batch: int, seed: int) -> None:
+    def __init__(self, game: str, width: int, argmax_fallback: bool, traversal_batch: int, seed: int,
+                 canonical_suits: bool = False) -> None:
         torch.set_num_threads(1)  # one CPU per actor (the pool asks Ray for num_cpus=1)
         self.encoder = InfosetEncoder(load_game(game))
         self.width = width
+        self.canonical_suits = canonical_suits
         self.argmax_fallback = argmax_fallback
         self.traversal_batch = traversal_batch
         self.seed = seed
@@ -60,7 +62,7 @@ class TraversalWorker(Worker):
         if state is None:
             self.nets[player] = None
             return
-        net = DeepCFRNetwork(self.encoder.group_sizes, self.encoder.num_bet_slots, self.width)
+        net = DeepCFRNetwork(self.encoder.group_sizes, self.encoder.num_bet_slots, self.width, self.canonical_suits)
         net.load_state_dict(state)
         self.nets[player] = net.eval()
 
@@ -94,7 +96,7 @@ class RayTraversals:
         self.ray = start(cluster)
         cfg = trainer.config
         self.pool = ActorPool(TraversalWorker, cluster.workers,
-                              (cfg.game, cfg.width, cfg.argmax_fallback, cfg.traversal_batch, cfg.seed), timeout_s)
+                              (cfg.game, cfg.width, cfg.argmax_fallback, cfg.traversal_batch, cfg.seed, cfg.canonical_suits), timeout_s)
         self.net_refs: list[Any] = [None, None]
         self.sent: list[int | None] = [None, None]  # iteration whose fit produced the net each worker holds
 

@@ -1,0 +1,286 @@
+"""Trained network policies (SD-CFR, Deep CFR, NFSP, DREAM, OS-SD-CFR) as exact FHP policies.
+
+``pokerbot exploit RUN --game fhp`` reads a run's bundle (:mod:`bot.bundle`) here and hands the
+per-flop best response (:mod:`bot.flop_best_response`) a :class:`FlopPolicy`:
+
+* ``deep-cfr``: the average-strategy network, masked softmax (Brown et al. 2019, sec. 3);
+* ``nfsp``: each seat's average-policy network Pi (Heinrich & Silver 2016);
+* ``sd-cfr`` (also what DREAM and OS-SD-CFR write): the exact SD-CFR average of the stack
+  (Steinberger 2019, "Single Deep Counterfactual Regret Minimization", sec. 3): at infoset I of
+  player p, ``sum_t w_t pi_p^t(I) sigma^t(I) / sum_t w_t pi_p^t(I)``, with ``sigma^t`` regret
+  matching on iteration t's value network, ``pi_p^t(I)`` p's own reach to I under ``sigma^t``
+  (its preflop and flop actions) and ``w_t`` the stack's linear weights; infosets no entry
+  reaches play uniformly. This is :class:`bot.deep_cfr_agent.StackAverage`'s convention, per
+  flop: the numerator is accumulated, and the best response's regret matching (a normalisation
+  of non-negative weights, uniform where all are 0) divides it by the denominator.
+
+**Speed.** The appendix C network is a card branch (cards only), a bet branch (betting node
+only) and a trunk whose first layer is affine in the two branches' concatenation. Over a chunk
+of flops the card branch runs once per (hand, flop), the bet branch once per decision node, the
+first trunk layer as the sum of its card half's and bet half's products (each computed once),
+and only the rest of the trunk runs over the (node, hand) grid, in blocks of ``row_budget``
+rows under ``torch.no_grad`` (``device="cuda"`` when a GPU is there). Each network is read at
+its own seat's decision nodes only.
+
+**Suit symmetry.** A network trained with ``canonical_suits`` (:func:`bot.network.canonical_suit_cards`)
+is suit-invariant, so the 1,755 canonical flops suffice (FHP); any other network is evaluated
+on all 22,100 raw flops, which is exact for any policy.
+
+**Memory.** One best-response chunk of tables (:func:`bot.flop_best_response.chunk_size`:
+256 MB), the per-flop showdown orders (FHP all flops: 160 MB), the networks of the bundle
+(SD-CFR: all of the stack, ~0.1-0.4 MB each) and one block of trunk activations (``row_budget``
+x width x 4 bytes x ~4 live tensors: 2^20 rows at width 64 = 1 GB). Measured on FHP
+(``benchmarks/bench_fhp_network_exploit.py``, width 32): peak RSS 2.08 GiB for a Deep CFR
+average network, 2.55 GiB for an SD-CFR stack (the 8 GB target holds with room).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+import torch
+from numba import njit, prange
+
+from bot.bundle import bundle_root, read_bundle
+from bot.deep_cfr_agent import DeepCFRBundle, strategy_from_outputs
+from bot.encoding import InfosetEncoder
+from bot.errors import PokerbotError
+from bot.flop_best_response import FlopPolicy, flop_game_for
+from bot.flop_game import FlopGame, leaf_reach, reach_down
+from bot.flop_policies import NETWORK_DEVICE, register_flop_policy_loader
+from bot.network import DeepCFRNetwork
+from bot.progress import report
+from protocol.betting_tree import DECISION
+from protocol.gamedef import Game
+
+
+class NetworkPolicyError(PokerbotError, ValueError):
+    """A network bundle that cannot be evaluated here (another game, no GPU for --device cuda)."""
+
+
+#: Trunk rows evaluated at once (memory: about rows x width x 16 bytes).
+ROW_BUDGET = 1 << 20
+#: A seat's networks; None: that seat plays uniformly (SD-CFR's sigma^1).
+NetPair = tuple[DeepCFRNetwork | None, DeepCFRNetwork | None]
+
+
+class NetworkGrid:
+    """A FlopGame's infosets as network inputs, and networks' strategies over them in grids of
+    (decision node) x (hand, flop) rows."""
+
+    def __init__(self, fg: FlopGame, device: str = "cpu", row_budget: int = ROW_BUDGET) -> None:
+        self.fg = fg
+        self.device = torch.device(device)
+        self.row_budget = row_budget
+        encoder = InfosetEncoder(fg.game, fg.tree)
+        self.num_card_slots = encoder.num_card_slots
+        subtrees = (fg.preflop, fg.flop)
+        self.bets = [torch.from_numpy(encoder.bets[s.decision_nodes]).to(self.device) for s in subtrees]
+        self.legal = [torch.from_numpy(s.legal).to(self.device) for s in subtrees]
+        self.actor = [fg.tree.actor[s.decision_nodes] for s in subtrees]
+
+    def cards(self, round_index: int, lo: int = 0, hi: int = 1) -> torch.Tensor:
+        """Card slots ``[(hi - lo) x H, slots]``: every hand on flops ``lo..hi-1`` (round 1), or
+        every hand with no board (round 0)."""
+        fg = self.fg
+        hole = fg.hands.shape[1]
+        count = hi - lo if round_index else 1
+        cards = np.full((count, fg.num_hands, self.num_card_slots), -1, dtype=np.int64)
+        cards[:, :, :hole] = fg.hands[None]
+        if round_index:
+            cards[:, :, hole : hole + fg.flops.shape[1]] = fg.flops[lo:hi, None, :]
+        return torch.from_numpy(cards.reshape(-1, self.num_card_slots)).to(self.device)
+
+    @torch.no_grad()
+    def outputs(self, net: DeepCFRNetwork, cards: torch.Tensor, bets: torch.Tensor) -> torch.Tensor:
+        """``net``'s outputs ``[nodes, rows, 3]`` for every (betting node, card row) pair: the
+        card and bet branches once each, the first trunk layer split into its two halves, the
+        rest of the trunk once per distinct input (suit-canonical inputs repeat within a flop:
+        about 1.6 x fewer on FHP)."""
+        width = net.width
+        seen, inverse = torch.unique(net.cards_seen(cards), dim=0, return_inverse=True)
+        weight = net.comb1.weight
+        card_part = net.card_features(net.embed(seen, seen=True)) @ weight[:, :width].T
+        bet_part = net.bet_features(bets) @ weight[:, width:].T + net.comb1.bias
+        out = torch.empty((len(bets), len(seen), 3), device=cards.device)
+        block = max(1, self.row_budget // max(1, len(bets)))
+        for start in range(0, len(seen), block):
+            rows = card_part[start : start + block]
+            combined = (bet_part[:, None, :] + rows[None, :, :]).reshape(-1, width)
+            out[:, start : start + len(rows)] = net.head_from(combined).reshape(len(bets), len(rows), 3)
+        return out[:, inverse]
+
+    def strategies(self, nets: NetPair, kind: str, argmax_fallback: bool, round_index: int,
+                   lo: int = 0, hi: int = 1) -> np.ndarray:
+        """float32 ``[flops, D, H, 3]`` (round 0: one "flop"): each seat's decision nodes from its
+        network (``kind`` ``value``: regret matching; ``average``: masked softmax). Hands that
+        share a card with the flop are left 0 (the best-response kernels never read them)."""
+        fg = self.fg
+        count = hi - lo if round_index else 1
+        legal, actor = self.legal[round_index], self.actor[round_index]
+        out = np.zeros((count, fg.num_hands, len(actor), 3), dtype=np.float32)  # (flop, hand) rows first
+        valid = fg.valid[lo:hi].reshape(-1) > 0 if round_index else np.ones(fg.num_hands, dtype=bool)
+        flat = out.reshape(count * fg.num_hands, len(actor), 3)
+        cards = None
+        for player, net in enumerate(nets):
+            rows = np.flatnonzero(actor == player)
+            if net is None:
+                row_legal = legal[rows].cpu().numpy()
+                out[:, :, rows] = (row_legal / row_legal.sum(axis=1, keepdims=True))[None, None]
+                continue
+            if cards is None:
+                cards = self.cards(round_index, lo, hi)[torch.from_numpy(valid).to(self.device)]
+            raw = self.outputs(net.to(self.device), cards, self.bets[round_index][rows])
+            node_legal = legal[rows][:, None, :].expand(-1, raw.shape[1], -1).reshape(-1, 3)
+            strategy = strategy_from_outputs(kind, raw.reshape(-1, 3), node_legal, argmax_fallback)
+            flat[np.ix_(np.flatnonzero(valid), rows)] = strategy.reshape(len(rows), -1, 3).permute(1, 0, 2).cpu().numpy()
+        return np.ascontiguousarray(out.transpose(0, 2, 1, 3))
+
+
+def network_policy(fg: FlopGame, nets: NetPair, kind: str, argmax_fallback: bool = True, device: str = "cpu") -> FlopPolicy:
+    """One network per seat (Deep CFR's average network for both, NFSP's two Pi networks) as a
+    policy on ``fg``'s flops; suit-invariant when every network reads canonical suits."""
+    grid = NetworkGrid(fg, device)
+    preflop = grid.strategies(nets, kind, argmax_fallback, 0)[0]
+
+    def tables(lo: int, hi: int) -> np.ndarray:
+        report("network outputs over flops", hi, fg.num_flops)
+        return grid.strategies(nets, kind, argmax_fallback, 1, lo, hi)
+
+    return FlopPolicy(preflop, tables, _suit_invariant(nets))
+
+
+def _suit_invariant(nets: Sequence[DeepCFRNetwork | None]) -> bool:
+    return all(net is None or net.canonical_suits for net in nets)
+
+
+@njit(parallel=True, cache=True)
+def _add_reach_weighted(arrays, strategies, root_reach, valid, lo, weight, decision_node, decision_actor, out):  # pragma: no cover - numba
+    """out[i, d, h, :] += weight x own reach of d's actor at d (flop lo + i, hand h) x strategy."""
+    num_nodes = arrays[0].shape[0]
+    num_hands = valid.shape[1]
+    for i in prange(strategies.shape[0]):
+        reach = np.empty((num_nodes, 2, num_hands))
+        reach_down(arrays, strategies[i], root_reach, valid[lo + i], reach)
+        for d in range(decision_node.shape[0]):
+            node, player = decision_node[d], decision_actor[d]
+            for h in range(num_hands):
+                r = weight * reach[node, player, h]
+                if r != 0.0:
+                    for a in range(3):
+                        out[i, d, h, a] += r * strategies[i, d, h, a]
+
+
+def _decision_locals(subtree) -> np.ndarray:
+    """Local node id of each decision row of ``subtree``."""
+    nodes = np.flatnonzero(subtree.kind == DECISION)
+    return nodes[np.argsort(subtree.decision[nodes])].astype(np.int64)
+
+
+class FlopStackAverage:
+    """The exact SD-CFR average of a stack on a FlopGame (see the module docstring): the preflop
+    numerator is summed as entries are added; the flop numerator of a chunk of flops is summed
+    on request over every entry added (:meth:`flop_numerator`), so memory stays one chunk."""
+
+    def __init__(self, grid: NetworkGrid, argmax_fallback: bool = True) -> None:
+        self.grid, self.fg = grid, grid.fg
+        self.argmax_fallback = argmax_fallback
+        self.preflop = np.zeros((self.fg.preflop.num_decisions, self.fg.num_hands, 3))
+        self.entries: list[tuple[float, NetPair, np.ndarray]] = []
+        self._pre_nodes = _decision_locals(self.fg.preflop)
+        self._flop_nodes = _decision_locals(self.fg.flop)
+        self._flop_actor = self.fg.tree.actor[self.fg.flop.decision_nodes].astype(np.int64)
+
+    def add(self, weight: float, nets: NetPair) -> None:
+        """Add one stack entry: its preflop part now, its flop part when chunks are requested."""
+        fg = self.fg
+        strategy = self.grid.strategies(nets, "value", self.argmax_fallback, 0)[0].astype(np.float64)
+        _, reach = fg.preflop_reach(strategy)
+        own = reach[self._pre_nodes, fg.tree.actor[fg.preflop.decision_nodes]]  # [D0, H]
+        self.preflop += weight * own[..., None] * strategy
+        self.entries.append((weight, nets, leaf_reach(fg.preflop, reach)))
+
+    def flop_numerator(self, lo: int, hi: int, entries: Sequence[int] | None = None,
+                       out: np.ndarray | None = None) -> np.ndarray:
+        """``sum_t w_t pi_p^t sigma^t`` ``[hi - lo, D1, H, 3]`` on flops ``lo..hi-1`` over the
+        entries ``entries`` (default: all), added into ``out`` when given."""
+        fg = self.fg
+        if out is None:
+            out = np.zeros((hi - lo, fg.flop.num_decisions, fg.num_hands, 3))
+        for index in range(len(self.entries)) if entries is None else entries:
+            weight, nets, root_reach = self.entries[index]
+            strategies = self.grid.strategies(nets, "value", self.argmax_fallback, 1, lo, hi)
+            _add_reach_weighted(fg.flop.arrays, strategies, root_reach, fg.valid, lo, float(weight),
+                                self._flop_nodes, self._flop_actor, out)
+        return out
+
+    @property
+    def suit_invariant(self) -> bool:
+        return _suit_invariant([net for _, nets, _ in self.entries for net in nets])
+
+    def policy(self) -> FlopPolicy:
+        """The average as a policy (numerators; the best response normalises them)."""
+        total = max(1, len(self.entries))
+
+        def tables(lo: int, hi: int) -> np.ndarray:
+            out = np.zeros((hi - lo, self.fg.flop.num_decisions, self.fg.num_hands, 3))
+            for index in range(len(self.entries)):
+                self.flop_numerator(lo, hi, [index], out)
+                report("SD-CFR stack over flops (networks x flops)", lo * total + (hi - lo) * (index + 1),
+                       total * self.fg.num_flops)
+            return out.astype(np.float32)
+
+        return FlopPolicy(self.preflop.astype(np.float32), tables, self.suit_invariant)
+
+
+def stack_nets(bundle: DeepCFRBundle, entry: dict) -> NetPair:
+    """One stack entry's networks (None for the uniform sigma^1)."""
+    if entry.get("uniform"):
+        return (None, None)
+    first, second = (bundle.network(f) for f in entry["files"])
+    return first, second
+
+
+def bundle_policy(game: Game, path: Path, device: str = "cpu") -> tuple[FlopGame, FlopPolicy] | None:
+    """The FHP policy of a network bundle at ``path`` (a run directory, its ``policy/`` or a
+    ``bundle.json``): None when ``path`` holds no bundle of a network kind."""
+    if bundle_root(path) is None:
+        return None
+    bundle = read_bundle(path)
+    if bundle.kind not in ("sd-cfr", "deep-cfr", "nfsp"):
+        return None
+    if bundle.game.to_text() != game.to_text():
+        raise NetworkPolicyError(f"{path}: a {bundle.kind} policy trained for {bundle.game.name}, not {game.name}")
+    if bundle.kind == "nfsp":
+        from bot.nfsp_agent import POLICY_FILE, NFSPPolicy
+
+        nets = tuple(NFSPPolicy.load(bundle.path(POLICY_FILE), game).networks)
+        fg = flop_game_for(game, _suit_invariant(nets))
+        return fg, network_policy(fg, nets, "average", device=device)
+    deep = DeepCFRBundle.of(bundle)
+    if deep.kind == "deep-cfr":
+        net = deep.network(deep.average)
+        fg = flop_game_for(game, net.canonical_suits)
+        return fg, network_policy(fg, (net, net), "average", device=device)
+    canonical = deep.architecture.get("canonical_suits") is True or all(e.get("uniform") for e in deep.stack)
+    fg = flop_game_for(game, canonical)
+    average = FlopStackAverage(NetworkGrid(fg, device), deep.argmax_fallback)
+    for done, entry in enumerate(deep.stack):
+        average.add(float(entry["weight"]), stack_nets(deep, entry))
+        report("loading the SD-CFR stack", done + 1, len(deep.stack))
+    return fg, average.policy()
+
+
+def _loader(game: Game, spec: str) -> tuple[FlopGame, FlopPolicy] | None:
+    path = Path(spec)
+    if not path.exists():
+        return None
+    choice = NETWORK_DEVICE.get()
+    if choice == "cuda" and not torch.cuda.is_available():
+        raise NetworkPolicyError("--device cuda: torch sees no GPU here (use --device cpu)")
+    return bundle_policy(game, path, "cuda" if choice == "cuda" or (choice == "auto" and torch.cuda.is_available()) else "cpu")
+
+
+register_flop_policy_loader(_loader)

@@ -1,0 +1,115 @@
+"""Exact exploitability of an SD-CFR run in flop hold'em while it trains (off its clock).
+
+The SD-CFR average (Steinberger 2019; :mod:`bot.flop_network_policies`) is a ratio of sums over
+the stack's entries, and the stack only grows, so the numerators are kept between evaluations
+and each evaluation adds only the entries trained since the last one, in the same pass over the
+flops as the best response (:func:`bot.flop_best_response.flop_exploitability`). They live in
+the run directory's ``evaluation/``: ``flop_numerator.f32`` (a float32 memory map ``[flops, flop
+decision nodes, hands, 3]``; FHP on the 1,755 canonical flops of a ``canonical_suits`` run: 1.56
+GB on disk, paged in one best-response chunk at a time), ``preflop_numerator.npy`` and
+``state.json`` (how many stack entries they hold). An evaluation interrupted half-way, or a
+resume from a checkpoint older than the last evaluation, leaves numerators that match no stack:
+``state.json`` says so and the next evaluation rebuilds them from the whole stack (announced).
+Where the numerators would exceed :data:`MAX_STORED_BYTES` (FHP on all 22,100 raw flops: 19.7
+GB), every evaluation walks the whole stack instead. A Deep CFR run's average network is
+measured the same way whenever it is fitted (:meth:`FlopRunEvaluation.evaluate_average`).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+
+from bot.best_response import ExploitabilityReport
+from bot.flop_best_response import FlopPolicy, Progress, flop_exploitability, flop_game_for
+from bot.flop_network_policies import FlopStackAverage, NetPair, NetworkGrid, network_policy
+from bot.network import DeepCFRNetwork
+from protocol.files import atomic_write_text
+from protocol.gamedef import Game
+
+#: Largest numerator file kept between evaluations.
+MAX_STORED_BYTES = 4 << 30
+FOLDER = "evaluation"
+
+
+class FlopRunEvaluation:
+    """The incremental exact SD-CFR average of one run (see the module docstring)."""
+
+    def __init__(self, game: Game, run_path: Path, canonical: bool, argmax_fallback: bool, device: str = "cpu") -> None:
+        self.fg = flop_game_for(game, canonical)
+        self.grid = NetworkGrid(self.fg, device)
+        self.argmax_fallback = argmax_fallback
+        self.folder = Path(run_path) / FOLDER
+        fg = self.fg
+        self.shape = (fg.num_flops, fg.flop.num_decisions, fg.num_hands, 3)
+        self.stored = int(np.prod(self.shape)) * 4 <= MAX_STORED_BYTES
+
+    def _state(self) -> dict:
+        try:
+            return json.loads((self.folder / "state.json").read_text())
+        except (OSError, ValueError):
+            return {"entries": 0}
+
+    def _write_state(self, state: dict) -> None:
+        self.folder.mkdir(parents=True, exist_ok=True)
+        atomic_write_text(self.folder / "state.json", json.dumps(state))
+
+    def evaluate(self, stack: list[dict], nets_of: Callable[[dict], NetPair], progress: Progress | None = None) -> dict:
+        """Exact exploitability of the average of ``stack`` (entries as the bundle lists them;
+        ``nets_of`` loads one entry's networks): metrics for the run's ``metrics.jsonl``.
+        ``progress(flops done, flops)`` follows the pass."""
+        started = time.perf_counter()
+        state = self._state()
+        held = int(state.get("entries", 0)) if self.stored else 0
+        consistent = "updating_to" not in state and held <= len(stack)
+        if self.stored and not consistent:
+            print(f"{self.folder}: the stored SD-CFR numerators match no stack (interrupted evaluation or an "
+                  "older checkpoint): rebuilding them from the whole stack")
+            held = 0
+        average = FlopStackAverage(self.grid, self.argmax_fallback)
+        for entry in stack[held:]:
+            average.add(float(entry["weight"]), nets_of(entry))
+        suit_invariant = average.suit_invariant if average.entries else True
+        if self.fg.canonical and not suit_invariant:
+            raise ValueError("a run evaluated on canonical flops must have suit-canonical networks")
+        report = self._best_response(average, held, len(stack), progress)
+        elapsed = time.perf_counter() - started
+        return {"sdcfr_exploitability_mbb": report.mbb(report.exploitability),
+                "sdcfr_nashconv_mbb": report.mbb(report.nash_conv),
+                "flop_evaluation_s": elapsed, "flop_evaluation_flops": self.fg.num_flops}
+
+    def evaluate_average(self, net: DeepCFRNetwork) -> dict:
+        """Deep CFR: exact exploitability of the average-strategy network (read at both seats)."""
+        started = time.perf_counter()
+        fg = self.fg if net.canonical_suits or not self.fg.canonical else flop_game_for(self.fg.game, False)
+        report = flop_exploitability(fg, network_policy(fg, (net, net), "average", device=str(self.grid.device)))
+        return {"average_exploitability_mbb": report.mbb(report.exploitability),
+                "average_nashconv_mbb": report.mbb(report.nash_conv),
+                "flop_evaluation_s": time.perf_counter() - started, "flop_evaluation_flops": fg.num_flops}
+
+    def _best_response(self, average: FlopStackAverage, held: int, total: int,
+                       progress: Progress | None) -> ExploitabilityReport:
+        if not self.stored:
+            return flop_exploitability(self.fg, average.policy(), progress)
+        self.folder.mkdir(parents=True, exist_ok=True)
+        numerator_path, preflop_path = self.folder / "flop_numerator.f32", self.folder / "preflop_numerator.npy"
+        fresh = held == 0
+        numerator = np.memmap(numerator_path, dtype=np.float32, mode="w+" if fresh else "r+", shape=self.shape)
+        preflop = average.preflop + (0.0 if fresh else np.load(preflop_path))
+        self._write_state({"entries": held, "updating_to": total})
+
+        def tables(lo: int, hi: int) -> np.ndarray:
+            chunk = np.zeros(numerator[lo:hi].shape) if fresh else np.asarray(numerator[lo:hi], dtype=np.float64)
+            average.flop_numerator(lo, hi, out=chunk)
+            numerator[lo:hi] = chunk
+            return chunk.astype(np.float32)
+
+        report = flop_exploitability(self.fg, FlopPolicy(preflop.astype(np.float32), tables, self.fg.canonical), progress)
+        numerator.flush()
+        np.save(preflop_path, preflop)
+        self._write_state({"entries": total})
+        return report

@@ -18,9 +18,9 @@ import time
 
 import numpy as np
 
-from bot.abstraction_cost import estimate
-from bot.abstraction_spec import SPECS, spec_dir
-from bot.abstraction_tables import AbstractGame, Abstraction
+from bot.abstraction.cost import estimate
+from bot.abstraction.spec import SPECS, spec_dir
+from bot.abstraction.tables import AbstractGame, Abstraction
 from protocol.gamedef import load_game
 from protocol.isomorphism import HandIndexer, all_combinations
 from training.abstraction.build import build_abstraction, round_features
@@ -93,7 +93,7 @@ def bench_mccfr(name: str, iterations: int) -> None:
 
 def bench_kmeans() -> None:
     """Rates of the k-means assignment kernels (the ``L2_TERMS_PER_SECOND`` and
-    ``EMD_DISTANCES_PER_SECOND`` of ``bot/abstraction_cost.py``): squared L2 on OCHS-8 and on
+    ``EMD_DISTANCES_PER_SECOND`` of ``bot/abstraction/cost.py``): squared L2 on OCHS-8 and on
     50-bin CDFs, and greedy EMD on synthetic flop-like potential-aware histograms (47 next cards
     spread around a random position over 518 next-round buckets with 1-D ground distances)."""
     from training.abstraction.kmeans import _l2_assign
@@ -138,7 +138,7 @@ def bench_emd_real() -> None:
 def emd_rate(name: str, round_index: int, points: int = 2_000, centres: int = 518) -> None:
     """Greedy EMD assignment rate of a ``pa`` round: ``points`` real histograms against
     ``centres`` others (raises FileNotFoundError until the build has written them)."""
-    from bot.abstraction_spec import bucket_path
+    from bot.abstraction.spec import bucket_path
     from training.abstraction.build import _next_round_ground
     from training.abstraction.potential import emd_metric
 

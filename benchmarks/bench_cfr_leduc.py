@@ -6,7 +6,7 @@ Run from the repository root::
     python benchmarks/bench_cfr_leduc.py --variants       # + cfr, linear-cfr, dcfr
     python benchmarks/bench_cfr_leduc.py --fhp            # only: exact BR of uniform FHP (minutes)
 
-Exploitability is exact (``bot.best_response``), measured after *every* iteration so the
+Exploitability is exact (``bot.evaluation.best_response``), measured after *every* iteration so the
 crossing points are exact; "solver s" excludes those measurements (as a solver run without
 them would take), "wall s" includes them. CPU seconds of this process are printed too, because
 the machine is shared and wall time includes other people's load (the load average is shown).
@@ -33,13 +33,13 @@ if str(ROOT) not in sys.path:
 
 from bench_evaluator import cpu_model  # noqa: E402  (same folder: the CPU model line)
 
-from bot.best_response import (  # noqa: E402
+from bot.agents.infosets import space_for  # noqa: E402
+from bot.evaluation.best_response import (  # noqa: E402
     exploitability,
     exploitability_of_blocks,
     public_tree_for,
     uniform_blocks,
 )
-from bot.infosets import space_for  # noqa: E402
 from protocol.gamedef import load_game  # noqa: E402
 from training.cfr import CFRConfig, TabularCFR  # noqa: E402
 from training.mccfr import ExternalSamplingMCCFR, MCCFRConfig  # noqa: E402

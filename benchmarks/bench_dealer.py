@@ -9,7 +9,7 @@ the reference ``example_player`` clients run beside the reference ``dealer``):
 2. **our dealer, fast clients**: ``protocol.dealer.Dealer`` (writing its ``.log``) with two
    minimal always-call socket clients written below (standing in for ``example_player``).
 3. **our dealer, our clients**: the dealer with two ``pokerbot connect``-equivalent clients
-   (:func:`bot.match.run_as_client` with the ``call`` agent, in their own processes).
+   (:func:`bot.evaluation.match.run_as_client` with the ``call`` agent, in their own processes).
 4. **our client alone**: the echo server with one of our clients and one fast client, so the
    client's own speed shows without our dealer's cost.
 
@@ -103,8 +103,8 @@ def fast_client(port: int, game: Game) -> None:
 
 def our_client(port: int, game: Game) -> None:
     """What ``pokerbot connect 127.0.0.1 PORT --agent call`` runs, minus the CLI start-up."""
-    from bot.agent import CallAgent
-    from bot.match import run_as_client
+    from bot.agents.base import CallAgent
+    from bot.evaluation.match import run_as_client
 
     started: list[float] = []
 
@@ -208,8 +208,8 @@ def client_logic_cpu(game: Game, script) -> float:
     """CPU microseconds per hand of our client's logic alone, no sockets: every line seat 1
     receives, interpreted as the connection does (one tracker), with the ``call`` agent
     deciding on its turns through the same hooks as over the wire."""
-    from bot.agent import CallAgent
-    from bot.match import AgentClient
+    from bot.agents.base import CallAgent
+    from bot.evaluation.match import AgentClient
     from protocol.acpc_client import HandTracker, interpret
 
     lines = [to_first.decode().rstrip("\r\n") for steps in script for to_first, _, _ in steps]

@@ -19,9 +19,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import numpy as np  # noqa: E402
 
 from benchmarks.bench_cfr_leduc import machine  # noqa: E402
-from bot.best_response import exploitability  # noqa: E402
-from bot.deep_cfr_agent import InfosetBatch, StackAverage  # noqa: E402
-from bot.encoding import InfosetEncoder  # noqa: E402
+from bot.agents.deep_cfr import InfosetBatch, StackAverage  # noqa: E402
+from bot.agents.encoding import InfosetEncoder  # noqa: E402
+from bot.evaluation.best_response import exploitability  # noqa: E402
 from protocol.gamedef import load_game  # noqa: E402
 from training.traversal import deal_batch, traverse  # noqa: E402
 

@@ -27,8 +27,8 @@ import numpy as np  # noqa: E402
 import torch  # noqa: E402
 
 from benchmarks.bench_cfr_leduc import machine  # noqa: E402
-from bot.encoding import InfosetEncoder  # noqa: E402
-from bot.network import DeepCFRNetwork, regret_matching  # noqa: E402
+from bot.agents.encoding import InfosetEncoder  # noqa: E402
+from bot.agents.network import DeepCFRNetwork, regret_matching  # noqa: E402
 from protocol.gamedef import load_game  # noqa: E402
 from training.deep_cfr_config import PRESETS  # noqa: E402
 from training.fused_network import Features, fit_weighted_mse  # noqa: E402

@@ -30,9 +30,9 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks.bench_abstraction import machine  # noqa: E402
-from bot.abstraction_agent import AbstractionAgent  # noqa: E402
-from bot.abstraction_spec import SPECS, bucket_path  # noqa: E402
-from bot.compact_abstraction import UNITS, CompactAbstractionAgent  # noqa: E402
+from bot.abstraction.agent import AbstractionAgent  # noqa: E402
+from bot.abstraction.compact import UNITS, CompactAbstractionAgent  # noqa: E402
+from bot.abstraction.spec import SPECS, bucket_path  # noqa: E402
 from bot.shipped import SHIPPED_ROOT, read_manifest  # noqa: E402
 from protocol.gamedef import load_game  # noqa: E402
 from protocol.isomorphism import round_indexer  # noqa: E402

@@ -10,7 +10,7 @@ Run from the repository root::
 
 Shipped bot (``--shipped-deals``): LBR against the shipped HULH bot (``default``, a compact
 abstraction whose buckets are computed from the cards) with its batched ``range_probabilities``
-(:mod:`bot.range_buckets`: every hand of a board at once) and with the interface's default loop
+(:mod:`bot.abstraction.range_buckets`: every hand of a board at once) and with the interface's default loop
 (one ``action_probabilities`` per hand, the path before the batch existed); then a duplicate
 match of the bot against ``call`` with and without AIVAT (AIVAT asks the agent only for the hand
 it holds, so its cost is the pot x equity value function, not the bot).
@@ -45,18 +45,18 @@ import numpy as np  # noqa: E402
 import torch  # noqa: E402
 
 from benchmarks.bench_cfr_leduc import machine  # noqa: E402  (one machine line for every benchmark)
-from bot.agent import Agent  # noqa: E402
+from bot.agents.base import Agent  # noqa: E402
+from bot.agents.deep_cfr import DeepCFRAgent  # noqa: E402
+from bot.agents.network import DeepCFRNetwork  # noqa: E402
+from bot.agents.registry import resolve_agent  # noqa: E402
 from bot.commands.lbr import single_threaded_torch  # noqa: E402
-from bot.deep_cfr_agent import DeepCFRAgent  # noqa: E402
-from bot.lbr import LBRConfig, run_lbr  # noqa: E402
-from bot.network import DeepCFRNetwork  # noqa: E402
-from bot.registry import resolve_agent  # noqa: E402
+from bot.evaluation.lbr import LBRConfig, run_lbr  # noqa: E402
 from protocol.gamedef import Game, load_game  # noqa: E402
 
 
 def untrained_network_agent(game: Game, kind: str, iterations: int) -> Agent:
     """A Deep CFR / SD-CFR agent on random width-64 networks held in memory (the attributes
-    :class:`bot.deep_cfr_agent.DeepCFRAgent` reads of a bundle): Deep CFR's average network,
+    :class:`bot.agents.deep_cfr.DeepCFRAgent` reads of a bundle): Deep CFR's average network,
     or an SD-CFR stack (sigma^1 uniform, then one value network per position and iteration,
     weight = iteration)."""
     torch.manual_seed(0)
@@ -103,7 +103,7 @@ def range_query_cpu(game: Game, agent: Agent) -> None:
     batched and one hand at a time (the arrays are checked equal)."""
     from dataclasses import replace
 
-    from bot.lbr import PrivateHands
+    from bot.evaluation.lbr import PrivateHands
     from protocol.matchstate import MatchState
 
     hands = PrivateHands(game)
@@ -130,8 +130,8 @@ def range_query_cpu(game: Game, agent: Agent) -> None:
 def shipped_speed(deals: int) -> None:
     """LBR hands/s against the shipped bot, batched and one hand at a time; then a duplicate
     match against ``call`` and the AIVAT pass over its hands, timed apart."""
-    from bot.aivat import aivat_values
-    from bot.match import run_in_process
+    from bot.evaluation.aivat import aivat_values
+    from bot.evaluation.match import run_in_process
 
     holdem = load_game("holdem")
     shipped = resolve_agent("default", holdem)

@@ -33,7 +33,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import torch  # noqa: E402
 
 from benchmarks.bench_cfr_leduc import machine  # noqa: E402  (one machine line for every benchmark)
-from bot.best_response import exploitability  # noqa: E402
+from bot.evaluation.best_response import exploitability  # noqa: E402
 from bot.run_files import ELAPSED_METRIC  # noqa: E402
 from training.nfsp import NFSP  # noqa: E402
 from training.nfsp_config import LEDUC_PAPER, make_config, preset_for  # noqa: E402

@@ -1,5 +1,5 @@
 """Pruned greedy-EMD rate of a potential-aware round on its real next-round histograms, the
-figure behind ``EMD_DISTANCES_PER_SECOND`` (``bot/abstraction_cost.py``) for each ``pa`` round:
+figure behind ``EMD_DISTANCES_PER_SECOND`` (``bot/abstraction/cost.py``) for each ``pa`` round:
 
     NUMBA_NUM_THREADS=1 python benchmarks/bench_potential_aware.py abstraction_3e6_pa 1     # flop
     NUMBA_NUM_THREADS=1 python benchmarks/bench_potential_aware.py abstraction_3e6_pa2 2    # turn
@@ -23,7 +23,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks.bench_abstraction import emd_rate, machine  # noqa: E402
-from bot.abstraction_spec import SPECS  # noqa: E402
+from bot.abstraction.spec import SPECS  # noqa: E402
 from training.abstraction.potential import lift  # noqa: E402
 
 

@@ -33,8 +33,8 @@ from collections.abc import Callable
 import numpy as np
 import torch
 
-from bot.abstraction_spec import SPECS, spec_dir
-from bot.abstraction_tables import AbstractGame, Abstraction
+from bot.abstraction.spec import SPECS, spec_dir
+from bot.abstraction.tables import AbstractGame, Abstraction
 from training import distributed
 from training.abstraction.build import build_abstraction
 from training.abstraction.solver import run_batch

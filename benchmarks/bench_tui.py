@@ -20,7 +20,7 @@ import platform
 import statistics
 import time
 
-from bot.agent import CallAgent
+from bot.agents.base import CallAgent
 from protocol.gamedef import load_game
 from tui.app import PokerApp
 from tui.session import TableSession

@@ -2,7 +2,7 @@
 
 ``MATCHSTATE:<position>:<handNumber>:<betting>:<cards>`` (the ACPC server's ``protocol.pdf``,
 protocol version 2.0.0).
-The parsed :class:`MatchState` is also the *player view* every :class:`bot.agent.Agent` gets,
+The parsed :class:`MatchState` is also the *player view* every :class:`bot.agents.base.Agent` gets,
 whether the hand runs in-process, over TCP, or in the TUI.
 
 >>> text = "MATCHSTATE:0:1:cc/cc/rrrrc/rc:9h6s|3d3h/5s3s8h/9d/5c"

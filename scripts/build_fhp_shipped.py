@@ -8,9 +8,9 @@ lossless --out runs/fhp_lossless``::
 Teacher data: for every canonical flop and every hand that misses it, the solution's average
 strategy at all 56 flop decision nodes, and as weight the acting player's own reach there
 under that strategy times the flop's orbit size (what a best responder's gain at that infoset
-scales with). The network (:class:`bot.flop_network.FlopNet`, suit-canonical inputs) is fitted
+scales with). The network (:class:`bot.flop.network.FlopNet`, suit-canonical inputs) is fitted
 by reach-weighted cross-entropy with Adam; the preflop part is the solution's exact table per
-suit class. The result is measured exactly (:func:`bot.flop_best_response.flop_exploitability`
+suit class. The result is measured exactly (:func:`bot.flop.best_response.flop_exploitability`
 on the canonical flops) and written with a manifest carrying that figure.
 """
 
@@ -27,10 +27,10 @@ import torch
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from bot.flop_best_response import FlopPolicy, flop_exploitability, flop_game_for  # noqa: E402
-from bot.flop_game import FlopGame, leaf_reach, match_strategy, reach_down  # noqa: E402
-from bot.flop_network import FlopNet, FlopNetPolicy, canonical_cards, one_hot_cards  # noqa: E402
-from bot.flop_policies import solve_policy  # noqa: E402
+from bot.flop.best_response import FlopPolicy, flop_exploitability, flop_game_for  # noqa: E402
+from bot.flop.game import FlopGame, leaf_reach, match_strategy, reach_down  # noqa: E402
+from bot.flop.network import FlopNet, FlopNetPolicy, canonical_cards, one_hot_cards  # noqa: E402
+from bot.flop.policies import solve_policy  # noqa: E402
 from bot.shipped import SHIPPED_ROOT, write_manifest  # noqa: E402
 from protocol.gamedef import load_game  # noqa: E402
 

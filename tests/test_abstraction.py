@@ -10,12 +10,12 @@ from click.testing import CliRunner
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from bot.abstraction_policy import full_game_strategy
-from bot.abstraction_spec import SPECS, AbstractionSpec, bucket_path, num_infosets
-from bot.abstraction_tables import AbstractGame, Abstraction
-from bot.best_response import exploitability
+from bot.abstraction.policy import full_game_strategy
+from bot.abstraction.spec import SPECS, AbstractionSpec, bucket_path, num_infosets
+from bot.abstraction.tables import AbstractGame, Abstraction
+from bot.agents.registry import AgentNotFound, resolve_agent
 from bot.cli import main as pokerbot
-from bot.registry import AgentNotFound, resolve_agent
+from bot.evaluation.best_response import exploitability
 from protocol.evaluator import hand_strength
 from protocol.gamedef import load_game
 from protocol.isomorphism import round_indexer
@@ -153,7 +153,7 @@ def test_agent_plays_the_mapped_average_strategy(tmp_path):
     agent = resolve_agent("leduc_lossless", game)
     ag = agent.abstract_game
     strategy = full_game_strategy(ag, np.load(tmp_path / "run" / "policy" / "average.npy"))
-    from bot.infosets import space_for
+    from bot.agents.infosets import space_for
 
     space = space_for(game)
     for i in range(0, space.num_infosets, 37):
@@ -322,7 +322,7 @@ def test_ochs_abstraction_build_has_exactly_k_buckets_or_says_why_not():
 
 
 def test_kmeans_two_level_fills_every_cluster_when_points_allow():
-    from bot.abstraction_cost import TWO_LEVEL_MIN_K
+    from bot.abstraction.cost import TWO_LEVEL_MIN_K
     from training.abstraction.kmeans import kmeans_buckets, l2_metric
 
     rng = np.random.default_rng(4)
@@ -383,6 +383,6 @@ def test_playing_imports_no_training_code():
     import subprocess
     import sys
 
-    code = ("import sys, bot.abstraction_agent, bot.registry; "
+    code = ("import sys, bot.abstraction.agent, bot.agents.registry; "
             "bad = [m for m in sys.modules if m.startswith('training')]; assert not bad, bad")  # fmt: skip
     subprocess.run([sys.executable, "-c", code], check=True)

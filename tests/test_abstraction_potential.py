@@ -10,8 +10,8 @@ import json
 import numpy as np
 import pytest
 
-from bot.abstraction_cost import estimate
-from bot.abstraction_spec import SPECS, AbstractionSpec, bucket_path, resolve_size, spec_dir
+from bot.abstraction.cost import estimate
+from bot.abstraction.spec import SPECS, AbstractionSpec, bucket_path, resolve_size, spec_dir
 from protocol.cards import cards_from_str
 from protocol.gamedef import load_game
 from protocol.isomorphism import round_indexer
@@ -162,9 +162,9 @@ def test_two_level_potential_aware_abstraction_solves_below_uniform(tmp_path):
     instead of 6 keeps its exact best response to ~2 s (6 ranks: ~40 s)."""
     from test_abstraction import solve  # tests/ is on sys.path (rootdir-relative imports)
 
-    from bot.abstraction_policy import full_game_strategy
-    from bot.best_response import exploitability
-    from bot.infosets import space_for
+    from bot.abstraction.policy import full_game_strategy
+    from bot.agents.infosets import space_for
+    from bot.evaluation.best_response import exploitability
     from protocol.gamedef import load_game
 
     path = tmp_path / "mini4.limit.2p.game"

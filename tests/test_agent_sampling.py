@@ -9,7 +9,7 @@ import random
 import numpy as np
 import pytest
 
-from bot.agent import RandomAgent, sample_index
+from bot.agents.base import RandomAgent, sample_index
 from protocol.gamedef import load_game
 from protocol.matchstate import parse_matchstate
 

@@ -8,9 +8,9 @@ from itertools import permutations
 import numpy as np
 import pytest
 
-from bot.agent import Agent, CallAgent, RaiseAgent, RandomAgent
-from bot.aivat import EquityValue, ExactValue, aivat_value, aivat_values
-from bot.match import run_in_process
+from bot.agents.base import Agent, CallAgent, RaiseAgent, RandomAgent
+from bot.evaluation.aivat import EquityValue, ExactValue, aivat_value, aivat_values
+from bot.evaluation.match import run_in_process
 from protocol.cards import cards_from_str
 from protocol.gamedef import load_game
 from protocol.match_log import record_of

@@ -5,7 +5,8 @@ import itertools
 import numpy as np
 import pytest
 
-from bot.best_response import (
+from bot.agents.infosets import InfosetSpace, space_for
+from bot.evaluation.best_response import (
     PublicTree,
     best_response_strategy,
     expected_value,
@@ -16,7 +17,6 @@ from bot.best_response import (
     register_strategy_loader,
     uniform_blocks,
 )
-from bot.infosets import InfosetSpace, space_for
 from protocol.gamedef import load_game
 from protocol.state import ACTIONS, State
 

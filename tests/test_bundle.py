@@ -1,4 +1,4 @@
-"""One policy bundle for every kind (bot/bundle.py): manifest, checksums verified on load, paths
+"""One policy bundle for every kind (bot/agents/bundle.py): manifest, checksums verified on load, paths
 confined to the bundle, bounded architectures, export-policy for every kind, old runs still load."""
 
 from __future__ import annotations
@@ -9,12 +9,12 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from bot.best_response import load_strategy
-from bot.bundle import BUNDLE_FILE, BundleError, load_network, read_bundle
+from bot.agents.bundle import BUNDLE_FILE, BundleError, load_network, read_bundle
+from bot.agents.registry import resolve_agent
+from bot.agents.tabular import load_policy
 from bot.cli import main
 from bot.errors import CorruptFileError, PokerbotError
-from bot.registry import resolve_agent
-from bot.tabular_policy import load_policy
+from bot.evaluation.best_response import load_strategy
 from protocol.gamedef import load_game
 
 
@@ -131,7 +131,7 @@ def test_abstraction_runs_are_bundles_too(tmp_path) -> None:
     exported = invoke("export-policy", str(out), "--out", str(tmp_path / "abs.json"))
     assert exported.exit_code == 0, exported.output
     final = [r for r in (json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()) if r.get("final")]
-    from bot.best_response import exploitability
+    from bot.evaluation.best_response import exploitability
 
     game, strategy = load_policy(tmp_path / "abs.json")
     report = exploitability(game, strategy)
@@ -157,8 +157,8 @@ def test_sdcfr_bundle_names_every_stack_file_and_catches_a_bit_flip(tmp_path) ->
 def test_tabular_bundle_round_trips_and_plays_for_a_custom_gamedef(tmp_path) -> None:
     """A ``tabular`` bundle carries its gamedef: a policy of a game that has no shipped name loads
     without --game, exports to the same table, plays, and a flipped bit is caught."""
-    from bot.infosets import space_for
-    from bot.tabular_policy import save_policy_bundle
+    from bot.agents.infosets import space_for
+    from bot.agents.tabular import save_policy_bundle
     from protocol.gamedef import parse_gamedef
 
     custom = parse_gamedef(load_game("kuhn").to_text(), source="test", name="my-kuhn")

@@ -3,8 +3,8 @@
 import numpy as np
 import pytest
 
-from bot.best_response import exploitability
-from bot.infosets import space_for
+from bot.agents.infosets import space_for
+from bot.evaluation.best_response import exploitability
 from protocol.gamedef import load_game
 from training.cfr import CFRConfig, TabularCFR, regret_matching
 from training.mccfr import ExternalSamplingMCCFR, MCCFRConfig
@@ -84,7 +84,7 @@ def test_es_mccfr_kuhn_value_and_determinism():
 
 
 def test_cfr_updates_do_not_depend_on_board_chunks():
-    from bot.best_response import PublicTree
+    from bot.evaluation.best_response import PublicTree
 
     whole, chunked = TabularCFR(LEDUC, CFRConfig("dcfr")), TabularCFR(LEDUC, CFRConfig("dcfr"))
     chunked.public = PublicTree(chunked.space, max_elements=7)  # one Leduc board per chunk

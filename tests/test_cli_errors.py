@@ -52,12 +52,12 @@ def test_a_bug_keeps_its_traceback(boom, bug):
 
 
 def test_every_user_facing_error_class_has_the_one_root():
-    from bot.abstraction_tables import AbstractionMissing
-    from bot.best_response import PolicyNotFound
-    from bot.encoding import EncodingError
-    from bot.registry import AgentNotFound
+    from bot.abstraction.tables import AbstractionMissing
+    from bot.agents.encoding import EncodingError
+    from bot.agents.registry import AgentNotFound
+    from bot.agents.tabular import PolicyFileError
+    from bot.evaluation.best_response import PolicyNotFound
     from bot.shipped import ShippedBotError
-    from bot.tabular_policy import PolicyFileError
     from protocol.dealer import DealerSocketError
     from protocol.state import IllegalActionError
 

@@ -8,11 +8,11 @@ import json
 import pytest
 from click.testing import CliRunner
 
-from bot.bundle import manifest
+from bot.agents.bundle import manifest
+from bot.agents.registry import known_names, load_plugins
 from bot.cli import main
 from bot.commands import agents as agents_command
 from bot.commands import exploit as exploit_command
-from bot.registry import known_names, load_plugins
 from protocol.gamedef import load_game
 
 
@@ -49,7 +49,7 @@ def test_agents_lists_status_strength_and_cost_in_80_columns(monkeypatch, tmp_pa
 def test_agents_game_filter_and_built_abstraction(monkeypatch, tmp_path) -> None:
     """``--game leduc`` lists only what plays Leduc; a published abstraction is ``built`` with
     the iterations and exact exploitability its run recorded."""
-    from bot.abstraction_spec import SPECS, policy_path
+    from bot.abstraction.spec import SPECS, policy_path
 
     monkeypatch.setenv("POKERBOT_CACHE", str(tmp_path))
     run = tmp_path / "run"
@@ -100,8 +100,8 @@ def test_games_fits_80_columns() -> None:
 
 def _bundle(tmp_path, alias: str):
     """A real bundle (uniform SD-CFR: its stack is sigma^1 only) for ``alias``."""
-    from bot.encoding import InfosetEncoder
-    from bot.network import DeepCFRNetwork
+    from bot.agents.encoding import InfosetEncoder
+    from bot.agents.network import DeepCFRNetwork
 
     game = load_game(alias)
     encoder = InfosetEncoder(game)
@@ -181,7 +181,7 @@ def test_exploit_of_an_agent_name_says_how_to_measure_an_agent() -> None:
 def test_agents_names_the_full_width_solver_of_fhp_lossless(monkeypatch, tmp_path) -> None:
     """``fhp_lossless`` is published by the full-width flop solve (``solver = "flop_cfr"``), not
     by MCCFR: ``agents`` names that solver, its iteration count and its last exact measurement."""
-    from bot.abstraction_spec import SPECS, policy_path
+    from bot.abstraction.spec import SPECS, policy_path
 
     monkeypatch.setenv("POKERBOT_CACHE", str(tmp_path))
     run = tmp_path / "run"

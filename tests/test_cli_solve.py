@@ -7,9 +7,9 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from bot.best_response import load_strategy
+from bot.agents.tabular import save_policy
 from bot.cli import main
-from bot.tabular_policy import save_policy
+from bot.evaluation.best_response import load_strategy
 from training.rundir import RunDir
 from training.solve import SolveConfig, run_solve
 

@@ -8,10 +8,8 @@ from importlib import resources
 import numpy as np
 import pytest
 
-from bot.abstraction_agent import AbstractionAgent
-from bot.abstraction_spec import SPECS, AbstractionSpec, bucket_path, policy_path
-from bot.abstraction_tables import AbstractGame, Abstraction
-from bot.compact_abstraction import (
+from bot.abstraction.agent import AbstractionAgent
+from bot.abstraction.compact import (
     UNITS,
     CompactAbstractionAgent,
     pack_policy,
@@ -19,13 +17,15 @@ from bot.compact_abstraction import (
     unpack_policy,
     write_compact,
 )
-from bot.runtime_buckets import (
+from bot.abstraction.runtime_buckets import (
     CentreBuckets,
     HandBucketer,
     build_order_hand,
     cdf_vectors,
     runout_features,
 )
+from bot.abstraction.spec import SPECS, AbstractionSpec, bucket_path, policy_path
+from bot.abstraction.tables import AbstractGame, Abstraction
 from bot.shipped import SHIPPED_ROOT, read_manifest
 from protocol.betting_tree import BettingTree
 from protocol.gamedef import load_game
@@ -248,10 +248,10 @@ def test_connect_plays_the_shipped_bot_given_the_reference_gamedef_file(tmp_path
 
     from click.testing import CliRunner
 
-    from bot.agent import CallAgent
+    from bot.agents.base import CallAgent
+    from bot.agents.registry import resolve_agent
     from bot.cli import main
-    from bot.match import run_as_client
-    from bot.registry import resolve_agent
+    from bot.evaluation.match import run_as_client
     from bot.shipped import shipped_alias
     from protocol.dealer import Dealer, DealerOptions
     from protocol.match_log import read_match_log
@@ -296,7 +296,7 @@ def test_connect_plays_the_shipped_bot_given_the_reference_gamedef_file(tmp_path
 
 
 def test_shipped_holdem_bot_is_the_default_agent_and_small():
-    from bot.registry import resolve_agent
+    from bot.agents.registry import resolve_agent
 
     manifest = read_manifest(SHIPPED_HOLDEM)
     assert manifest["kind"] == "compact-abstraction" and manifest["game"] == HOLDEM.name

@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from bot.agent import RandomAgent
-from bot.match import AgentClient
+from bot.agents.base import RandomAgent
+from bot.evaluation.match import AgentClient
 from protocol.acpc_client import ACPCConnection, ACPCConnectionError, ACPCProtocolError, Turn
 from protocol.dealer import Dealer, DealerOptions
 from protocol.gamedef import load_game

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from bot.agent import CallAgent, RaiseAgent, RandomAgent
-from bot.match import AgentClient
+from bot.agents.base import CallAgent, RaiseAgent, RandomAgent
+from bot.evaluation.match import AgentClient
 from protocol.acpc_client import ACPCConnection
 from protocol.dealer import Dealer, DealerOptions
 from protocol.gamedef import load_game

@@ -16,11 +16,11 @@ import pytest
 import torch
 from click.testing import CliRunner
 
-from bot.best_response import exploitability, load_strategy
+from bot.agents.deep_cfr import DeepCFRAgent, DeepCFRBundle, bundle_strategy
+from bot.agents.registry import resolve_agent
+from bot.agents.tabular import load_policy
 from bot.cli import main
-from bot.deep_cfr_agent import DeepCFRAgent, DeepCFRBundle, bundle_strategy
-from bot.registry import resolve_agent
-from bot.tabular_policy import load_policy
+from bot.evaluation.best_response import exploitability, load_strategy
 from protocol.gamedef import load_game
 from protocol.matchstate import parse_matchstate
 from training.deep_cfr import TRAINERS, DeepCFRTrainer
@@ -95,7 +95,7 @@ def test_sdcfr_play_frequencies_match_the_exact_average(kuhn_sdcfr) -> None:
     game = load_game("kuhn")
     agent = resolve_agent(str(out), game)
     space_strategy = bundle_strategy(agent.bundle)
-    from bot.infosets import space_for
+    from bot.agents.infosets import space_for
 
     expected = space_strategy[space_for(game).index("Ks||")]
     counts = np.zeros(3)
@@ -245,7 +245,7 @@ def test_deep_cfr_checkpoint_restores_every_memory(tmp_path) -> None:
 def test_traversal_strategy_table_equals_the_networks(tmp_path) -> None:
     """Small games look sigma^t up per infoset; the table must be regret matching on the current
     networks' outputs at every input a traversal can reach (and uniform before a network)."""
-    from bot.network import regret_matching
+    from bot.agents.network import regret_matching
 
     config = DeepCFRConfig(**{**PRESETS["leduc"], "game": "leduc", "iterations": 2, "traversals": 200, "sgd_steps": 20})
     trainer = DeepCFRTrainer.new(config, tmp_path / "r", progress=False)

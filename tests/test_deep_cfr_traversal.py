@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from bot.encoding import InfosetEncoder
+from bot.agents.encoding import InfosetEncoder
 from protocol.betting_tree import DECISION, FOLD_END
 from protocol.evaluator import hand_strength
 from protocol.gamedef import load_game

@@ -9,10 +9,10 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from bot.best_response import exploitability
+from bot.agents.deep_cfr import DeepCFRBundle, bundle_strategy
+from bot.agents.registry import resolve_agent
 from bot.cli import main
-from bot.deep_cfr_agent import DeepCFRBundle, bundle_strategy
-from bot.registry import resolve_agent
+from bot.evaluation.best_response import exploitability
 from protocol.gamedef import load_game
 from training.dream import PRESETS, DreamConfig, DreamTrainer
 from training.run import load_trainer, resolve_new

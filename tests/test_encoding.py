@@ -7,7 +7,7 @@ import dataclasses
 import numpy as np
 import pytest
 
-from bot.encoding import EncodingError, InfosetEncoder
+from bot.agents.encoding import EncodingError, InfosetEncoder
 from protocol.dealing import deal_hand
 from protocol.gamedef import load_game
 from protocol.matchstate import parse_matchstate, view_of

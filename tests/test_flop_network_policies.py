@@ -8,14 +8,14 @@ import pytest
 import torch
 from test_flop_solver import TINY_FHP
 
-from bot.best_response import exploitability
-from bot.bundle import write_bundle
-from bot.deep_cfr_agent import DeepCFRBundle, InfosetBatch, StackAverage, bundle_strategy
-from bot.flop_best_response import flop_exploitability, flop_game_for
-from bot.flop_network_policies import FlopStackAverage, NetworkGrid, bundle_policy, network_policy
-from bot.flop_policies import policy_strategy, resolve_flop_policy
-from bot.network import DeepCFRNetwork, canonical_suit_cards
-from bot.nfsp_agent import POLICY_FILE, NFSPPolicy
+from bot.agents.bundle import write_bundle
+from bot.agents.deep_cfr import DeepCFRBundle, InfosetBatch, StackAverage, bundle_strategy
+from bot.agents.network import DeepCFRNetwork, canonical_suit_cards
+from bot.agents.nfsp import POLICY_FILE, NFSPPolicy
+from bot.evaluation.best_response import exploitability
+from bot.flop.best_response import flop_exploitability, flop_game_for
+from bot.flop.network_policies import FlopStackAverage, NetworkGrid, bundle_policy, network_policy
+from bot.flop.policies import policy_strategy, resolve_flop_policy
 from protocol.cards import NUM_SUITS
 from training.deep_cfr import DeepCFRTrainer
 from training.deep_cfr_config import DeepCFRConfig
@@ -108,7 +108,7 @@ def sd_cfr_run(request, tmp_path_factory):
 
 def test_sd_cfr_stack_average_equals_the_exact_stack_average(sd_cfr_run):
     """The per-flop reach-weighted SD-CFR average of a run's bundle equals the project's exact
-    SD-CFR average (:func:`bot.deep_cfr_agent.bundle_strategy`) infoset by infoset, and the
+    SD-CFR average (:func:`bot.agents.deep_cfr.bundle_strategy`) infoset by infoset, and the
     run's metrics (incremental numerators, off the training clock) carry its exploitability."""
     trainer, records = sd_cfr_run
     fg, policy = bundle_policy(trainer.game, trainer.run.path)

@@ -1,18 +1,18 @@
 """The full-width flop solver and the per-flop best response on a reduced-deck FHP.
 
 The game is FHP's betting (2 rounds, blinds 50/100, raise 100, 3 raises a round, 3 flop
-cards) on a 10-card deck (2 suits x 5 ranks), small enough that :mod:`bot.best_response`
+cards) on a 10-card deck (2 suits x 5 ranks), small enough that :mod:`bot.evaluation.best_response`
 walks every infoset and :mod:`training.cfr` solves it tabularly.
 """
 
 import numpy as np
 import pytest
 
-from bot.best_response import exploitability
-from bot.flop_best_response import flop_exploitability, flop_game_for, uniform_policy
-from bot.flop_game import FlopGameError
-from bot.flop_policies import expand_canonical, policy_strategy, strategy_policy
-from bot.infosets import space_for
+from bot.agents.infosets import space_for
+from bot.evaluation.best_response import exploitability
+from bot.flop.best_response import flop_exploitability, flop_game_for, uniform_policy
+from bot.flop.game import FlopGameError
+from bot.flop.policies import expand_canonical, policy_strategy, strategy_policy
 from protocol.gamedef import load_game, parse_gamedef
 from training.flop_cfr import FlopCFR, FlopCFRConfig
 
@@ -83,7 +83,7 @@ def test_solver_converges_to_the_tabular_value(solved):
 
 def test_canonical_solution_measured_by_brute_force(solved):
     """The canonical tables read on every raw flop give a full-game strategy whose exact
-    exploitability (bot.best_response, every infoset) is the canonical path's."""
+    exploitability (bot.evaluation.best_response, every infoset) is the canonical path's."""
     raw = flop_game_for(TINY_FHP, False)
     expanded = expand_canonical(solved.fg, solved.average_policy(), raw)
     strategy = policy_strategy(raw, expanded)

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import torch
 
-from bot.network import DeepCFRNetwork
+from bot.agents.network import DeepCFRNetwork
 from training.deep_cfr_config import DeepCFRConfig
 from training.fused_network import Features, FusedNetwork, fit_weighted_mse
 

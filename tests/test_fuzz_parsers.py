@@ -14,8 +14,8 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from bot.agents.tabular import load_policy
 from bot.errors import PokerbotError
-from bot.tabular_policy import load_policy
 from protocol.acpc_client import HandTracker, interpret
 from protocol.cards import RANKS, SUITS
 from protocol.errors import ProtocolError

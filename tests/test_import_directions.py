@@ -31,7 +31,7 @@ LAZY_EXCEPTIONS = {"bot/commands/train.py": {"training"}, "bot/commands/solve.py
 #: response's reader of a running flop solve reads the flop trainer's checkpoint through
 #: ``training.rundir``; the run directory's names and readers are in ``bot.run_files`` (which
 #: ``pokerbot watch`` and the registry use), so the next step is reading it from there.
-KNOWN_BACK_ARROWS = {"bot/flop_policies.py": {"training"}}
+KNOWN_BACK_ARROWS = {"bot/flop/policies.py": {"training"}}
 
 
 def imports(path: Path) -> list[tuple[str, bool, int]]:

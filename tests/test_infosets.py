@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from bot.infosets import InfosetSpace, space_for
+from bot.agents.infosets import InfosetSpace, space_for
 from protocol.cards import cards_from_str
 from protocol.dealing import deal_hand
 from protocol.gamedef import load_game
@@ -90,7 +90,7 @@ def test_check_strategy_rejects_non_distributions(leduc):
         leduc.check_strategy(bad)
 
 
-@pytest.mark.parametrize("module", ["bot.infosets", "bot.best_response"])
+@pytest.mark.parametrize("module", ["bot.agents.infosets", "bot.evaluation.best_response"])
 def test_docstring_examples_hold(module):
     import doctest
     import importlib

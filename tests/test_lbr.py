@@ -12,13 +12,13 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from bot.agent import Agent, CallAgent, RaiseAgent, RandomAgent
-from bot.best_response import exploitability
+from bot.agents.base import Agent, CallAgent, RaiseAgent, RandomAgent
+from bot.agents.infosets import space_for
+from bot.agents.tabular import TabularPolicyAgent
 from bot.cli import main as pokerbot
-from bot.infosets import space_for
-from bot.lbr import TIE, LBRConfig, PrivateHands, checkdown_equity, run_lbr
-from bot.lbr_exact import exact_lbr_value
-from bot.tabular_policy import TabularPolicyAgent
+from bot.evaluation.best_response import exploitability
+from bot.evaluation.lbr import TIE, LBRConfig, PrivateHands, checkdown_equity, run_lbr
+from bot.evaluation.lbr_exact import exact_lbr_value
 from protocol.cards import cards_from_str
 from protocol.evaluator import hand_strength
 from protocol.gamedef import Game, load_game, parse_gamedef
@@ -107,7 +107,7 @@ def test_enumerated_equity_equals_brute_force(game, hole, board):
 def test_sampled_equity_is_close_and_counted():
     """Above the enumeration budget runouts are sampled (and counted); HULH river-less turn
     equities from 4,000 sampled rivers stay within sampling error of the exact ones."""
-    from bot.lbr import EquityCounters
+    from bot.evaluation.lbr import EquityCounters
 
     game = load_game("holdem")
     hands = PrivateHands(game)

@@ -10,15 +10,15 @@ import pytest
 import torch
 from click.testing import CliRunner
 
-from bot.agent import Agent, CallAgent, RaiseAgent, RandomAgent
+from bot.agents.base import Agent, CallAgent, RaiseAgent, RandomAgent
+from bot.agents.deep_cfr import DeepCFRAgent, bundle_strategy
+from bot.agents.infosets import InfosetSpace, space_for
+from bot.agents.network import DeepCFRNetwork
+from bot.agents.nfsp import NFSPAgent, NFSPPolicy
+from bot.agents.registry import resolve_agent
+from bot.agents.tabular import TabularPolicyAgent
 from bot.cli import main as pokerbot
-from bot.deep_cfr_agent import DeepCFRAgent, bundle_strategy
-from bot.infosets import InfosetSpace, space_for
-from bot.lbr import PrivateHands
-from bot.network import DeepCFRNetwork
-from bot.nfsp_agent import NFSPAgent, NFSPPolicy
-from bot.registry import resolve_agent
-from bot.tabular_policy import TabularPolicyAgent
+from bot.evaluation.lbr import PrivateHands
 from protocol.dealing import deal_hand
 from protocol.gamedef import Game, load_game
 from protocol.matchstate import MatchState, view_of
@@ -107,7 +107,7 @@ def test_deep_cfr_average_network_batched_equals_one_by_one(game):
 
 def test_sd_cfr_ranges_are_the_exact_stack_average():
     """SD-CFR plays one stack entry per hand; its behaviour strategy, which LBR must see, is
-    the reach-weighted stack average (:func:`bot.deep_cfr_agent.bundle_strategy`)."""
+    the reach-weighted stack average (:func:`bot.agents.deep_cfr.bundle_strategy`)."""
     agent = network_agent(LEDUC, "sd-cfr", entries=4)
     space = space_for(LEDUC)
     average = bundle_strategy(agent.bundle)

@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from bot.agent import CallAgent, RaiseAgent, RandomAgent
+from bot.agents.base import CallAgent, RaiseAgent, RandomAgent
 from bot.cli import main
-from bot.match import run_as_client, run_in_process, run_wire
+from bot.evaluation.match import run_as_client, run_in_process, run_wire
 from protocol.dealer import Dealer, DealerOptions
 from protocol.gamedef import load_game
 from protocol.match_log import read_match_log

@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from bot.agent import CallAgent, RandomAgent
+from bot.agents.base import CallAgent, RandomAgent
 from bot.cli import main
-from bot.match import MAX_MATCH_HANDS, _schedule, run_in_process
+from bot.evaluation.match import MAX_MATCH_HANDS, _schedule, run_in_process
 from protocol.dealer import Dealer, DealerOptions
 from protocol.gamedef import load_game
 

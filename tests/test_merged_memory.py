@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import torch
 
-from bot.input_keys import InputKeys
+from bot.agents.input_keys import InputKeys
 from training.deep_cfr import DeepCFRTrainer
 from training.deep_cfr_config import PRESETS, DeepCFRConfig
 from training.merged_memory import merge_rows
@@ -131,7 +131,7 @@ def test_row_batches_are_the_memory_rows_the_seed_draws(tmp_path) -> None:
 
 @pytest.mark.parametrize("merge", [True, False])
 def test_normalized_targets_have_unit_weighted_rms_and_the_same_regret_matching(tmp_path, merge: bool) -> None:
-    from bot.network import regret_matching
+    from bot.agents.network import regret_matching
 
     trainer = _trainer(tmp_path, merge_duplicates=merge)
     memory = trainer.advantage[1]

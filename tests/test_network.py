@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 import torch
 
-from bot.encoding import InfosetEncoder
-from bot.network import DeepCFRNetwork, masked_softmax, regret_matching
+from bot.agents.encoding import InfosetEncoder
+from bot.agents.network import DeepCFRNetwork, masked_softmax, regret_matching
 from protocol.gamedef import load_game
 
 PAPER_PARAMETERS = 98_948

@@ -14,10 +14,10 @@ import tomllib
 import torch
 from click.testing import CliRunner
 
-from bot.best_response import exploitability
+from bot.agents.infosets import space_for
+from bot.agents.registry import AgentNotFound, resolve_agent
 from bot.cli import main
-from bot.infosets import space_for
-from bot.registry import AgentNotFound, resolve_agent
+from bot.evaluation.best_response import exploitability
 from protocol.betting_tree import FOLD_END
 from protocol.gamedef import load_game
 from protocol.matchstate import parse_matchstate
@@ -143,7 +143,7 @@ def test_greedy_q_diagnostic_is_zero_for_exact_best_responses(monkeypatch) -> No
     """best_response_quality measures the greedy Q policies against exact best responses: with
     Q replaced by each seat's exact best response to Pi the gap is 0 and the share 1, and the
     untrained greedy Q of a fresh learner falls short in both seats; mixture_bias is 0 at eta = 0."""
-    from bot.best_response import best_response_strategy
+    from bot.evaluation.best_response import best_response_strategy
 
     learner = NFSP(dataclasses.replace(make_config(preset_for("leduc")), num_envs=16))
     game, average = learner.game, learner.policy.strategy()

@@ -11,7 +11,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from bot.encoding import InfosetEncoder
+from bot.agents.encoding import InfosetEncoder
 from protocol.gamedef import load_game
 from training.nfsp import NFSP
 from training.nfsp_config import make_config, preset_for

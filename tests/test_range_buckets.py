@@ -1,4 +1,4 @@
-"""Batched play-time buckets (:mod:`bot.range_buckets`): the features of every hand of a board
+"""Batched play-time buckets (:mod:`bot.abstraction.range_buckets`): the features of every hand of a board
 are the per-hand path's bits, and the compact bot's ``range_probabilities`` equals asking it
 hand by hand, for percentile and k-means rounds, on HULH and on built FHP-like abstractions."""
 
@@ -7,12 +7,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from bot.abstraction_spec import SPECS, AbstractionSpec
-from bot.abstraction_tables import row_layout
-from bot.agent import Agent
-from bot.compact_abstraction import CompactAbstractionAgent, write_compact
-from bot.range_buckets import board_features, buckets_of, canonical_board_and_holes
-from bot.runtime_buckets import (
+from bot.abstraction.compact import CompactAbstractionAgent, write_compact
+from bot.abstraction.range_buckets import board_features, buckets_of, canonical_board_and_holes
+from bot.abstraction.runtime_buckets import (
     CentreBuckets,
     HandBucketer,
     PercentileBuckets,
@@ -20,6 +17,9 @@ from bot.runtime_buckets import (
     cdf_vectors,
     runout_features,
 )
+from bot.abstraction.spec import SPECS, AbstractionSpec
+from bot.abstraction.tables import row_layout
+from bot.agents.base import Agent
 from bot.shipped import read_manifest
 from protocol.betting_tree import BettingTree
 from protocol.gamedef import Game, load_game

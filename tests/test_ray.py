@@ -17,11 +17,11 @@ from click.testing import CliRunner
 
 ray = pytest.importorskip("ray")
 
-from bot.abstraction_policy import full_game_strategy  # noqa: E402
-from bot.abstraction_spec import SPECS  # noqa: E402
-from bot.abstraction_tables import AbstractGame, Abstraction  # noqa: E402
-from bot.best_response import exploitability  # noqa: E402
+from bot.abstraction.policy import full_game_strategy  # noqa: E402
+from bot.abstraction.spec import SPECS  # noqa: E402
+from bot.abstraction.tables import AbstractGame, Abstraction  # noqa: E402
 from bot.cli import main as pokerbot  # noqa: E402
+from bot.evaluation.best_response import exploitability  # noqa: E402
 from training import distributed  # noqa: E402
 from training.abstraction.build import build_abstraction  # noqa: E402
 from training.abstraction.solver import batch_weight, discount_tables, run_batch, run_iterations  # noqa: E402

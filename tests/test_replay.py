@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from bot.encoding import InfosetEncoder
+from bot.agents.encoding import InfosetEncoder
 from protocol.gamedef import load_game
 from training.nfsp_steps import replay_memory, supervised_memory
 

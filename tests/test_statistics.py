@@ -8,8 +8,8 @@ import math
 import numpy as np
 import pytest
 
-from bot.match_report import HandSeries, summarize
-from bot.statistics import (
+from bot.evaluation.match_report import HandSeries, summarize
+from bot.evaluation.statistics import (
     estimate,
     hands_for_half_width,
     pair_means,

@@ -10,8 +10,8 @@ import time
 import pytest
 
 import training.strength
+from bot.agents.registry import AgentNotFound
 from bot.errors import ConfigError
-from bot.registry import AgentNotFound
 from protocol.gamedef import load_game
 from training.deep_cfr import DeepCFRTrainer
 from training.deep_cfr_config import PRESETS as DEEP_CFR_PRESETS
@@ -91,7 +91,7 @@ def test_deep_cfr_holdem_logs_head_to_head_and_lbr_off_the_clock(tmp_path, slow_
 
 def test_measurement_is_the_duplicate_match_of_the_same_deals():
     """Two measurements of one policy with one seed deal the same cards: equal figures."""
-    from bot.agent import CallAgent, RaiseAgent
+    from bot.agents.base import CallAgent, RaiseAgent
 
     game = load_game("holdem")
     settings = StrengthSettings(every=1, hands=20, lbr_hands=0, reference="raise", seed=3)

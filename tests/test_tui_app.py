@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from textual.widgets import Button, Static
 
-from bot.agent import CallAgent, RaiseAgent
+from bot.agents.base import CallAgent, RaiseAgent
 from protocol.gamedef import load_game
 from protocol.match_log import read_match_log
 from tui.app import PokerApp

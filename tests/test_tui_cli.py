@@ -36,7 +36,7 @@ def test_default_comes_first_and_the_notice_names_the_shipped_bot(monkeypatch, t
     """A shipped folder for Leduc (manifest + a registered kind): ``play`` picks it before any
     other candidate, and its notice quotes the manifest's name, description and strength."""
     import bot.shipped as shipped
-    from bot.agent import RaiseAgent
+    from bot.agents.base import RaiseAgent
 
     assert all(candidates[0] == "default" for candidates in play.STRONGEST_FIRST.values())
     folder = tmp_path / "leduc"

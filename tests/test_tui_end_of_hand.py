@@ -8,7 +8,7 @@ from html import unescape
 
 from textual.widgets import RichLog
 
-from bot.agent import CallAgent
+from bot.agents.base import CallAgent
 from protocol.gamedef import load_game
 from tui.app import PokerApp
 from tui.screens import ShowdownScreen, subject_verb

@@ -8,8 +8,8 @@ import asyncio
 import io
 import threading
 
-from bot.agent import CallAgent, RaiseAgent
-from bot.match import run_as_client
+from bot.agents.base import CallAgent, RaiseAgent
+from bot.evaluation.match import run_as_client
 from protocol.dealer import Dealer, DealerOptions
 from protocol.gamedef import load_game
 from protocol.match_log import read_match_log

@@ -8,7 +8,7 @@ import math
 import pytest
 from click.testing import CliRunner
 
-from bot.agent import CallAgent, RaiseAgent, RandomAgent
+from bot.agents.base import CallAgent, RaiseAgent, RandomAgent
 from bot.cli import main
 from protocol.cards import cards_to_str
 from protocol.gamedef import load_game

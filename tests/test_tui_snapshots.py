@@ -5,7 +5,7 @@ and look at the SVGs in ``tests/__snapshots__/``."""
 
 from __future__ import annotations
 
-from bot.agent import CallAgent
+from bot.agents.base import CallAgent
 from protocol.gamedef import load_game
 from tui.app import PokerApp
 from tui.session import TableSession

@@ -12,10 +12,10 @@ import numpy as np
 import pytest
 import torch
 
-from bot.best_response import exploitability
-from bot.encoding import InfosetEncoder
-from bot.infosets import space_for
-from bot.network import DeepCFRNetwork
+from bot.agents.encoding import InfosetEncoder
+from bot.agents.infosets import space_for
+from bot.agents.network import DeepCFRNetwork
+from bot.evaluation.best_response import exploitability
 from protocol.cards import card_from_str
 from protocol.gamedef import load_game
 from training.cfr import CFRConfig, TabularCFR

@@ -1,7 +1,7 @@
 """Full-width tabular CFR, CFR+, Linear CFR and DCFR on the public tree.
 
 One iteration updates the players in turn (alternating updates): for player p, the walk of
-:class:`bot.best_response.PublicTree` carries both players' reach under the current strategies
+:class:`bot.evaluation.best_response.PublicTree` carries both players' reach under the current strategies
 down and brings p's counterfactual action values back up at every one of p's nodes as
 ``[boards, hands, 3]`` arrays; the ``on_decision`` hook turns them into regrets for every
 infoset of that node at once. There is no second tree walker.
@@ -27,8 +27,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from bot.best_response import PublicTree, public_tree_for
-from bot.infosets import normalise_average
+from bot.agents.infosets import normalise_average
+from bot.evaluation.best_response import PublicTree, public_tree_for
 from protocol.gamedef import Game
 
 #: Algorithms this module runs (``pokerbot solve --algo``).
@@ -82,7 +82,7 @@ def restore_tables(solver: object, state: dict[str, np.ndarray], names: tuple[st
 
 
 class TabularCFR:
-    """Regret and strategy-sum tables in the slot layout of :class:`bot.infosets.InfosetSpace`."""
+    """Regret and strategy-sum tables in the slot layout of :class:`bot.agents.infosets.InfosetSpace`."""
 
     def __init__(self, game: Game, config: CFRConfig = CFRConfig()) -> None:
         self.config = config

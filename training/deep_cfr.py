@@ -15,7 +15,7 @@ networks trained so far (``sigma^1`` uniform). The SD-CFR stack therefore lists 
 linear average of ``sigma^1..sigma^{T+1}``, the last of which needs no further traversal.
 
 For small games (Kuhn, Leduc) the exact SD-CFR average policy is accumulated each iteration
-(:class:`bot.deep_cfr_agent.StackAverage`) and its exploitability logged; Deep CFR's average
+(:class:`bot.agents.deep_cfr.StackAverage`) and its exploitability logged; Deep CFR's average
 network is evaluated whenever it is trained. Flop hold'em-shaped games too large for that
 (FHP) are measured exactly per flop every ``evaluate_every`` iterations, off the training clock
 (:mod:`training.flop_evaluation`).
@@ -45,14 +45,14 @@ from typing import TYPE_CHECKING
 import numpy as np
 import torch
 
-from bot.agent import Agent
-from bot.deep_cfr_agent import InfosetBatch, StackAverage
-from bot.encoding import InfosetEncoder
-from bot.flop_game import flop_shape_error
-from bot.infosets import is_small
-from bot.input_keys import InputKeys
-from bot.network import DeepCFRNetwork, regret_matching
-from bot.registry import resolve_agent
+from bot.agents.base import Agent
+from bot.agents.deep_cfr import InfosetBatch, StackAverage
+from bot.agents.encoding import InfosetEncoder
+from bot.agents.infosets import is_small
+from bot.agents.input_keys import InputKeys
+from bot.agents.network import DeepCFRNetwork, regret_matching
+from bot.agents.registry import resolve_agent
+from bot.flop.game import flop_shape_error
 from bot.run_files import ELAPSED_METRIC
 from protocol.gamedef import Game, load_game
 from training import distributed, plots
@@ -355,7 +355,7 @@ class DeepCFRTrainer(RunFiles):
         """The policy so far as an agent: SD-CFR's stack (the bundle on disk); Deep CFR's
         average network exists only at the end, so its signal is the current iterate (regret
         matching on this iteration's value networks)."""
-        from bot.deep_cfr_agent import DeepCFRAgent
+        from bot.agents.deep_cfr import DeepCFRAgent
 
         if self.config.algo == "sd-cfr":
             return resolve_agent(str(self.run.policy_path), self.game)
@@ -367,7 +367,7 @@ class DeepCFRTrainer(RunFiles):
 
     def evaluate_stack(self) -> dict:
         """Exact exploitability of the SD-CFR average so far."""
-        from bot.best_response import exploitability
+        from bot.evaluation.best_response import exploitability
 
         assert self.average is not None
         report = exploitability(self.game, self.average.strategy())
@@ -381,7 +381,7 @@ class DeepCFRTrainer(RunFiles):
         net.to(self.device)
         record: dict = {"average_loss": loss, "average_batch_form": form}
         if self.small:
-            from bot.best_response import exploitability
+            from bot.evaluation.best_response import exploitability
 
             report = exploitability(self.game, self.batch.strategy(net, kind="average"))
             record["average_exploitability_mbb"] = report.mbb(report.exploitability)

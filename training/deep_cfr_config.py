@@ -85,7 +85,7 @@ class DeepCFRConfig(StrengthOptions):
     exactly when the device is the CPU and ``merge_duplicates`` is on). Average networks and
     row batches always use torch."""
     canonical_suits: bool = False
-    """Feed the networks suit-canonical cards (:func:`bot.network.canonical_suit_cards`: the
+    """Feed the networks suit-canonical cards (:func:`bot.agents.network.canonical_suit_cards`: the
     suit renaming that makes the infoset's cards smallest), so every policy of the run is
     suit-invariant and its exact FHP evaluation walks the 1,755 canonical flops instead of all
     22,100. Recorded in the bundle's ``architecture``; runs without it load as before."""

@@ -2,7 +2,7 @@
 
 :class:`RunFiles` is the part of :class:`training.deep_cfr.DeepCFRTrainer` that writes and reads
 the run directory (:mod:`training.rundir`'s layout): SD-CFR's value networks streamed into
-``policy/stack/`` as each iteration trains them, ``policy/bundle.json`` (:mod:`bot.bundle`, every
+``policy/stack/`` as each iteration trains them, ``policy/bundle.json`` (:mod:`bot.agents.bundle`, every
 file with its sha256), and ``checkpoint/state.pt`` with the memories as incremental row files
 (:mod:`training.memory_log`), so a resumed run continues exactly where the killed one stood. It
 reads and writes the trainer's state (``config``, ``run``, ``iteration``, ``elapsed``, ``nets``,
@@ -20,15 +20,15 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
-from bot.bundle import write_bundle
+from bot.agents.bundle import write_bundle
 from protocol.files import sha256_file
 from training.memory_log import MEMORY_DIR, MemoryLog
 from training.reservoir import Reservoir
 from training.rundir import RunDirError, load_torch, save_torch
 
 if TYPE_CHECKING:
-    from bot.deep_cfr_agent import StackAverage
-    from bot.network import DeepCFRNetwork
+    from bot.agents.deep_cfr import StackAverage
+    from bot.agents.network import DeepCFRNetwork
     from protocol.gamedef import Game
     from training.deep_cfr_config import DeepCFRConfig
     from training.rundir import RunDir
@@ -80,7 +80,7 @@ class RunFiles:
                 "iterations": self.iteration}
 
     def write_manifest(self, average: str | None = None) -> None:
-        """The policy bundle's ``bundle.json`` (:mod:`bot.bundle`), naming the files written so far."""
+        """The policy bundle's ``bundle.json`` (:mod:`bot.agents.bundle`), naming the files written so far."""
         self.run.policy_path.mkdir(parents=True, exist_ok=True)
         stack = self.stack if self.config.algo == "sd-cfr" else []
         names = [f for entry in stack for f in entry.get("files", [])] + ([average] if average else [])

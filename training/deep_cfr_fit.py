@@ -21,9 +21,9 @@ from typing import Any
 import numpy as np
 import torch
 
-from bot.encoding import InfosetEncoder
-from bot.input_keys import InputKeys
-from bot.network import DeepCFRNetwork, masked_softmax
+from bot.agents.encoding import InfosetEncoder
+from bot.agents.input_keys import InputKeys
+from bot.agents.network import DeepCFRNetwork, masked_softmax
 from training.deep_cfr_config import DeepCFRConfig
 from training.fused_network import Features, fit_weighted_mse
 from training.merged_memory import MergedRows, merge_rows, row_weights

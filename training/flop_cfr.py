@@ -3,9 +3,9 @@
 The losslessly solved FHP: no card abstraction, every infoset of the real game. Each iteration
 updates the players in turn (alternating updates). For player p, the preflop strategies give
 both players' reach at every preflop line that reaches the flop; then every flop (in parallel,
-numba ``prange``) runs one pass of :mod:`bot.flop_game` (reach down, p's counterfactual values
+numba ``prange``) runs one pass of :mod:`bot.flop.game` (reach down, p's counterfactual values
 up) and updates p's regrets and strategy sums at its flop nodes for all hands at once; the
-flops' root values, weighted and symmetrised (:meth:`bot.flop_game.FlopGame.symmetrize`),
+flops' root values, weighted and symmetrised (:meth:`bot.flop.game.FlopGame.symmetrize`),
 are the preflop leaves' values, and a small preflop pass updates p's preflop rows.
 
 Suit isomorphism: only the canonical flops are solved (FHP: 1,755 of 22,100), each weighted by
@@ -39,8 +39,8 @@ import numpy as np
 from numba import njit, prange
 
 from bot.errors import PokerbotError
-from bot.flop_best_response import FlopPolicy, Progress, flop_exploitability, flop_game_for
-from bot.flop_game import (
+from bot.flop.best_response import FlopPolicy, Progress, flop_exploitability, flop_game_for
+from bot.flop.game import (
     FlopGame,
     leaf_reach,
     match_strategy,
@@ -165,7 +165,7 @@ class FlopCFR:
         return FlopPolicy(self.pre_average, lambda lo, hi: average[lo:hi], self.fg.canonical)
 
     def exploitability(self, progress: Progress | None = None):
-        """Exact :class:`~bot.best_response.ExploitabilityReport` of the average strategy."""
+        """Exact :class:`~bot.evaluation.best_response.ExploitabilityReport` of the average strategy."""
         return flop_exploitability(self.fg, self.average_policy(), progress)
 
     # -- checkpoints -------------------------------------------------------------------------

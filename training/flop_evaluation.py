@@ -1,9 +1,9 @@
 """Exact exploitability of an SD-CFR run in flop hold'em while it trains (off its clock).
 
-The SD-CFR average (Steinberger 2019; :mod:`bot.flop_network_policies`) is a ratio of sums over
+The SD-CFR average (Steinberger 2019; :mod:`bot.flop.network_policies`) is a ratio of sums over
 the stack's entries, and the stack only grows, so the numerators are kept between evaluations
 and each evaluation adds only the entries trained since the last one, in the same pass over the
-flops as the best response (:func:`bot.flop_best_response.flop_exploitability`). They live in
+flops as the best response (:func:`bot.flop.best_response.flop_exploitability`). They live in
 the run directory's ``evaluation/``: ``flop_numerator.f32`` (a float32 memory map ``[flops, flop
 decision nodes, hands, 3]``; FHP on the 1,755 canonical flops of a ``canonical_suits`` run: 1.56
 GB on disk, paged in one best-response chunk at a time), ``preflop_numerator.npy`` and
@@ -24,10 +24,10 @@ from pathlib import Path
 
 import numpy as np
 
-from bot.best_response import ExploitabilityReport
-from bot.flop_best_response import FlopPolicy, Progress, flop_exploitability, flop_game_for
-from bot.flop_network_policies import FlopStackAverage, NetPair, NetworkGrid, network_policy
-from bot.network import DeepCFRNetwork
+from bot.agents.network import DeepCFRNetwork
+from bot.evaluation.best_response import ExploitabilityReport
+from bot.flop.best_response import FlopPolicy, Progress, flop_exploitability, flop_game_for
+from bot.flop.network_policies import FlopStackAverage, NetPair, NetworkGrid, network_policy
 from protocol.files import atomic_write_text
 from protocol.gamedef import Game
 

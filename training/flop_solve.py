@@ -7,10 +7,10 @@ exploitability of the average strategy every ``eval_every`` iterations (off the 
 ``checkpoint_seconds`` and on Ctrl-C, ``--resume``, and publication of the average strategy:
 
 * ``<run>/policy/``: ``pre_average.npy`` and ``average.npy`` (the solver's own tables over the
-  canonical flops, read by :func:`bot.flop_policies.load_flop_policy` for exact evaluation);
+  canonical flops, read by :func:`bot.flop.policies.load_flop_policy` for exact evaluation);
 * the agent named ``fhp_lossless``: the same strategy as rows of the lossless abstraction
   (decision node x suit-isomorphism class of hole cards + board), which
-  :class:`bot.abstraction_agent.AbstractionAgent` plays.
+  :class:`bot.abstraction.agent.AbstractionAgent` plays.
 """
 
 from __future__ import annotations
@@ -27,8 +27,8 @@ import numpy as np
 from rich.console import Console
 from rich.progress import TextColumn
 
-from bot.abstraction_spec import SPECS, policy_path, resolve_size, spec_dir
-from bot.abstraction_tables import AbstractGame, Abstraction
+from bot.abstraction.spec import SPECS, policy_path, resolve_size, spec_dir
+from bot.abstraction.tables import AbstractGame, Abstraction
 from bot.errors import PokerbotError
 from bot.progress import progress_bar
 from protocol.files import atomic_write
@@ -216,7 +216,7 @@ def publish(run: RunDir, solver: FlopCFR, state: dict) -> None:
 def lossless_rows(solver: FlopCFR) -> np.ndarray:
     """The average strategy as ``fhp_lossless`` rows (float32 ``[rows, 3]``): each (node, class
     of hole cards + board) row gets the normalised average of a canonical representative."""
-    from bot.flop_game import match_strategy
+    from bot.flop.game import match_strategy
 
     fg = solver.fg
     ag = AbstractGame.build(Abstraction.load(SPECS[LOSSLESS_NAME]))

@@ -1,4 +1,4 @@
-"""The appendix C network (:class:`bot.network.DeepCFRNetwork`) trained in compiled CPU kernels.
+"""The appendix C network (:class:`bot.agents.network.DeepCFRNetwork`) trained in compiled CPU kernels.
 
 Why: on Kuhn and Leduc every fit is a *full-batch* problem (a few hundred distinct inputs, see
 :mod:`training.merged_memory`) for a ~14k-parameter network, repeated hundreds of times per
@@ -31,7 +31,7 @@ import numpy as np
 import torch
 from threadpoolctl import threadpool_limits
 
-from bot.network import NUM_ACTIONS, DeepCFRNetwork
+from bot.agents.network import NUM_ACTIONS, DeepCFRNetwork
 
 #: Columns of one card group's count features, in the order of that group's embedding
 #: parameters in ``named_parameters()`` (rank 13, suit 4, card 52): the group's three embedding

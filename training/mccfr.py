@@ -12,7 +12,7 @@ contributions are multiplied by t (Linear MCCFR, as the Deep CFR paper solves it
 Brown & Sandholm 2019).
 
 The traversal is a recursive numba function over the compiled betting tree and the slot layout
-of :class:`bot.infosets.InfosetSpace`, so the average strategy is read out exactly like full
+of :class:`bot.agents.infosets.InfosetSpace`, so the average strategy is read out exactly like full
 CFR's. Random numbers come from numba's generator, seeded from the run seed.
 """
 
@@ -23,8 +23,8 @@ from dataclasses import dataclass
 import numpy as np
 from numba import njit
 
-from bot.best_response import public_tree_for
-from bot.infosets import card_masks, normalise_average
+from bot.agents.infosets import card_masks, normalise_average
+from bot.evaluation.best_response import public_tree_for
 from protocol.betting_tree import DECISION, FOLD_END
 from protocol.gamedef import Game
 from training.cfr import restore_tables

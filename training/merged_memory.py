@@ -32,7 +32,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from bot.input_keys import InputKeys, dense_unique
+from bot.agents.input_keys import InputKeys, dense_unique
 from training.reservoir import SignedTotals
 
 #: Key spaces up to this size are merged with one ``bincount`` pass instead of a sort.

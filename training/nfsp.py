@@ -42,10 +42,10 @@ import torch
 import torch.nn.functional as F
 from threadpoolctl import ThreadpoolController
 
-from bot.encoding import InfosetEncoder
+from bot.agents.encoding import InfosetEncoder
+from bot.agents.network import DeepCFRNetwork
+from bot.agents.nfsp import NFSPPolicy
 from bot.errors import CorruptFileError
-from bot.network import DeepCFRNetwork
-from bot.nfsp_agent import NFSPPolicy
 from protocol.gamedef import load_game
 from training.fused_network import Features, FusedNetwork
 from training.nfsp_config import NFSPConfig

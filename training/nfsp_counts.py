@@ -49,9 +49,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from bot.encoding import InfosetEncoder
+from bot.agents.encoding import InfosetEncoder
+from bot.agents.input_keys import InputKeys
 from bot.errors import ConfigError
-from bot.input_keys import InputKeys
 from training.reservoir import Reservoir, SignedTotals
 
 #: Largest dense key table (inputs x 3 int64 counts: 24 MiB; keys x 3 fit the int32 count_key).

@@ -12,13 +12,13 @@ import numpy as np
 import torch
 
 if TYPE_CHECKING:
-    from bot.best_response import ExploitabilityReport
+    from bot.evaluation.best_response import ExploitabilityReport
     from training.nfsp import NFSP
 
 
 def evaluate(learner: NFSP) -> dict[str, float]:
     """Exact exploitability of the average policy (small games only), labelled both ways."""
-    from bot.best_response import exploitability
+    from bot.evaluation.best_response import exploitability
 
     report = exploitability(learner.game, learner.policy.strategy())
     result = {"exploitability_mbb": report.mbb(report.exploitability), "nash_conv_mbb": report.mbb(report.nash_conv)}
@@ -47,7 +47,7 @@ def greedy_q_strategy(learner: NFSP) -> np.ndarray:
 def _seat_value(learner: NFSP, table: np.ndarray, seat: int, average: np.ndarray) -> float:
     """Seat ``seat``'s expected value (chips, its own sign) playing ``table``'s rows for its
     infosets against the other seat's ``average`` rows."""
-    from bot.best_response import expected_value
+    from bot.evaluation.best_response import expected_value
 
     mine = (learner.policy.infosets.player == seat)[:, None]
     value = expected_value(learner.game, np.where(mine, table, average))
@@ -114,7 +114,7 @@ def mixture_bias(learner: NFSP, eta: float) -> tuple[float, float]:
     (``eta * greedy Q_-p + (1 - eta) * Pi_-p``, exploration left out), short of an exact best
     response to Pi_-p itself. A perfectly fitted Q would still fall this far short of the best
     response fictitious play needs (the bias discussed at ``NFSPConfig.eta_final``)."""
-    from bot.best_response import best_response_strategy, exploitability
+    from bot.evaluation.best_response import best_response_strategy, exploitability
 
     average = learner.policy.strategy()
     mixture = eta * greedy_q_strategy(learner) + (1.0 - eta) * average

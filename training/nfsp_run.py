@@ -8,10 +8,10 @@ from contextlib import nullcontext
 from dataclasses import asdict
 from pathlib import Path
 
-from bot.bundle import write_bundle
-from bot.infosets import is_small
-from bot.nfsp_agent import POLICY_FILE, NFSPAgent
-from bot.registry import resolve_agent
+from bot.agents.bundle import write_bundle
+from bot.agents.infosets import is_small
+from bot.agents.nfsp import POLICY_FILE, NFSPAgent
+from bot.agents.registry import resolve_agent
 from bot.run_files import ELAPSED_METRIC
 from training import plots
 from training.nfsp import NFSP
@@ -112,7 +112,7 @@ def plot_exploitability(run: RunDir) -> Path:
 
 
 def save_policy(learner: NFSP, run: RunDir) -> None:
-    """The average policy as a bundle of kind ``nfsp`` (:mod:`bot.bundle`)."""
+    """The average policy as a bundle of kind ``nfsp`` (:mod:`bot.agents.bundle`)."""
     config = learner.config
     save_torch(run.policy_path / POLICY_FILE, learner.policy.bundle())
     provenance = {"algorithm": "nfsp", "config": {k: v for k, v in asdict(config).items() if v is not None},
@@ -122,7 +122,7 @@ def save_policy(learner: NFSP, run: RunDir) -> None:
 
 def _check(values: dict, options: dict) -> dict:
     """Fail before the run directory exists when an exact step cannot count the game's inputs."""
-    from bot.encoding import InfosetEncoder
+    from bot.agents.encoding import InfosetEncoder
     from protocol.gamedef import load_game
 
     for option in ("sl_full_batch", "rl_full_batch"):

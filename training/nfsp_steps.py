@@ -10,7 +10,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from bot.encoding import InfosetEncoder
+from bot.agents.encoding import InfosetEncoder
 from training.nfsp_config import NFSPConfig
 from training.nfsp_counts import ReplayGroups
 from training.reservoir import Reservoir

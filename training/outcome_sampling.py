@@ -37,7 +37,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from bot.encoding import InfosetEncoder
+from bot.agents.encoding import InfosetEncoder
 from protocol.betting_tree import DECISION
 from training.traversal import Deals, StrategyFn, sample_actions, terminal_payoff
 

@@ -2,7 +2,7 @@
 
 One per traverser ``i``: the traverser's expected payoff after action ``a`` at history ``h``,
 given every player's infostate ``s*(h)`` (in poker: both players' hole cards, the visible board
-and the betting, which identify ``h``). The network is the appendix C one (:mod:`bot.network`)
+and the betting, which identify ``h``). The network is the appendix C one (:mod:`bot.agents.network`)
 with the paper's input change (appendix D): one more card group, the second player's hole cards,
 so the inputs are player 0's card slots (hole, board) followed by player 1's hole; the head gives
 one value per action.
@@ -21,8 +21,8 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from bot.encoding import InfosetEncoder
-from bot.network import DeepCFRNetwork
+from bot.agents.encoding import InfosetEncoder
+from bot.agents.network import DeepCFRNetwork
 from protocol.betting_tree import DECISION
 from training.reservoir import Reservoir
 from training.traversal import Deals, StrategyFn, terminal_payoff

@@ -24,7 +24,7 @@ way for every algorithm:
 * **Checkpoints by time or count**, whichever comes first (:class:`CheckpointClock`).
 
 Checkpoint integrity (format number, sha256 of every file, the previous checkpoint kept as a
-fallback) is :mod:`training.rundir`'s job; the policy bundle is :mod:`bot.bundle`'s.
+fallback) is :mod:`training.rundir`'s job; the policy bundle is :mod:`bot.agents.bundle`'s.
 """
 
 from __future__ import annotations

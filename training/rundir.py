@@ -13,7 +13,7 @@ Layout (algorithm-neutral; every ``pokerbot train`` algorithm uses it)::
                          COMPLETE: its format number and the sha256 of every file in it
       checkpoint.old/    the previous complete checkpoint: the fallback when the last one is
                          damaged or incomplete (its use is announced)
-      policy/            the playable artefact: a policy bundle (:mod:`bot.bundle`)
+      policy/            the playable artefact: a policy bundle (:mod:`bot.agents.bundle`)
 
 Checkpoints follow Stable-Baselines3's ``save_util`` habit: every file is written to a temporary
 name, fsynced and renamed (:func:`protocol.files.atomic_write`); a whole checkpoint is a

@@ -24,11 +24,11 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from bot.best_response import exploitability
+from bot.agents.infosets import require_tabular_size
+from bot.agents.tabular import save_policy_bundle
 from bot.errors import ConfigError, CorruptFileError, PokerbotError
-from bot.infosets import require_tabular_size
+from bot.evaluation.best_response import exploitability
 from bot.run_files import ELAPSED_METRIC
-from bot.tabular_policy import save_policy_bundle
 from protocol.files import atomic_write
 from protocol.gamedef import Game, load_game
 from training.run import CheckpointClock, StopRequest

@@ -6,10 +6,10 @@ iterations (NFSP: self-play steps) and *off the training clock*:
 
 * ``h2h_mbb`` ± ``h2h_ci_mbb``: the policy's winnings against a fixed reference agent
   (``strength_reference``, by default the shipped bot ``default``) over ``strength_hands``
-  duplicate deals, each played in both seats with the same cards (:func:`bot.match.run_in_process`),
+  duplicate deals, each played in both seats with the same cards (:func:`bot.evaluation.match.run_in_process`),
   the 95% interval over the deal pairs: a fixed yardstick, so the curve is comparable across runs;
 * ``lbr_mbb`` ± ``lbr_ci_mbb`` (when ``strength_lbr_hands`` > 0): local best response's
-  winnings against the policy (Lisy & Bowling 2017, :mod:`bot.lbr`), a lower bound on its
+  winnings against the policy (Lisy & Bowling 2017, :mod:`bot.evaluation.lbr`), a lower bound on its
   exploitability (NashConv/2).
 
 ``strength_s`` is the wall time the measurement took; the run's ``train_seconds`` /
@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from bot.agent import Agent
+from bot.agents.base import Agent
 from bot.errors import ConfigError
 from protocol.gamedef import Game
 
@@ -77,9 +77,9 @@ class StrengthSettings:
 def measure_strength(game: Game, agent: Agent, reference: Agent | None, settings: StrengthSettings) -> dict[str, float | int | str]:
     """Head-to-head of ``agent`` against ``reference`` (the agent ``settings.reference`` names)
     and LBR of ``agent`` (see the module docstring)."""
-    from bot.lbr import LBRConfig, run_lbr
-    from bot.match import run_in_process
-    from bot.statistics import estimate, pair_means
+    from bot.evaluation.lbr import LBRConfig, run_lbr
+    from bot.evaluation.match import run_in_process
+    from bot.evaluation.statistics import estimate, pair_means
 
     started = time.perf_counter()
     out: dict[str, float | int | str] = {}

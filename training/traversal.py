@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from bot.encoding import InfosetEncoder
+from bot.agents.encoding import InfosetEncoder
 from protocol.betting_tree import DECISION, FOLD_END
 from protocol.evaluator import hand_strength_batch
 

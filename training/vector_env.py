@@ -7,7 +7,7 @@ does not depend on the cards, so a hand in progress is just a node id of
 lookup ``child[node, action]``. Cards are dealt for a whole batch with one argsort of random keys
 (a uniform permutation per hand), and the showdown strengths of both players are evaluated once
 per deal with :func:`protocol.evaluator.hand_strength_batch`. A player's view is the
-``(node, card slots)`` pair of :class:`bot.encoding.InfosetEncoder` (board cards it cannot see
+``(node, card slots)`` pair of :class:`bot.agents.encoding.InfosetEncoder` (board cards it cannot see
 yet are -1), which is what the networks read and the replay memories store.
 
 >>> from protocol.gamedef import load_game
@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from bot.encoding import InfosetEncoder
+from bot.agents.encoding import InfosetEncoder
 from bot.errors import UnsupportedGameError
 from protocol.betting_tree import FOLD_END, SHOWDOWN, BettingTree
 from protocol.evaluator import hand_strength_batch
@@ -102,7 +102,7 @@ class VectorEnv:
 
     def observation(self, index: np.ndarray, player: np.ndarray | int) -> np.ndarray:
         """Card slots ``player`` sees in hands ``index`` (its hole cards, then the board with
-        cards not out yet as -1), in :class:`~bot.encoding.InfosetEncoder` layout."""
+        cards not out yet as -1), in :class:`~bot.agents.encoding.InfosetEncoder` layout."""
         player = np.broadcast_to(np.asarray(player), index.shape)
         rnd = self.tree.round[self.node[index]]
         return self.encoder.card_slots(self.holes[index], self.board[index], player, rnd)

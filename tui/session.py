@@ -1,4 +1,4 @@
-"""A heads-up table session, person against an :class:`~bot.agent.Agent`, without any UI.
+"""A heads-up table session, person against an :class:`~bot.agents.base.Agent`, without any UI.
 
 The session owns the truth the screen shows: it deals each hand with
 :func:`protocol.dealing.deal_hand` (so a seed replays the same cards), runs the rules engine
@@ -12,7 +12,7 @@ that describe its actions all read the one hand in progress; the screen imports 
 
 A Leduc hand against a calling station (hand 0: the person is position 0 and acts first):
 
->>> from bot.agent import CallAgent
+>>> from bot.agents.base import CallAgent
 >>> from protocol.gamedef import load_game
 >>> session = TableSession(load_game("leduc"), CallAgent(load_game("leduc")), seed=3)
 >>> session.start_hand(); session.human_position, session.to_act()
@@ -34,9 +34,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from bot.agent import Agent
+from bot.agents.base import Agent
 from bot.errors import UnsupportedGameError
-from bot.statistics import estimate
+from bot.evaluation.statistics import estimate
 from protocol.dealing import deal_hand, position_of_seat
 from protocol.gamedef import Game
 from protocol.match_log import HandRecord, record_of
@@ -113,7 +113,7 @@ class SessionStats:
 
 
 def session_stats(results: list[int], big_blind: int) -> SessionStats:
-    """Mean and 95% interval (:func:`bot.statistics.estimate`) of per-hand results in mbb/g.
+    """Mean and 95% interval (:func:`bot.evaluation.statistics.estimate`) of per-hand results in mbb/g.
     With fewer than two hands the interval is infinite: nothing is known yet.
 
     >>> s = session_stats([10, -20, 40], big_blind=10)  # 1000, -2000, 4000 mbb: sd 3000

@@ -1,7 +1,7 @@
 """``pokerbot agents``: every agent name, what it is, where it plays, whether it exists here,
 how strong it measured, and the command and cost to build the ones that do not exist yet.
 
-Names come from the registry (:mod:`bot.registry`), so an agent a plugin registers is listed
+Names come from the registry (:mod:`bot.agents.registry`), so an agent a plugin registers is listed
 too; what this module knows about a kind (the shipped bot's manifest, an abstraction's spec
 and cost estimate, NFSP's run directory) only adds detail. Nothing is loaded: status comes
 from which files exist, so the listing is instant even for multi-GB agents.
@@ -16,13 +16,13 @@ from pathlib import Path
 
 import click
 
-from bot.registry import factory_of, known_names, load_plugins
+from bot.agents.registry import factory_of, known_names, load_plugins
 from protocol.gamedef import load_game
 
 #: The games ``--game`` accepts here, target games first.
 GAMES = ("holdem", "fhp", "leduc", "kuhn")
 #: Built-in baselines (the registry's own names), the shipped bot and NFSP; the abstraction
-#: names come from :data:`bot.abstraction_spec.SPECS`. ``tests/test_cli_agents.py`` checks
+#: names come from :data:`bot.abstraction.spec.SPECS`. ``tests/test_cli_agents.py`` checks
 #: that this covers every registered name, so the ``--help`` texts stay complete.
 BASELINES = ("random", "call", "raise")
 WIDTH = 80
@@ -30,7 +30,7 @@ WIDTH = 80
 
 def agent_names() -> list[str]:
     """Every agent name, for ``--help`` texts (no plugin import: ``--help`` stays instant)."""
-    from bot.abstraction_spec import SPECS
+    from bot.abstraction.spec import SPECS
 
     return ["default", *BASELINES, "nfsp", *SPECS]
 
@@ -88,8 +88,8 @@ def _shipped(games: tuple[str, ...]) -> AgentInfo:
 
 
 def abstraction_info(name: str) -> AgentInfo:
-    from bot.abstraction_cost import duration, estimate, size
-    from bot.abstraction_spec import SPECS, policy_path, size_name, spec_dir
+    from bot.abstraction.cost import duration, estimate, size
+    from bot.abstraction.spec import SPECS, policy_path, size_name, spec_dir
 
     spec = SPECS[name]
     built = (spec_dir(spec) / "meta.json").exists()
@@ -149,7 +149,7 @@ def _abstraction_strength(meta: dict) -> str:
 
 
 def _nfsp(games: tuple[str, ...]) -> AgentInfo:
-    from bot.nfsp_agent import default_run_dir, policy_file
+    from bot.agents.nfsp import default_run_dir, policy_file
 
     built = [g for g in games if policy_file(default_run_dir(load_game(g))) is not None]
     status = f"built for {', '.join(built)}" if built else "not built"
@@ -169,7 +169,7 @@ def _generic(name: str) -> AgentInfo:
 def agent_infos(game: str | None = None) -> list[AgentInfo]:
     """One entry per registered name (those that play ``game`` when it is given): the shipped
     bot, the baselines, NFSP, then the abstractions by game and size."""
-    from bot.abstraction_spec import SPECS
+    from bot.abstraction.spec import SPECS
 
     load_plugins()
     games = GAMES if game is None else (game,)

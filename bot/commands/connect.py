@@ -5,9 +5,9 @@ from __future__ import annotations
 import click
 from rich.console import Console
 
+from bot.agents.registry import resolve_agent
 from bot.commands.agents import AGENT_HELP
-from bot.match import require_playable, run_as_client
-from bot.registry import resolve_agent
+from bot.evaluation.match import require_playable, run_as_client
 from protocol.acpc_client import DEFAULT_READ_TIMEOUT
 from protocol.gamedef import load_game
 

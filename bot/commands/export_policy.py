@@ -1,10 +1,10 @@
 """``pokerbot export-policy RUN --out policy.json``: any policy's exact strategy as a tabular file.
 
-Every policy kind is read through the one bundle loader (:mod:`bot.bundle`): an SD-CFR run gives
+Every policy kind is read through the one bundle loader (:mod:`bot.agents.bundle`): an SD-CFR run gives
 the exact reach-weighted average of its stack, Deep CFR its average network, NFSP its average
 policy Pi, an abstraction run its average strategy read back in the full game; tabular files
 and NFSP runs from before bundles load too. The result is written with
-:func:`bot.tabular_policy.save_policy` (format 1), so ``pokerbot exploit``, ``--agent`` and any
+:func:`bot.agents.tabular.save_policy` (format 1), so ``pokerbot exploit``, ``--agent`` and any
 outside tool read it. Small games only (every infoset is a row).
 """
 
@@ -22,11 +22,11 @@ from bot.errors import PokerbotError
 @click.option("--out", "out", required=True, type=click.Path(dir_okay=False, path_type=Path), help="JSON file to write.")
 def export_policy(run: Path, out: Path) -> None:
     """Write the exact strategy of a run or policy bundle (any kind) as tabular JSON."""
-    from bot.best_response import load_strategy
-    from bot.bundle import bundle_root, read_bundle
-    from bot.infosets import is_small, space_for
-    from bot.nfsp_agent import policy_file
-    from bot.tabular_policy import save_policy
+    from bot.agents.bundle import bundle_root, read_bundle
+    from bot.agents.infosets import is_small, space_for
+    from bot.agents.nfsp import policy_file
+    from bot.agents.tabular import save_policy
+    from bot.evaluation.best_response import load_strategy
 
     if not run.exists():
         raise PokerbotError(f"{run}: no such run directory or policy bundle")

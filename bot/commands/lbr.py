@@ -17,10 +17,10 @@ from pathlib import Path
 import click
 from rich.table import Table
 
-from bot.lbr import EquityCounters, LBRConfig, LBRError, LBRResult, run_lbr
-from bot.match_report import console, require_folder
+from bot.agents.registry import resolve_agent
+from bot.evaluation.lbr import EquityCounters, LBRConfig, LBRError, LBRResult, run_lbr
+from bot.evaluation.match_report import console, require_folder
 from bot.progress import progress_bar
-from bot.registry import resolve_agent
 from protocol.files import atomic_write_text
 from protocol.gamedef import Game, load_game
 
@@ -146,7 +146,7 @@ def lbr(agent_spec: str, game_name: str, deals: int, seed: int, call_rounds: str
         raise LBRError("interrupted before the first deal finished")
     values = None
     if exact:
-        from bot.lbr_exact import exact_lbr_value
+        from bot.evaluation.lbr_exact import exact_lbr_value
 
         values = (exact_lbr_value(game, agent, 0, config), exact_lbr_value(game, agent, 1, config))
     out.print(report(result, values))

@@ -2,7 +2,7 @@
 
 In-process by default; ``--wire`` plays the same hands through our dealer over loopback TCP;
 ``--dealer HOST:PORT`` plays agent A as a client of an external dealer (the other seat is
-whoever connects there). Prints the statistics table (``bot.match_report``), optionally writes
+whoever connects there). Prints the statistics table (``bot.evaluation.match_report``), optionally writes
 JSON (config and every number, per-hand payoffs), a PNG and the ACPC ``.log``.
 """
 
@@ -18,12 +18,19 @@ from rich.progress import (
     Progress,
 )
 
-from bot.agent import Agent
-from bot.aivat import aivat_values
+from bot.agents.base import Agent
+from bot.agents.registry import resolve_agent
 from bot.commands.agents import AGENT_HELP
 from bot.errors import PokerbotError
-from bot.match import MatchResult, require_playable, run_as_client, run_in_process, run_wire
-from bot.match_report import (
+from bot.evaluation.aivat import aivat_values
+from bot.evaluation.match import (
+    MatchResult,
+    require_playable,
+    run_as_client,
+    run_in_process,
+    run_wire,
+)
+from bot.evaluation.match_report import (
     DEFAULT_HALF_WIDTH_MBB,
     HandSeries,
     console,
@@ -34,7 +41,6 @@ from bot.match_report import (
     write_json,
 )
 from bot.progress import progress_bar
-from bot.registry import resolve_agent
 from protocol.acpc_client import Turn
 from protocol.gamedef import Game, load_game
 
@@ -67,7 +73,7 @@ def series_of(result: MatchResult, aivat_chips: np.ndarray | None) -> HandSeries
 def aivat_for(
     result: MatchResult, agent_spec: str, opponent_spec: str, console: Console
 ) -> np.ndarray | None:
-    """AIVAT estimates of A's chips (:mod:`bot.aivat`): the exact value function on Kuhn and
+    """AIVAT estimates of A's chips (:mod:`bot.evaluation.aivat`): the exact value function on Kuhn and
     Leduc, pot × equity on bigger games; fresh agent instances, so nothing the match taught
     them leaks in."""
     if not result.hands:

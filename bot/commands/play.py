@@ -16,10 +16,10 @@ from pathlib import Path
 
 import click
 
-from bot.agent import Agent
+from bot.agents.base import Agent
+from bot.agents.registry import AgentNotFound, resolve_agent
 from bot.commands.agents import AGENT_HELP
 from bot.errors import PokerbotError
-from bot.registry import AgentNotFound, resolve_agent
 from protocol.gamedef import GAME_ALIASES, Game, load_game
 
 #: Candidates per game, strongest first: the shipped bot, then registered names and the run
@@ -126,7 +126,7 @@ def play(
         app.run()
         click.echo(session.summary_line())
         return
-    from bot.match_report import require_folder
+    from bot.evaluation.match_report import require_folder
     from tui.session import TableSession
     from tui.session_log import SessionLog
 

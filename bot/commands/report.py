@@ -9,10 +9,11 @@ import click
 import numpy as np
 from rich.console import Console
 
-from bot.aivat import aivat_values
+from bot.agents.registry import resolve_agent
 from bot.errors import PokerbotError
-from bot.match import require_playable
-from bot.match_report import (
+from bot.evaluation.aivat import aivat_values
+from bot.evaluation.match import require_playable
+from bot.evaluation.match_report import (
     DEFAULT_HALF_WIDTH_MBB,
     HandSeries,
     console,
@@ -23,7 +24,6 @@ from bot.match_report import (
     write_json,
 )
 from bot.progress import progress_bar
-from bot.registry import resolve_agent
 from protocol.gamedef import Game, GamedefError, load_game
 from protocol.match_log import HandRecord, MatchLog, read_match_log
 
@@ -104,7 +104,7 @@ def series_of_logs(
 @click.option(
     "--agent",
     "agent_spec",
-    help="The player's own policy (name or path): adds the AIVAT estimate (bot.aivat).",
+    help="The player's own policy (name or path): adds the AIVAT estimate (bot.evaluation.aivat).",
 )
 @click.option(
     "--opponent",

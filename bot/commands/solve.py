@@ -61,7 +61,7 @@ def solve(context: click.Context, out: str | None, resume: str | None, **options
 
     The solver tables are checkpointed at every evaluation and every minute; --resume RUN_DIR
     continues from there (raise --iterations to go further)."""
-    from bot.infosets import require_tabular_size
+    from bot.agents.infosets import require_tabular_size
     from bot.run_files import SOLVE_ALGO
     from protocol.gamedef import load_game
     from training.run import StopRequest

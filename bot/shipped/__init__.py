@@ -25,7 +25,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from bot.agent import Agent
+from bot.agents.base import Agent
 from bot.errors import PokerbotError
 from protocol.gamedef import GAME_ALIASES, Game, load_game
 
@@ -98,7 +98,7 @@ def shipped_manifest(game: Game) -> dict[str, Any] | None:
 
 def load_default(game: Game) -> Agent:
     """The shipped bot for ``game`` (the agent named ``default``)."""
-    from bot.registry import AgentNotFound, load_plugins
+    from bot.agents.registry import AgentNotFound, load_plugins
 
     folder = shipped_folder(game)
     if folder is None:

@@ -2,7 +2,7 @@
 
 ``build_abstraction(spec)`` computes the per-round features each method needs (shared by every
 size of a game and memory-mapped: the HULH river has 123,156,254 classes), buckets every round
-by its method (:mod:`bot.abstraction_spec`), last round first so that a potential-aware round
+by its method (:mod:`bot.abstraction.spec`), last round first so that a potential-aware round
 finds the next round's buckets, and writes ``buckets_r<round>.npy`` and ``meta.json`` under the
 abstraction's directory. A round whose recipe (method, bucket count, and for ``pa`` the next
 round's recipe) equals a built round of another abstraction of the same game is hard-linked, not
@@ -23,8 +23,8 @@ from pathlib import Path
 
 import numpy as np
 
-from bot.abstraction_cost import HIST_BINS, OCHS_CLUSTERS, PA_BATCH, PA_STEPS
-from bot.abstraction_spec import SPECS, AbstractionSpec, abstractions_dir, bucket_path, spec_dir
+from bot.abstraction.cost import HIST_BINS, OCHS_CLUSTERS, PA_BATCH, PA_STEPS
+from bot.abstraction.spec import SPECS, AbstractionSpec, abstractions_dir, bucket_path, spec_dir
 from protocol.files import atomic_write, atomic_write_text, temporary_name
 from protocol.gamedef import Game
 from protocol.isomorphism import round_indexer

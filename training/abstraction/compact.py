@@ -1,4 +1,4 @@
-"""Turn a built and solved abstraction into a compact bot folder (:mod:`bot.compact_abstraction`).
+"""Turn a built and solved abstraction into a compact bot folder (:mod:`bot.abstraction.compact`).
 
 For each bucketed round this extracts what maps a hand's feature to its bucket and checks it
 against the built table on *every* class before anything is written:
@@ -26,10 +26,15 @@ from pathlib import Path
 import numpy as np
 from numba import njit
 
-from bot.abstraction_cost import HIST_BINS
-from bot.abstraction_spec import SPECS, AbstractionSpec, bucket_path, policy_path, spec_dir
-from bot.compact_abstraction import write_compact
-from bot.runtime_buckets import CentreBuckets, PercentileBuckets, RoundBuckets, cdf_vectors
+from bot.abstraction.compact import write_compact
+from bot.abstraction.cost import HIST_BINS
+from bot.abstraction.runtime_buckets import (
+    CentreBuckets,
+    PercentileBuckets,
+    RoundBuckets,
+    cdf_vectors,
+)
+from bot.abstraction.spec import SPECS, AbstractionSpec, bucket_path, policy_path, spec_dir
 from training.abstraction.build import round_features
 from training.abstraction.kmeans import KMeansFit, kmeans_fit, l2_metric
 

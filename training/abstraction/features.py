@@ -74,7 +74,7 @@ def compute_round_features(
     (seeded, so repeatable): enough for the preflop opponent clusters, where the exact
     enumeration (2.6M HULH boards x 1,326 holes) would take most of an hour.
     ``boards`` restricts the work to those canonical boards (positions in the round's canonical
-    board order; tests compare a few boards with play-time features, :mod:`bot.runtime_buckets`).
+    board order; tests compare a few boards with play-time features, :mod:`bot.abstraction.runtime_buckets`).
     ``progress(done, total)`` is called after each chunk of canonical boards.
     """
     indexer = round_indexer(game, round_index)

@@ -1,6 +1,6 @@
 """Weighted k-means that scales to 123M points and 51,800 clusters, with exactly k non-empty buckets.
 
-Used for three features (``bot/abstraction_spec.py``): final-HS histograms (``ke``; EMD between
+Used for three features (``bot/abstraction/spec.py``): final-HS histograms (``ke``; EMD between
 1-D histograms is the L1 distance between CDFs, approximated by L2 between CDF vectors so plain
 k-means applies, as in Johanson et al. 2013), OCHS vectors (``ochs``, L2 as in Johanson et al.
 2013) and next-round bucket histograms (``pa``, greedy EMD, :mod:`training.abstraction.potential`).
@@ -29,8 +29,8 @@ from dataclasses import dataclass
 import numpy as np
 from numba import njit, prange
 
-from bot.abstraction_cost import KMEANS_BATCH, KMEANS_STEPS, WHOLE_PASSES, two_level_split
-from bot.runtime_buckets import cdf_vectors, squared_l2
+from bot.abstraction.cost import KMEANS_BATCH, KMEANS_STEPS, WHOLE_PASSES, two_level_split
+from bot.abstraction.runtime_buckets import cdf_vectors, squared_l2
 
 __all__ = ["KMeansFit", "Metric", "cdf_vectors", "kmeans_buckets", "kmeans_fit", "l2_metric"]
 
@@ -62,7 +62,7 @@ class KMeansFit:
     centres (bucket = nearest centre, first on ties, as :func:`_l2_assign` picks it) and the
     reassignments that filled empty clusters, in the order they were made: a point equal to
     ``point`` in bucket ``source`` went to ``target``. A shipped bot replays these at play time
-    (:mod:`bot.runtime_buckets`) instead of carrying the table."""
+    (:mod:`bot.abstraction.runtime_buckets`) instead of carrying the table."""
 
     buckets: np.ndarray  # uint16 (uint32 above 65,536 clusters) [rows]
     centres: np.ndarray | None  # float32 [k, centre_dim] of a one-level fit; None for two levels

@@ -22,13 +22,13 @@ from dataclasses import asdict, dataclass
 import numba
 import numpy as np
 
-from bot.abstraction_cost import estimate
-from bot.abstraction_policy import AVERAGE_FILE, full_game_strategy
-from bot.abstraction_spec import SPECS, AbstractionSpec, policy_path, resolve_size, spec_dir
-from bot.abstraction_tables import AbstractGame, Abstraction
-from bot.bundle import write_bundle
+from bot.abstraction.cost import estimate
+from bot.abstraction.policy import AVERAGE_FILE, full_game_strategy
+from bot.abstraction.spec import SPECS, AbstractionSpec, policy_path, resolve_size, spec_dir
+from bot.abstraction.tables import AbstractGame, Abstraction
+from bot.agents.bundle import write_bundle
+from bot.agents.infosets import is_small
 from bot.errors import ConfigError, CorruptFileError
-from bot.infosets import is_small
 from bot.progress import progress_bar
 from bot.run_files import ELAPSED_METRIC
 from protocol.files import atomic_write, atomic_write_text, temporary_name
@@ -44,7 +44,7 @@ class AbstractionConfig:
     """One abstraction solve (stored as the run's config.toml)."""
 
     abstraction: str
-    """Name of the abstraction (see ``bot.abstraction_spec.SPECS``)."""
+    """Name of the abstraction (see ``bot.abstraction.spec.SPECS``)."""
     iterations: int | None = None
     """Stop after this many iterations (one traversal per seat each); default from the estimate."""
     time_budget: float | None = None
@@ -197,7 +197,7 @@ def _checkpoint(run: RunDir, regrets: np.ndarray, average: np.ndarray, state: di
 def _exploitability(ag: AbstractGame, average: np.ndarray) -> dict:
     if not is_small(ag.abstraction.game):
         return {}
-    from bot.best_response import exploitability
+    from bot.evaluation.best_response import exploitability
 
     report = exploitability(ag.abstraction.game, full_game_strategy(ag, average))
     return {"exploitability_mbb": report.mbb(report.exploitability), "nash_conv_mbb": report.mbb(report.nash_conv)}

@@ -1,7 +1,7 @@
 """External-sampling Linear MCCFR over a card abstraction, jitted with numba, on all cores.
 
 The abstract game keeps the real betting (the compiled :class:`~protocol.betting_tree.BettingTree`)
-and replaces a player's cards in round r by a bucket (:mod:`bot.abstraction_tables`); an
+and replaces a player's cards in round r by a bucket (:mod:`bot.abstraction.tables`); an
 abstract infoset is (decision node, bucket) and owns one row of two float32 tables ``[rows, 3]``
 (columns f, c, r): cumulative regrets and the cumulative average strategy.
 
@@ -31,7 +31,7 @@ import numba
 import numpy as np
 from numba import njit, prange
 
-from bot.abstraction_tables import AbstractGame
+from bot.abstraction.tables import AbstractGame
 from protocol.betting_tree import DECISION, FOLD_END
 from protocol.evaluator import hand_strength_batch
 from protocol.isomorphism import index_one

@@ -40,8 +40,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from bot.abstraction_spec import SPECS
-from bot.abstraction_tables import AbstractGame, Abstraction
+from bot.abstraction.spec import SPECS
+from bot.abstraction.tables import AbstractGame, Abstraction
 from training.abstraction.build import build_abstraction
 from training.abstraction.solver import batch_weight, discount_tables, run_iterations
 from training.distributed import DEFAULT_TIMEOUT_S, ActorPool, Cluster, Worker, shares, start

@@ -25,8 +25,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import torch
 
-from bot.encoding import InfosetEncoder
-from bot.network import DeepCFRNetwork, regret_matching
+from bot.agents.encoding import InfosetEncoder
+from bot.agents.network import DeepCFRNetwork, regret_matching
 from protocol.gamedef import load_game
 from training.deep_cfr import Stream
 from training.distributed import DEFAULT_TIMEOUT_S, ActorPool, Cluster, Worker, shares, start

@@ -13,7 +13,7 @@ sec. 5.2), so its best possible output at ``I`` is the weighted mean target
 a positive per-infoset rescaling of linear CFR's cumulative regret: regret matching on it is
 linear CFR's strategy. :class:`ExactHistory` computes ``A^t`` exactly from the run's own
 strategies, one SD-CFR stack entry at a time, with the same public-tree walk as the tabular
-solver (:meth:`bot.best_response.PublicTree.counterfactual_values`, the regrets exactly as
+solver (:meth:`bot.evaluation.best_response.PublicTree.counterfactual_values`, the regrets exactly as
 :mod:`training.cfr` forms them), plus the exact SD-CFR average strategy after every iteration.
 
 **Which strategies.** Updates alternate as in the trainer: player 0 traverses iteration ``t``
@@ -29,9 +29,9 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from bot.best_response import public_tree_for
-from bot.deep_cfr_agent import InfosetBatch, StackAverage
-from bot.network import regret_matching
+from bot.agents.deep_cfr import InfosetBatch, StackAverage
+from bot.agents.network import regret_matching
+from bot.evaluation.best_response import public_tree_for
 from protocol.gamedef import Game
 
 

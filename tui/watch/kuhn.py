@@ -20,7 +20,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from bot.infosets import InfosetSpace
+from bot.agents.infosets import InfosetSpace
 
 ALPHA_MAX = 1.0 / 3.0
 

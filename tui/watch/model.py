@@ -64,7 +64,7 @@ class WatchModel:
         if self.kind in CFR_KINDS and game_name.split(".")[0] in SMALL_GAMES:
             import torch
 
-            from bot.deep_cfr_agent import InfosetBatch
+            from bot.agents.deep_cfr import InfosetBatch
             from protocol.gamedef import load_game
 
             # One thread: these networks are tiny, and a second thread on a busy machine (a
@@ -129,8 +129,8 @@ class WatchModel:
 
     def load_stack(self) -> int:
         """Take every pending stack entry into the history (worker thread); entries taken."""
-        from bot.bundle import BundleError
-        from bot.deep_cfr_agent import DeepCFRBundle
+        from bot.agents.bundle import BundleError
+        from bot.agents.deep_cfr import DeepCFRBundle
 
         entries = self.pending_entries()
         if not entries:
@@ -160,8 +160,8 @@ class WatchModel:
         """Deep CFR's only networks, and every run's merged memory tables, from the checkpoint."""
         if not self.small or self.reader.checkpoint is None:
             return
-        from bot.input_keys import InputKeys
-        from bot.network import DeepCFRNetwork
+        from bot.agents.input_keys import InputKeys
+        from bot.agents.network import DeepCFRNetwork
 
         checkpoint = self.reader.checkpoint
         state = checkpoint.state

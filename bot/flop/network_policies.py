@@ -1,7 +1,7 @@
 """Trained network policies (SD-CFR, Deep CFR, NFSP, DREAM, OS-SD-CFR) as exact FHP policies.
 
-``pokerbot exploit RUN --game fhp`` reads a run's bundle (:mod:`bot.bundle`) here and hands the
-per-flop best response (:mod:`bot.flop_best_response`) a :class:`FlopPolicy`:
+``pokerbot exploit RUN --game fhp`` reads a run's bundle (:mod:`bot.agents.bundle`) here and hands the
+per-flop best response (:mod:`bot.flop.best_response`) a :class:`FlopPolicy`:
 
 * ``deep-cfr``: the average-strategy network, masked softmax (Brown et al. 2019, sec. 3);
 * ``nfsp``: each seat's average-policy network Pi (Heinrich & Silver 2016);
@@ -10,7 +10,7 @@ per-flop best response (:mod:`bot.flop_best_response`) a :class:`FlopPolicy`:
   player p, ``sum_t w_t pi_p^t(I) sigma^t(I) / sum_t w_t pi_p^t(I)``, with ``sigma^t`` regret
   matching on iteration t's value network, ``pi_p^t(I)`` p's own reach to I under ``sigma^t``
   (its preflop and flop actions) and ``w_t`` the stack's linear weights; infosets no entry
-  reaches play uniformly. This is :class:`bot.deep_cfr_agent.StackAverage`'s convention, per
+  reaches play uniformly. This is :class:`bot.agents.deep_cfr.StackAverage`'s convention, per
   flop: the numerator is accumulated, and the best response's regret matching (a normalisation
   of non-negative weights, uniform where all are 0) divides it by the denominator.
 
@@ -22,11 +22,11 @@ and only the rest of the trunk runs over the (node, hand) grid, in blocks of ``r
 rows under ``torch.no_grad`` (``device="cuda"`` when a GPU is there). Each network is read at
 its own seat's decision nodes only.
 
-**Suit symmetry.** A network trained with ``canonical_suits`` (:func:`bot.network.canonical_suit_cards`)
+**Suit symmetry.** A network trained with ``canonical_suits`` (:func:`bot.agents.network.canonical_suit_cards`)
 is suit-invariant, so the 1,755 canonical flops suffice (FHP); any other network is evaluated
 on all 22,100 raw flops, which is exact for any policy.
 
-**Memory.** One best-response chunk of tables (:func:`bot.flop_best_response.chunk_size`:
+**Memory.** One best-response chunk of tables (:func:`bot.flop.best_response.chunk_size`:
 256 MB), the per-flop showdown orders (FHP all flops: 160 MB), the networks of the bundle
 (SD-CFR: all of the stack, ~0.1-0.4 MB each) and one block of trunk activations (``row_budget``
 x width x 4 bytes x ~4 live tensors: 2^20 rows at width 64 = 1 GB). Measured on FHP
@@ -43,14 +43,14 @@ import numpy as np
 import torch
 from numba import njit, prange
 
-from bot.bundle import bundle_root, read_bundle
-from bot.deep_cfr_agent import DeepCFRBundle, strategy_from_outputs
-from bot.encoding import InfosetEncoder
+from bot.agents.bundle import bundle_root, read_bundle
+from bot.agents.deep_cfr import DeepCFRBundle, strategy_from_outputs
+from bot.agents.encoding import InfosetEncoder
+from bot.agents.network import DeepCFRNetwork
 from bot.errors import PokerbotError
-from bot.flop_best_response import FlopPolicy, flop_game_for
-from bot.flop_game import FlopGame, leaf_reach, reach_down
-from bot.flop_policies import NETWORK_DEVICE, register_flop_policy_loader
-from bot.network import DeepCFRNetwork
+from bot.flop.best_response import FlopPolicy, flop_game_for
+from bot.flop.game import FlopGame, leaf_reach, reach_down
+from bot.flop.policies import NETWORK_DEVICE, register_flop_policy_loader
 from bot.progress import report
 from protocol.betting_tree import DECISION
 from protocol.gamedef import Game
@@ -254,7 +254,7 @@ def bundle_policy(game: Game, path: Path, device: str = "cpu") -> tuple[FlopGame
     if bundle.game.to_text() != game.to_text():
         raise NetworkPolicyError(f"{path}: a {bundle.kind} policy trained for {bundle.game.name}, not {game.name}")
     if bundle.kind == "nfsp":
-        from bot.nfsp_agent import POLICY_FILE, NFSPPolicy
+        from bot.agents.nfsp import POLICY_FILE, NFSPPolicy
 
         nets = tuple(NFSPPolicy.load(bundle.path(POLICY_FILE), game).networks)
         fg = flop_game_for(game, _suit_invariant(nets))

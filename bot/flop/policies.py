@@ -1,9 +1,9 @@
-"""Policies of every kind as :class:`bot.flop_best_response.FlopPolicy` objects.
+"""Policies of every kind as :class:`bot.flop.best_response.FlopPolicy` objects.
 
 The flop passes read a policy as a preflop table ``[D0, H, 3]`` and flop tables ``[flops, D1,
 H, 3]`` computed chunk by chunk. This module adapts what the project stores:
 
-* a strategy array over :func:`bot.infosets.space_for` (tabular files, small games): any policy,
+* a strategy array over :func:`bot.agents.infosets.space_for` (tabular files, small games): any policy,
   evaluated on every raw flop (flops in the infoset space's board order);
 * a card abstraction's table (``fhp_abstraction_4e4``, ``fhp_lossless``, ...): rows per (node,
   bucket of the suit-isomorphism class), suit-invariant, so the canonical flops suffice;
@@ -22,10 +22,10 @@ from pathlib import Path
 
 import numpy as np
 
+from bot.agents.infosets import space_for
 from bot.errors import PokerbotError
-from bot.flop_best_response import FlopPolicy, FlopTables, flop_game_for
-from bot.flop_game import FlopGame
-from bot.infosets import space_for
+from bot.flop.best_response import FlopPolicy, FlopTables, flop_game_for
+from bot.flop.game import FlopGame
 from protocol.cards import NUM_SUITS
 from protocol.gamedef import Game
 
@@ -82,7 +82,7 @@ def expand_canonical(canonical: FlopGame, policy: FlopPolicy, raw: FlopGame) -> 
 
 
 def strategy_policy(fg: FlopGame, strategy: np.ndarray, suit_invariant: bool = False) -> FlopPolicy:
-    """A strategy array ``[num_infosets, 3]`` over :func:`bot.infosets.space_for` as a policy on
+    """A strategy array ``[num_infosets, 3]`` over :func:`bot.agents.infosets.space_for` as a policy on
     ``fg``'s flops (small games: the dense table is built)."""
     space = space_for(fg.game)
     dense = space.to_dense(space.check_strategy(strategy)).astype(np.float32)
@@ -100,7 +100,7 @@ def strategy_policy(fg: FlopGame, strategy: np.ndarray, suit_invariant: bool = F
 def abstraction_policy(fg: FlopGame, name: str) -> FlopPolicy:
     """A solved card abstraction (``fhp_abstraction_4e4``, ``fhp_lossless``, ...) on ``fg``'s
     flops: each (node, hand, flop) reads its bucket's row. Suit-invariant."""
-    from bot.abstraction_agent import AbstractionAgent
+    from bot.abstraction.agent import AbstractionAgent
 
     agent = AbstractionAgent(fg.game, name)
     ag, policy = agent.abstract_game, agent.policy
@@ -182,8 +182,8 @@ def solve_policy(fg: FlopGame, path: Path) -> FlopPolicy:
 
 def policy_strategy(fg: FlopGame, policy: FlopPolicy) -> np.ndarray:
     """The inverse of :func:`strategy_policy`: a policy over every raw flop of ``fg`` as a
-    strategy array ``[num_infosets, 3]`` over :func:`bot.infosets.space_for` (small games)."""
-    from bot.flop_game import match_strategy
+    strategy array ``[num_infosets, 3]`` over :func:`bot.agents.infosets.space_for` (small games)."""
+    from bot.flop.game import match_strategy
 
     if fg.canonical:
         raise ValueError("policy_strategy needs the all-flops FlopGame")
@@ -218,11 +218,11 @@ def register_flop_policy_loader(loader: FlopPolicyLoader) -> None:
 
 
 def _builtin_loader(game: Game, spec: str) -> tuple[FlopGame, FlopPolicy] | None:
-    from bot.abstraction_spec import SPECS
+    from bot.abstraction.spec import SPECS
 
     canonical = flop_game_for(game, True)
     if spec == "random":
-        from bot.flop_best_response import uniform_policy
+        from bot.flop.best_response import uniform_policy
 
         return canonical, uniform_policy(canonical)
     if spec in SPECS and SPECS[spec].load_game().name == game.name:
@@ -231,7 +231,7 @@ def _builtin_loader(game: Game, spec: str) -> tuple[FlopGame, FlopPolicy] | None
     if path.exists() and is_solve_policy(path):
         return canonical, solve_policy(canonical, path)
     if path.suffix.lower() == ".json" and path.is_file():
-        from bot.tabular_policy import load_policy
+        from bot.agents.tabular import load_policy
 
         _, strategy = load_policy(path, game)
         raw = flop_game_for(game, False)
@@ -242,7 +242,7 @@ def _builtin_loader(game: Game, spec: str) -> tuple[FlopGame, FlopPolicy] | None
 def resolve_flop_policy(game: Game, spec: str) -> tuple[FlopGame, FlopPolicy]:
     """The policy named or stored at ``spec`` as the flop passes read it, with the FlopGame to
     evaluate it on (canonical flops when the policy is suit-invariant)."""
-    from bot.registry import load_plugins
+    from bot.agents.registry import load_plugins
 
     load_plugins()
     for loader in [_builtin_loader, *_LOADERS]:

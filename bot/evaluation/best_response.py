@@ -52,8 +52,8 @@ from pathlib import Path
 import numpy as np
 from numba import njit
 
+from bot.agents.infosets import InfosetSpace, space_for
 from bot.errors import PokerbotError, UnsupportedGameError
-from bot.infosets import InfosetSpace, space_for
 from protocol.betting_tree import DECISION, FOLD_END
 from protocol.evaluator import NUM_CARDS, hand_strength_batch
 from protocol.gamedef import Game
@@ -166,7 +166,7 @@ class PublicTree:
         """Chunks ``(p0, p1, c0, c1)`` of the child-round boards below boards ``[lo, hi)`` of round
         ``rnd``: either whole groups of children of parents ``p0..p1-1`` or part of one
         parent's group, about ``max_elements / hands`` boards each. Children of one parent are
-        contiguous and equally many (:func:`bot.infosets._build_boards`)."""
+        contiguous and equally many (:func:`bot.agents.infosets._build_boards`)."""
         per_parent = len(self.space.boards[child_round]) // len(self.space.boards[rnd])
         chunk = max(1, self.max_elements // self.space.num_hands)
         if per_parent <= chunk:
@@ -227,7 +227,7 @@ class PublicTree:
     ) -> np.ndarray:
         """``player``'s chance-weighted values ``[B_0, H]`` at the root of the profile ``blocks``:
         per node, anything whose ``[lo:hi]`` is that node's ``[boards, H, 3]`` strategy for
-        boards lo..hi-1 (:meth:`bot.infosets.InfosetSpace.node_blocks` of a dense table, or a
+        boards lo..hi-1 (:meth:`bot.agents.infosets.InfosetSpace.node_blocks` of a dense table, or a
         lazy object that computes a strategy on request).
 
         One depth-first pass: the opponent's reach (and, for ``on_decision``, the player's own)
@@ -376,7 +376,7 @@ def head_to_head(game: Game, strategy_a: np.ndarray, strategy_b: np.ndarray) -> 
 
 def exploitability(game: Game, strategy: np.ndarray) -> ExploitabilityReport:
     """Exact best-response values, profile value, NashConv and exploitability of ``strategy``
-    (an ``[num_infosets, 3]`` array over :func:`bot.infosets.space_for` ``(game)``)."""
+    (an ``[num_infosets, 3]`` array over :func:`bot.agents.infosets.space_for` ``(game)``)."""
     pt, blocks = _profile(game, strategy)
     return _report(pt, blocks)
 
@@ -454,8 +454,8 @@ def register_strategy_loader(loader: StrategyLoader) -> None:
 
 def load_strategy(path: Path, game: Game | None = None) -> tuple[Game, np.ndarray]:
     """The game and strategy array stored at ``path`` (a policy JSON or a registered kind)."""
-    from bot.registry import load_plugins
-    from bot.tabular_policy import load_policy_strategy
+    from bot.agents.registry import load_plugins
+    from bot.agents.tabular import load_policy_strategy
 
     load_plugins()
     if not path.exists():

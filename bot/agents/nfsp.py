@@ -3,7 +3,7 @@
 NFSP plays and is evaluated with its average-policy networks Pi, one per seat (Heinrich &
 Silver 2016, sec. 4: the average policy is the one that approaches a Nash equilibrium; the
 best-response networks only drive learning). A run's ``policy/`` is a bundle of kind ``nfsp``
-(:mod:`bot.bundle`: ``bundle.json`` with the gamedef, provenance and the file's sha256) whose one
+(:mod:`bot.agents.bundle`: ``bundle.json`` with the gamedef, provenance and the file's sha256) whose one
 file ``nfsp_policy.pt`` holds both seats' Pi weights, the network architecture, the encoder
 version and the gamedef text; it loads with ``torch.load(weights_only=True)`` and needs no
 training code. Run directories from before bundles (no ``bundle.json``) still load, unverified.
@@ -24,13 +24,13 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from bot.agent import Agent
-from bot.best_response import register_strategy_loader
-from bot.bundle import Bundle, bundle_root, load_network, register_kind
-from bot.deep_cfr_agent import InfosetBatch
-from bot.encoding import ENCODER_VERSION, InfosetEncoder
-from bot.network import DeepCFRNetwork, masked_softmax
-from bot.registry import AgentNotFound, register_name, register_path_loader
+from bot.agents.base import Agent
+from bot.agents.bundle import Bundle, bundle_root, load_network, register_kind
+from bot.agents.deep_cfr import InfosetBatch
+from bot.agents.encoding import ENCODER_VERSION, InfosetEncoder
+from bot.agents.network import DeepCFRNetwork, masked_softmax
+from bot.agents.registry import AgentNotFound, register_name, register_path_loader
+from bot.evaluation.best_response import register_strategy_loader
 from protocol.gamedef import GAME_ALIASES, Game, parse_gamedef
 from protocol.matchstate import MatchState
 from protocol.state import ACTIONS
@@ -81,7 +81,7 @@ class NFSPPolicy:
         return masked_softmax(logits, self._legal[node_index]).double().cpu().numpy()
 
     def strategy(self) -> np.ndarray:
-        """The profile as an ``[num_infosets, 3]`` array over :func:`bot.infosets.space_for`
+        """The profile as an ``[num_infosets, 3]`` array over :func:`bot.agents.infosets.space_for`
         (small games; what exact best response evaluates), each seat's rows from its network."""
         return self.infosets.strategy(tuple(self.networks), kind="average")
 
@@ -164,7 +164,7 @@ def _named(game: Game) -> Agent:
     if found is None:
         raise AgentNotFound(f"agent 'nfsp' is not built for {game.name} (no policy in {run}): {train_hint(game)}")
     if bundle_root(run) is not None:
-        from bot.bundle import load_bundle_agent
+        from bot.agents.bundle import load_bundle_agent
 
         agent = load_bundle_agent(game, run)
         assert agent is not None
@@ -173,7 +173,7 @@ def _named(game: Game) -> Agent:
 
 
 def _from_path(game: Game, path: Path) -> Agent | None:
-    """Run directories from before bundles (a bundle is :mod:`bot.bundle`'s to load)."""
+    """Run directories from before bundles (a bundle is :mod:`bot.agents.bundle`'s to load)."""
     found = None if bundle_root(path) is not None else policy_file(path)
     return None if found is None else NFSPAgent(game, NFSPPolicy.load(found, game))
 

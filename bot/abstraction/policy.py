@@ -5,7 +5,7 @@ and the ``abstraction`` bundle kind (a run's ``policy/``: ``average.npy`` named 
 A real infoset (betting node, board, own hole cards) plays the row of its abstract infoset
 (node, bucket of the cards in that round), normalised over the legal actions. On games whose
 every infoset fits in memory (Kuhn, Leduc) the whole ``[num_infosets, 3]`` array of
-:mod:`bot.infosets` is built, so :func:`bot.best_response.exploitability` measures the
+:mod:`bot.agents.infosets` is built, so :func:`bot.evaluation.best_response.exploitability` measures the
 abstraction's strategy exactly in the full game.
 """
 
@@ -13,11 +13,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from bot.abstraction_spec import SPECS
-from bot.abstraction_tables import AbstractGame, Abstraction
-from bot.agent import Agent
-from bot.bundle import Bundle, BundleError, register_kind
-from bot.infosets import normalise_average, space_for
+from bot.abstraction.spec import SPECS
+from bot.abstraction.tables import AbstractGame, Abstraction
+from bot.agents.base import Agent
+from bot.agents.bundle import Bundle, BundleError, register_kind
+from bot.agents.infosets import normalise_average, space_for
 from protocol.gamedef import Game
 
 #: The file of an abstraction bundle.
@@ -62,7 +62,7 @@ def _bundle_table(bundle: Bundle) -> tuple[AbstractGame, np.ndarray]:
 
 
 def _bundle_agent(game: Game, bundle: Bundle) -> Agent:
-    from bot.abstraction_agent import AbstractionAgent
+    from bot.abstraction.agent import AbstractionAgent
 
     return AbstractionAgent(game, str(bundle.manifest.get("abstraction")), bundle.path(AVERAGE_FILE))
 

@@ -32,7 +32,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from bot.encoding import InfosetEncoder
+from bot.agents.encoding import InfosetEncoder
 from protocol.cards import NUM_SUITS
 from protocol.gamedef import Game
 
@@ -95,7 +95,7 @@ class DeepCFRNetwork(nn.Module):
     @classmethod
     def for_game(cls, game: Game, width: int = 64, bet_slots: int | None = None,
                  canonical_suits: bool = False) -> DeepCFRNetwork:
-        """The network for ``game``'s :class:`~bot.encoding.InfosetEncoder` layout."""
+        """The network for ``game``'s :class:`~bot.agents.encoding.InfosetEncoder` layout."""
         encoder = InfosetEncoder(game)
         return cls(encoder.group_sizes, bet_slots or encoder.num_bet_slots, width, canonical_suits)
 
@@ -158,7 +158,7 @@ class DeepCFRNetwork(nn.Module):
         """The trunk after ``comb1``'s affine map (its input, pre-activation) to the outputs.
         ``comb1`` is linear in ``[card features, bet features]``, so a caller that evaluates a
         grid of (card rows x betting nodes) may add the two halves' products computed once
-        each (:mod:`bot.flop_network_policies`)."""
+        each (:mod:`bot.flop.network_policies`)."""
         z = F.relu(combined)
         z = F.relu(self.comb2(z) + z)
         z = F.relu(self.comb3(z) + z)
@@ -179,7 +179,7 @@ def canonical_suit_cards(cards: torch.Tensor, group_sizes: tuple[int, ...]) -> t
     renaming of a row gives the same result: a network reading it is suit-invariant by
     construction (suit isomorphism, as in Gilpin, Sandholm & Sorensen 2007's lossless
     abstraction), and its policy is evaluated exactly on the canonical flops only
-    (:mod:`bot.flop_game`). The card embedding sums over a group's cards, so sorting within a
+    (:mod:`bot.flop.game`). The card embedding sums over a group's cards, so sorting within a
     group changes nothing else. All 4! renamings are tried (a deck with fewer suits renames
     within a subgroup of them, whose orbits the minimum over all of them also respects).
     """

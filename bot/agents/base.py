@@ -44,7 +44,7 @@ class Agent(ABC):
         viewer's decision in ``view`` if the viewer held each row of ``hands`` (``[n, hole]``
         card codes) instead of its own cards.
 
-        Local best response (:mod:`bot.lbr`) asks this for every hand of the agent's range at
+        Local best response (:mod:`bot.evaluation.lbr`) asks this for every hand of the agent's range at
         each decision. It must be the agent's *behaviour* strategy: per-hand private
         randomness (an SD-CFR stack entry drawn at :meth:`begin_hand`) is marginalised out,
         or the responder would see it. This default asks :meth:`action_probabilities` once

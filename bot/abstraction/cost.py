@@ -15,7 +15,7 @@ from collections.abc import Collection
 from dataclasses import dataclass
 from math import ceil, comb, isqrt
 
-from bot.abstraction_spec import AbstractionSpec, num_infosets
+from bot.abstraction.spec import AbstractionSpec, num_infosets
 from protocol.betting_tree import BettingTree
 from protocol.isomorphism import HandIndexer, round_indexer
 

@@ -20,7 +20,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from bot.encoding import InfosetEncoder
+from bot.agents.encoding import InfosetEncoder
 
 
 class InputKeys:

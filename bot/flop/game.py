@@ -134,7 +134,7 @@ class FlopGame:
     tree: BettingTree
     preflop: SubTree
     flop: SubTree
-    hands: np.ndarray  # int64 [H, 2], the order of bot.infosets (descending combos)
+    hands: np.ndarray  # int64 [H, 2], the order of bot.agents.infosets (descending combos)
     flops: np.ndarray  # int64 [F, k]: the flops walked
     weights: np.ndarray  # float64 [F]: raw flops each stands for (1 on the all-flops path)
     canonical: bool
@@ -345,7 +345,7 @@ def showdown_values(order, strength, opponent_reach, hand_cards, out):  # pragma
     Ascending, the hands passed are the weaker ones, descending the stronger ones; the reach
     disjoint from h is ``total - card_total[c1] - card_total[c2]`` (exact with two hole cards:
     the only hand holding both of h's cards is h, never strictly weaker or stronger); ties win
-    nothing. (:func:`bot.best_response._showdown_sweep` is the many-board form; this one-board
+    nothing. (:func:`bot.evaluation.best_response._showdown_sweep` is the many-board form; this one-board
     form without its index indirection runs 2.4x faster, and the showdowns are most of a pass.)
     """
     card_total = np.zeros(NUM_CARDS)

@@ -20,7 +20,13 @@ from rich.console import Console
 from rich.table import Table
 
 from bot.errors import PokerbotError
-from bot.statistics import Estimate, estimate, hands_for_half_width, pair_means, running_interval
+from bot.evaluation.statistics import (
+    Estimate,
+    estimate,
+    hands_for_half_width,
+    pair_means,
+    running_interval,
+)
 from protocol.files import output_error
 
 DEFAULT_HALF_WIDTH_MBB = 10.0

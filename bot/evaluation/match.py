@@ -12,7 +12,7 @@ agent playing itself cancels exactly (methods.md §2, "implementation tip").
 Seats and positions follow the reference ACPC dealer (``dealer.c``): agent A sits in seat 1,
 so it holds position ``hand % 2`` heads-up; in the mirrored half of a duplicate match it sits in
 seat 2. ``MatchResult.hands`` lists A's chips per hand; statistics are in
-:mod:`bot.statistics`, which never sees agents.
+:mod:`bot.evaluation.statistics`, which never sees agents.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from typing import TypeVar
 
 import numpy as np
 
-from bot.agent import Agent
+from bot.agents.base import Agent
 from bot.errors import PokerbotError
 from protocol.acpc_client import DEFAULT_READ_TIMEOUT, ACPCConnection, ClientSummary, Turn
 from protocol.dealer import Dealer, DealerOptions

@@ -23,11 +23,11 @@ It takes the best (ties within :data:`TIE` chips: call, then raise, then fold). 
 calls (PokerRL's "check/call before round r" option), which skips the costly early equities.
 
 LBR is a real strategy, so its expected winnings are a lower bound on the agent's
-exploitability: averaged over the two seats, on NashConv/2 (:mod:`bot.best_response`). A run
+exploitability: averaged over the two seats, on NashConv/2 (:mod:`bot.evaluation.best_response`). A run
 plays every deal twice, LBR once in each position with the cards dealt by position
 (:func:`protocol.dealing.deal_hand`): the two halves form one duplicate observation. The agent's
 actions are drawn from the same range probabilities LBR updates with, with the match runner's
-common random numbers (:func:`bot.match.agent_rng`).
+common random numbers (:func:`bot.evaluation.match.agent_rng`).
 """
 
 from __future__ import annotations
@@ -41,11 +41,11 @@ from math import comb
 import numpy as np
 from numba import njit, prange
 
-from bot.agent import Agent
+from bot.agents.base import Agent
+from bot.agents.infosets import card_masks
 from bot.errors import PokerbotError
-from bot.infosets import card_masks
-from bot.match import agent_rng
-from bot.statistics import Estimate, estimate, pair_means
+from bot.evaluation.match import agent_rng
+from bot.evaluation.statistics import Estimate, estimate, pair_means
 from protocol.dealing import deal_hand
 from protocol.evaluator import hand_strength_batch
 from protocol.gamedef import UNLIMITED_STACK, Game
@@ -266,7 +266,7 @@ def agent_view(game: Game, state: State, position: int, hole: tuple[int, ...],
 
 class Responder:
     """LBR's queries and decisions against one agent; shared by the sampled runner and the
-    exact evaluator (:mod:`bot.lbr_exact`), so both play exactly the same strategy."""
+    exact evaluator (:mod:`bot.evaluation.lbr_exact`), so both play exactly the same strategy."""
 
     def __init__(self, game: Game, agent: Agent, config: LBRConfig = LBRConfig()) -> None:
         check_game(game)

@@ -1,10 +1,10 @@
 """A solved card abstraction in a few megabytes: the shipped hold'em bot's format and agent.
 
-A solved abstraction (:mod:`bot.abstraction_agent`) plays from bucket tables of hundreds of
+A solved abstraction (:mod:`bot.abstraction.agent`) plays from bucket tables of hundreds of
 megabytes (123M river classes) and a float32 policy of 40 MB. The compact form keeps what
 decides play and drops the rest:
 
-* **Buckets at play time** (:mod:`bot.runtime_buckets`): preflop the 169 classes; on later
+* **Buckets at play time** (:mod:`bot.abstraction.runtime_buckets`): preflop the 169 classes; on later
   rounds the hand's feature is computed from its cards when it is needed and mapped to the
   build's bucket by percentile upper bounds or k-means centres (``buckets.npz``, ~0.2 MB).
 * **Quantised average strategy** (``policy.u8.xz``): every abstract infoset's strategy over its
@@ -27,11 +27,16 @@ from typing import Any
 
 import numpy as np
 
-from bot.abstraction_agent import RowPolicyAgent
-from bot.abstraction_tables import row_layout
-from bot.range_buckets import RangeBucketer
-from bot.registry import register_path_loader
-from bot.runtime_buckets import CentreBuckets, HandBucketer, PercentileBuckets, RoundBuckets
+from bot.abstraction.agent import RowPolicyAgent
+from bot.abstraction.range_buckets import RangeBucketer
+from bot.abstraction.runtime_buckets import (
+    CentreBuckets,
+    HandBucketer,
+    PercentileBuckets,
+    RoundBuckets,
+)
+from bot.abstraction.tables import row_layout
+from bot.agents.registry import register_path_loader
 from bot.shipped import (
     MANIFEST_NAME,
     ShippedBotError,
@@ -51,7 +56,7 @@ UNITS = 255
 
 def quantise_policy(tree: BettingTree, num_buckets: tuple[int, ...], average: np.ndarray) -> np.ndarray:
     """``[rows, 3]`` uint8 shares (sum 255 over the legal actions, 0 elsewhere) of an average
-    strategy table laid out by :func:`bot.abstraction_tables.row_layout`; all-zero rows become
+    strategy table laid out by :func:`bot.abstraction.tables.row_layout`; all-zero rows become
     uniform."""
     legal = _row_legal(tree, num_buckets)
     if average.shape != legal.shape:

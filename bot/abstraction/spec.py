@@ -24,7 +24,7 @@ Abstract infosets are (betting sequence, bucket of the current round), so their 
 Files live under ``$POKERBOT_CACHE/abstractions/`` (default ``~/.cache/pokerbot/abstractions``):
 shared features under ``features/``, and per abstraction ``<name>/buckets_r<round>.npy``,
 ``<name>/meta.json`` and the solved ``<name>/policy.npy``. Playing needs only this module,
-:mod:`protocol.isomorphism` and :mod:`bot.abstraction_tables`; never the training code.
+:mod:`protocol.isomorphism` and :mod:`bot.abstraction.tables`; never the training code.
 """
 
 from __future__ import annotations

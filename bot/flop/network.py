@@ -12,7 +12,7 @@ The shipped FHP bot (``--agent default --game fhp``) is distilled from the lossl
   construction, so its exact exploitability is measured on the 1,755 canonical flops.
 
 Importing this module registers the shipped kind ``flop_net`` (:mod:`bot.shipped`) and the
-``default`` name for ``pokerbot exploit`` (:mod:`bot.flop_policies`).
+``default`` name for ``pokerbot exploit`` (:mod:`bot.flop.policies`).
 """
 
 from __future__ import annotations
@@ -25,10 +25,10 @@ import numpy as np
 import torch
 from torch import nn
 
-from bot.agent import Agent
-from bot.flop_best_response import FlopPolicy, flop_game_for
-from bot.flop_game import FlopGame
-from bot.flop_policies import register_flop_policy_loader
+from bot.agents.base import Agent
+from bot.flop.best_response import FlopPolicy, flop_game_for
+from bot.flop.game import FlopGame
+from bot.flop.policies import register_flop_policy_loader
 from bot.shipped import ShippedBotError, register_shipped_kind, shipped_manifest
 from protocol.betting_tree import BettingTree
 from protocol.cards import NUM_SUITS

@@ -43,7 +43,7 @@ from typing import Protocol
 import numba
 import numpy as np
 
-from bot.agent import Agent
+from bot.agents.base import Agent
 from bot.errors import UnsupportedGameError
 from protocol.betting_tree import ACTION_INDEX, DECISION, FOLD_END, BettingTree
 from protocol.evaluator import hand_strength, hand_strength_batch

@@ -2,7 +2,7 @@
 
 The agent maps what a player sees (own hole cards, the board, the betting) to an abstract
 infoset: the betting node is exact (betting is not abstracted), the cards become the bucket of
-the current round (:mod:`bot.abstraction_tables`). It plays the solver's average strategy,
+the current round (:mod:`bot.abstraction.tables`). It plays the solver's average strategy,
 normalised over the legal actions. The bucket tables and the policy are memory-mapped on first
 use, so loading is instant and only the touched pages are read. A name whose tables or policy
 are not built raises an error carrying the exact build command and its estimated cost.
@@ -14,11 +14,11 @@ from pathlib import Path
 
 import numpy as np
 
-from bot.abstraction_spec import SPECS, policy_path
-from bot.abstraction_tables import AbstractGame, Abstraction, build_hint, missing_message
-from bot.agent import Agent
-from bot.encoding import EncodingError
-from bot.registry import AgentNotFound, register_name
+from bot.abstraction.spec import SPECS, policy_path
+from bot.abstraction.tables import AbstractGame, Abstraction, build_hint, missing_message
+from bot.agents.base import Agent
+from bot.agents.encoding import EncodingError
+from bot.agents.registry import AgentNotFound, register_name
 from protocol.betting_tree import BettingTree
 from protocol.gamedef import Game
 from protocol.matchstate import MatchState
@@ -32,7 +32,7 @@ class RowPolicyAgent(Agent):
     the rows come from."""
 
     tree: BettingTree
-    row_offset: np.ndarray  # first row of every decision node (:func:`bot.abstraction_tables.row_layout`)
+    row_offset: np.ndarray  # first row of every decision node (:func:`bot.abstraction.tables.row_layout`)
 
     def bucket(self, round_index: int, hole: tuple[int, ...], board: tuple[int, ...]) -> int:
         raise NotImplementedError

@@ -1,7 +1,7 @@
 """Exact best response and exploitability of any policy in flop hold'em, one flop at a time.
 
 The walk is Johanson et al.'s public-tree best response (IJCAI 2011) specialised to games with
-one chance event between two betting rounds (:mod:`bot.flop_game`): per flop, a numba pass
+one chance event between two betting rounds (:mod:`bot.flop.game`): per flop, a numba pass
 over the flop's betting nodes with a vector over all hole-card pairs gives, at each preflop
 line that reaches the flop, both seats' best-response values and the profile's value; the
 flops are weighted and summed, then one small preflop pass finishes each value. Flops run in
@@ -13,7 +13,7 @@ any other policy on every raw flop (FHP: 22,100). Memory is one chunk's table
 (``chunk x flop decision nodes x hands x 3`` float32: 256 flops of FHP = 228 MB) plus
 the per-flop showdown orders (FHP all flops: 160 MB).
 
-Units as :class:`bot.best_response.ExploitabilityReport`: chips per hand, NashConv = both seats'
+Units as :class:`bot.evaluation.best_response.ExploitabilityReport`: chips per hand, NashConv = both seats'
 gains ("total"), exploitability = NashConv / 2 ("average").
 """
 
@@ -26,8 +26,8 @@ from functools import lru_cache
 import numpy as np
 from numba import njit, prange
 
-from bot.best_response import ExploitabilityReport
-from bot.flop_game import (
+from bot.evaluation.best_response import ExploitabilityReport
+from bot.flop.game import (
     FlopGame,
     leaf_reach,
     match_strategy,

@@ -4,7 +4,7 @@
 pages it reads (the HULH river table has 123,156,254 entries). ``AbstractGame`` lays the abstract
 infosets out as rows of ``[rows, 3]`` tables: decision nodes of the real betting tree in
 preorder, each with one row per bucket of its round; the solver
-(:mod:`training.abstraction.solver`) and the agent (:mod:`bot.abstraction_agent`) share it.
+(:mod:`training.abstraction.solver`) and the agent (:mod:`bot.abstraction.agent`) share it.
 """
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from bot.abstraction_cost import duration, estimate, size
-from bot.abstraction_spec import AbstractionSpec, bucket_path, policy_path, size_name, spec_dir
+from bot.abstraction.cost import duration, estimate, size
+from bot.abstraction.spec import AbstractionSpec, bucket_path, policy_path, size_name, spec_dir
 from bot.errors import PokerbotError
 from protocol.betting_tree import BettingTree
 from protocol.gamedef import Game

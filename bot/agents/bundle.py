@@ -3,7 +3,7 @@
 A bundle is a folder (a run's ``policy/``) holding ``bundle.json`` and the files it names::
 
     {"format": 2, "kind": "sd-cfr" | "deep-cfr" | "nfsp" | "abstraction" | "tabular" | ...,
-     "encoder_version": 1,                     # the network input encoding (bot.encoding)
+     "encoder_version": 1,                     # the network input encoding (bot.agents.encoding)
      "game_name": "leduc.limit.2p", "game": "<gamedef text>",
      "files": {"stack/p0_t000001.pt": "<sha256>", ...},
      "provenance": {"algorithm": ..., "config": {...}, "seed": ..., "iterations": ...},
@@ -31,14 +31,14 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from bot.agent import Agent
-from bot.encoding import ENCODER_VERSION
+from bot.agents.base import Agent
+from bot.agents.encoding import ENCODER_VERSION
 from bot.errors import CorruptFileError
 from protocol.files import atomic_write_text, confined, sha256_file, verify_sha256
 from protocol.gamedef import Game, parse_gamedef
 
 if TYPE_CHECKING:
-    from bot.network import DeepCFRNetwork
+    from bot.agents.network import DeepCFRNetwork
 
 BUNDLE_FILE = "bundle.json"
 #: Format written now (2: files with sha256 and provenance); format 1 bundles still load.
@@ -146,14 +146,14 @@ def read_bundle(path: Path, verify: bool = True) -> Bundle:
 def check_game(bundle: Bundle, game: Game | None) -> None:
     """A one-line error (no agent for that game there) when ``bundle`` was trained for another
     game than ``game``."""
-    from bot.registry import AgentNotFound
+    from bot.agents.registry import AgentNotFound
 
     if game is not None and game.to_text() != bundle.game.to_text():
         raise AgentNotFound(f"{bundle.root}: a {bundle.kind} policy trained for {bundle.game.name}, not {game.name}")
 
 
 def _loaders(bundle: Bundle) -> tuple[AgentLoader, StrategyLoader | None]:
-    from bot.registry import load_plugins
+    from bot.agents.registry import load_plugins
 
     load_plugins()
     if bundle.kind not in _KINDS:
@@ -209,7 +209,7 @@ def load_network(architecture: dict[str, Any], weights: Path | dict[str, Any], s
 
     import torch
 
-    from bot.network import DeepCFRNetwork
+    from bot.agents.network import DeepCFRNetwork
 
     groups, bets, width = network_shape(architecture, source)
     net = DeepCFRNetwork(groups, bets, width, canonical_suits=architecture.get("canonical_suits") is True)
@@ -224,8 +224,8 @@ def load_network(architecture: dict[str, Any], weights: Path | dict[str, Any], s
 
 
 def _register() -> None:
-    from bot.best_response import register_strategy_loader
-    from bot.registry import register_path_loader
+    from bot.agents.registry import register_path_loader
+    from bot.evaluation.best_response import register_strategy_loader
 
     register_path_loader(load_bundle_agent)
     register_strategy_loader(load_bundle_strategy)

@@ -6,7 +6,7 @@ its actions so far. That vector is the Bayesian range LBR reasons with (normalis
 against terminal payoffs it is the expectation over the agent's hands, board cards and actions:
 
 * agent decision: every action, its children's ranges multiplied by the action's probability;
-* LBR decision: only the action :class:`bot.lbr.Responder` chooses (the same code as a match);
+* LBR decision: only the action :class:`bot.evaluation.lbr.Responder` chooses (the same code as a match);
 * new board cards: every combination of the unseen cards; given the agent's hand each of the
   ``C(unseen - hole, new)`` combinations missing it is equally likely;
 * terminal: fold payoffs times the range's mass, showdowns hand by hand.
@@ -25,8 +25,8 @@ from math import comb
 
 import numpy as np
 
-from bot.agent import Agent
-from bot.lbr import EquityMemo, LBRConfig, Responder
+from bot.agents.base import Agent
+from bot.evaluation.lbr import EquityMemo, LBRConfig, Responder
 from protocol.evaluator import hand_strength_batch
 from protocol.gamedef import Game
 from protocol.state import State

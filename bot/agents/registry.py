@@ -1,4 +1,4 @@
-"""Resolve ``--agent``/``--opponent`` names and paths to :class:`~bot.agent.Agent` objects.
+"""Resolve ``--agent``/``--opponent`` names and paths to :class:`~bot.agents.base.Agent` objects.
 
 Names map to factories; paths are recognised by what they hold (a tabular policy JSON, a
 training run directory, a policy bundle). An unknown or not-yet-built name is an
@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from bot.agent import Agent, CallAgent, RaiseAgent, RandomAgent
+from bot.agents.base import Agent, CallAgent, RaiseAgent, RandomAgent
 from bot.errors import PokerbotError
 from bot.run_files import continue_command
 from protocol.gamedef import Game
@@ -94,14 +94,14 @@ def load_plugins() -> None:
 
 #: Modules whose import registers more agents (each registers names or loaders).
 _PLUGIN_MODULES: list[str] = [
-    "bot.bundle",
-    "bot.tabular_policy",
-    "bot.nfsp_agent",
-    "bot.deep_cfr_agent",
-    "bot.abstraction_agent",
-    "bot.abstraction_policy",
+    "bot.agents.bundle",
+    "bot.agents.tabular",
+    "bot.agents.nfsp",
+    "bot.agents.deep_cfr",
+    "bot.abstraction.agent",
+    "bot.abstraction.policy",
     "bot.shipped.register",
-    "bot.flop_network",
-    "bot.flop_network_policies",
-    "bot.compact_abstraction",
+    "bot.flop.network",
+    "bot.flop.network_policies",
+    "bot.abstraction.compact",
 ]

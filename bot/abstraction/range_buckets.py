@@ -1,8 +1,8 @@
 """The play-time buckets of every hand of a range at one public state, in one pass.
 
-Local best response (:mod:`bot.lbr`) asks an agent for its action probabilities with every hand
+Local best response (:mod:`bot.evaluation.lbr`) asks an agent for its action probabilities with every hand
 of its range at each decision (``Agent.range_probabilities``): ~1,000 hands on a flop. The
-compact abstraction bot computes a hand's bucket from its cards (:mod:`bot.runtime_buckets`),
+compact abstraction bot computes a hand's bucket from its cards (:mod:`bot.abstraction.runtime_buckets`),
 and one flop hand costs 1,081 runouts x 990 opponent hands; asked hand by hand, a flop range
 costs ~1,000 times that. But every hand of the range shares the public board, so the work can
 be shared: per runout (final board) the strength of every two-card hand of the live cards is
@@ -21,7 +21,7 @@ sorting each card's 46 pairs once per runout.
 **Bit-identical to the per-hand path.** The counts are integers, so each HS is the same float64
 ``(less + 0.5 equal) / total``; each hand's sum runs over the runouts of its board's canonical
 representative in the build's lexicographic order, skipping those that hit the hand, exactly as
-:func:`bot.runtime_buckets.runout_features` sums for the pair :func:`build_order_hand` gives;
+:func:`bot.abstraction.runtime_buckets.runout_features` sums for the pair :func:`build_order_hand` gives;
 the float32 features, and so the buckets, are the same bits (``tests/test_range_buckets.py``).
 """
 
@@ -32,7 +32,7 @@ from collections import OrderedDict
 import numpy as np
 from numba import njit
 
-from bot.runtime_buckets import (
+from bot.abstraction.runtime_buckets import (
     CentreBuckets,
     HandBucketer,
     PercentileBuckets,
@@ -50,7 +50,7 @@ CODES = 64
 
 
 def canonical_board_and_holes(suits: tuple[int, ...], board: tuple[int, ...], hands: np.ndarray) -> tuple[tuple[int, ...], np.ndarray]:
-    """Vectorised :func:`bot.runtime_buckets.build_order_hand` over ``hands`` ``[n, 2]`` sharing
+    """Vectorised :func:`bot.abstraction.runtime_buckets.build_order_hand` over ``hands`` ``[n, 2]`` sharing
     ``board``: the canonical board (the orbit's smallest sorted renaming) and each hand's hole
     under the renaming fixing that board that makes it lexicographically largest (sorted)."""
     renamed = {perm: tuple(sorted((c - c % NUM_SUITS) + perm[c % NUM_SUITS] for c in board)) for perm in _renamings(suits)}

@@ -1,6 +1,6 @@
 """Deep CFR and SD-CFR policies: the bundle fields, the playing agent, exact strategies.
 
-A Deep CFR or SD-CFR policy is a bundle (:mod:`bot.bundle`: ``bundle.json`` with the gamedef,
+A Deep CFR or SD-CFR policy is a bundle (:mod:`bot.agents.bundle`: ``bundle.json`` with the gamedef,
 the sha256 of every file and the run's provenance) whose kind-specific fields are::
 
     "architecture": {"group_sizes": [...], "bet_slots": N, "width": W},
@@ -27,10 +27,10 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from bot.agent import Agent
-from bot.bundle import Bundle, BundleError, load_network, read_bundle, register_kind
-from bot.encoding import InfosetEncoder
-from bot.network import DeepCFRNetwork, masked_softmax, regret_matching
+from bot.agents.base import Agent
+from bot.agents.bundle import Bundle, BundleError, load_network, read_bundle, register_kind
+from bot.agents.encoding import InfosetEncoder
+from bot.agents.network import DeepCFRNetwork, masked_softmax, regret_matching
 from bot.progress import report
 from protocol.betting_tree import DECISION
 from protocol.gamedef import Game
@@ -102,10 +102,10 @@ def strategy_from_outputs(kind: str, outputs: torch.Tensor, legal: torch.Tensor,
 
 
 class InfosetBatch:
-    """Every infoset of a small game as network inputs (over :func:`bot.infosets.space_for`)."""
+    """Every infoset of a small game as network inputs (over :func:`bot.agents.infosets.space_for`)."""
 
     def __init__(self, game: Game) -> None:
-        from bot.infosets import space_for
+        from bot.agents.infosets import space_for
 
         self.space = space_for(game)
         self.encoder = InfosetEncoder(game, self.space.tree)
@@ -146,7 +146,7 @@ class StackAverage:
     """Exact SD-CFR average policy, accumulated one stack entry at a time (reach-weighted)."""
 
     def __init__(self, game: Game) -> None:
-        from bot.infosets import space_for
+        from bot.agents.infosets import space_for
 
         self.space = space_for(game)
         self.numerator = np.zeros((self.space.num_slots, 3))

@@ -6,17 +6,17 @@ Format 1::
      "policy": {"Ks||r": {"f": 0.1, "c": 0.6, "r": 0.3}, ...},
      "meta": {...}}                      # optional: how the file was made (config, seed, ...)
 
-Keys are :meth:`bot.infosets.InfosetSpace.key` strings; each value gives probabilities of the
+Keys are :meth:`bot.agents.infosets.InfosetSpace.key` strings; each value gives probabilities of the
 legal actions only (a legal letter left out means 0). Loading is strict, because a policy that
 silently misses infosets or carries illegal actions would give wrong exploitability and wrong
 play: every problem is one :class:`PolicyFileError` line naming the file and the key.
 
-The same file is the payload of a policy bundle of kind ``tabular`` (:mod:`bot.bundle`: a
+The same file is the payload of a policy bundle of kind ``tabular`` (:mod:`bot.agents.bundle`: a
 folder with ``bundle.json`` naming ``policy.json`` and its sha256, the gamedef text and the
 provenance), which is what ``pokerbot solve`` writes into its run directory's ``policy/``; the
 bundle's gamedef lets a policy of a custom game load without ``--game``.
 
-Importing this module registers the ``.json`` path loader with :mod:`bot.registry`, so
+Importing this module registers the ``.json`` path loader with :mod:`bot.agents.registry`, so
 ``--agent leduc.json`` plays the file with :class:`TabularPolicyAgent`, and the ``tabular``
 bundle kind.
 """
@@ -29,11 +29,11 @@ from pathlib import Path
 
 import numpy as np
 
-from bot.agent import Agent
-from bot.bundle import Bundle, register_kind, write_bundle
+from bot.agents.base import Agent
+from bot.agents.bundle import Bundle, register_kind, write_bundle
+from bot.agents.infosets import SUM_TOLERANCE, InfosetSpace, require_tabular_size, space_for
+from bot.agents.registry import register_path_loader
 from bot.errors import PokerbotError
-from bot.infosets import SUM_TOLERANCE, InfosetSpace, require_tabular_size, space_for
-from bot.registry import register_path_loader
 from protocol.files import atomic_write_text
 from protocol.gamedef import Game, GamedefError, load_game
 from protocol.matchstate import MatchState
@@ -152,14 +152,14 @@ def _strategy_of(path: Path, space: InfosetSpace, policy: dict) -> np.ndarray:
 
 
 def load_policy_strategy(game: Game | None, path: Path) -> tuple[Game, np.ndarray] | None:
-    """Strategy loader for :func:`bot.best_response.load_strategy`: ``.json`` files only."""
+    """Strategy loader for :func:`bot.evaluation.best_response.load_strategy`: ``.json`` files only."""
     if path.suffix.lower() != ".json" or not path.is_file():
         return None
     return load_policy(path, game)
 
 
 class TabularPolicyAgent(Agent):
-    """Plays a strategy array over :func:`bot.infosets.space_for` ``(game)``, e.g. a policy file."""
+    """Plays a strategy array over :func:`bot.agents.infosets.space_for` ``(game)``, e.g. a policy file."""
 
     name = "tabular"
 

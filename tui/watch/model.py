@@ -171,7 +171,8 @@ class WatchModel:
             width = int(self.config.get("width", 64))
             pair = []
             for weights in nets:
-                net = DeepCFRNetwork(encoder.group_sizes, encoder.num_bet_slots, width)
+                net = DeepCFRNetwork(encoder.group_sizes, encoder.num_bet_slots, width,
+                                     canonical_suits=self.config.get("canonical_suits") is True)
                 try:
                     net.load_state_dict(weights)
                 except RuntimeError as error:  # a network of another shape (another algorithm)

@@ -16,6 +16,7 @@ from bot.abstraction.tables import AbstractGame, Abstraction
 from bot.agents.registry import AgentNotFound, resolve_agent
 from bot.cli import main as pokerbot
 from bot.evaluation.best_response import exploitability
+from bot.flop.best_response import flop_exploitability, flop_game_for, uniform_policy
 from protocol.evaluator import hand_strength
 from protocol.gamedef import load_game
 from protocol.isomorphism import round_indexer
@@ -232,6 +233,27 @@ def test_kmeans_abstraction_builds_and_solves():
     assert table is not None and sorted(set(np.asarray(table).tolist())) == [0, 1]
     report = exploitability(ag.abstraction.game, full_game_strategy(ag, average))
     assert 0 < report.mbb(report.exploitability) < 1186.8  # better than uniform random
+
+
+def test_fhp_shaped_abstraction_run_measures_its_average_exactly_over_canonical_flops(tmp_path, monkeypatch):
+    """The trainer's exploitability of an FHP-shaped abstraction (the per-flop passes over the
+    canonical flops, suit-invariant rows) equals the dense best response of the same average."""
+    from test_flop_solver import TINY_FHP_TEXT
+
+    import training.abstraction.run as abstraction_run
+
+    gamedef = tmp_path / "tiny_fhp.game"
+    gamedef.write_text(TINY_FHP_TEXT)
+    spec = AbstractionSpec("tiny_fhp_test", str(gamedef), (None, 6))
+    ag, _, average = solve(spec, 6_000)
+    dense = exploitability(ag.abstraction.game, full_game_strategy(ag, average))
+    monkeypatch.setattr(abstraction_run, "is_small", lambda game: False)  # take the FHP path
+    measured = abstraction_run._exploitability(ag, average)
+    assert measured["exploitability_mbb"] == pytest.approx(dense.mbb(dense.exploitability), abs=1e-3)
+    assert measured["nash_conv_mbb"] == pytest.approx(dense.mbb(dense.nash_conv), abs=1e-3)
+    fg = flop_game_for(ag.abstraction.game, True)
+    uniform = flop_exploitability(fg, uniform_policy(fg))
+    assert 0 < measured["exploitability_mbb"] < uniform.mbb(uniform.exploitability) / 2  # it learned
 
 
 # ---- named sizes, OCHS, scalable k-means, potential-aware buckets, the play-time dependency arrow ----

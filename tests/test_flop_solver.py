@@ -16,8 +16,8 @@ from bot.flop.policies import expand_canonical, policy_strategy, strategy_policy
 from protocol.gamedef import load_game, parse_gamedef
 from training.flop_cfr import FlopCFR, FlopCFRConfig
 
-TINY_FHP = parse_gamedef(
-    """GAMEDEF
+#: FHP's betting on a 10-card deck (2 suits x 5 ranks): small enough for the dense best response.
+TINY_FHP_TEXT = """GAMEDEF
 limit
 numPlayers = 2
 numRounds = 2
@@ -30,9 +30,8 @@ numRanks = 5
 numHoleCards = 2
 numBoardCards = 0 3
 END GAMEDEF
-""",
-    name="tiny_fhp",
-)
+"""
+TINY_FHP = parse_gamedef(TINY_FHP_TEXT, name="tiny_fhp")
 #: Seat 0's game value (chips/hand) by tabular CFR+ (training.cfr, 600 iterations, exploitability
 #: 0.255 mbb/g): the solver below must find the same value.
 TABULAR_VALUE = -3.3277

@@ -19,6 +19,7 @@ import json
 from collections.abc import Callable
 from contextvars import ContextVar
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -28,6 +29,9 @@ from bot.flop.best_response import FlopPolicy, FlopTables, flop_game_for
 from bot.flop.game import FlopGame
 from protocol.cards import NUM_SUITS
 from protocol.gamedef import Game
+
+if TYPE_CHECKING:
+    from bot.abstraction.tables import AbstractGame
 
 
 class FlopPolicyError(PokerbotError, ValueError):
@@ -103,7 +107,13 @@ def abstraction_policy(fg: FlopGame, name: str) -> FlopPolicy:
     from bot.abstraction.agent import AbstractionAgent
 
     agent = AbstractionAgent(fg.game, name)
-    ag, policy = agent.abstract_game, agent.policy
+    return abstract_game_policy(fg, agent.abstract_game, agent.policy)
+
+
+def abstract_game_policy(fg: FlopGame, ag: AbstractGame, policy: np.ndarray) -> FlopPolicy:
+    """A strategy table over ``ag``'s rows (``[rows, 3]``, any non-negative weights: a solve's
+    running average sum too) on ``fg``'s flops. Suit-invariant, as every abstraction is: its
+    buckets are functions of the suit-isomorphism class."""
     abstraction = ag.abstraction
 
     def buckets(round_index: int, cards: np.ndarray) -> np.ndarray:

@@ -4,7 +4,7 @@ One command does everything from a fresh clone: print the estimated memory, disk
 build (or reuse) the cached bucket tables; run batches of ES Linear MCCFR
 (:mod:`training.abstraction.solver`) with a progress bar until ``--iterations`` or
 ``--time-budget``; write ``metrics.jsonl`` (iterations, nodes touched per second, exploitability
-where the full game fits: Kuhn, Leduc), atomic checkpoints every ``checkpoint_seconds`` and on
+where it is exact: Kuhn, Leduc, FHP), atomic checkpoints every ``checkpoint_seconds`` and on
 Ctrl-C (:mod:`training.run`'s policy), and publish the average strategy as the named agent's
 policy (``$POKERBOT_CACHE/abstractions/<name>/policy.npy``) and as the run's policy bundle
 (``<run>/policy/``: ``average.npy`` and ``bundle.json`` of kind ``abstraction``).
@@ -21,6 +21,7 @@ from dataclasses import asdict, dataclass
 
 import numba
 import numpy as np
+from rich.progress import Progress
 
 from bot.abstraction.cost import estimate
 from bot.abstraction.policy import AVERAGE_FILE, full_game_strategy
@@ -29,6 +30,7 @@ from bot.abstraction.tables import AbstractGame, Abstraction
 from bot.agents.bundle import write_bundle
 from bot.agents.infosets import is_small
 from bot.errors import ConfigError, CorruptFileError
+from bot.flop.game import flop_shape_error
 from bot.progress import progress_bar
 from bot.run_files import ELAPSED_METRIC
 from protocol.files import atomic_write, atomic_write_text, temporary_name
@@ -59,7 +61,8 @@ class AbstractionConfig:
     """Wall time between checkpoints (longer than the trainers' 60 s: the tables of the large
     abstractions are gigabytes)."""
     eval_every: int = 0
-    """Measure exact exploitability every this many iterations (Kuhn/Leduc only; 0 = at the end)."""
+    """Measure exact exploitability every this many iterations (0 = at the end): Kuhn and Leduc
+    by the dense best response, FHP-shaped games over the canonical flops (~15-30 CPU s each)."""
     merge_every: int = 0
     """With ``--workers``: iterations (all workers together) between merges of the workers'
     tables; 0 = once per batch. Shorter rounds mean less stale regrets (see
@@ -146,14 +149,15 @@ def train(config: AbstractionConfig, run: RunDir, resume: bool = False, stop: St
                           "nodes_per_s": round(touched / seconds), "iterations_per_s": round(count / seconds),
                           ELAPSED_METRIC: round(state["seconds"], 2)} | (pool.metrics() if pool else {})  # fmt: skip
                 if config.eval_every and state["iterations"] % config.eval_every < count:
-                    record |= _exploitability(ag, average)
+                    record |= _exploitability(ag, average, bar)
                 run.append_metrics(record)
                 bar.update(task, completed=state["iterations"])
                 if clock.due(state["batches"]):
                     _checkpoint(run, regrets, average, state)
                     clock.saved()
     _checkpoint(run, regrets, average, state)
-    final = _exploitability(ag, average)
+    with progress_bar(console, transient=True) as bar:
+        final = _exploitability(ag, average, bar)
     if final:
         run.append_metrics({"iteration": state["iterations"], "final": True} | final)
         console.print(f"exploitability {final['exploitability_mbb']:.3f} mbb/g (NashConv/2, exact in the full game)")
@@ -194,13 +198,32 @@ def _checkpoint(run: RunDir, regrets: np.ndarray, average: np.ndarray, state: di
         atomic_write_text(directory / "state.json", json.dumps(state))
 
 
-def _exploitability(ag: AbstractGame, average: np.ndarray) -> dict:
-    if not is_small(ag.abstraction.game):
-        return {}
-    from bot.evaluation.best_response import exploitability
+def _exploitability(ag: AbstractGame, average: np.ndarray, bar: Progress | None = None) -> dict:
+    """Exact exploitability of the average strategy in the full game, where it can be measured:
+    by the dense best response on small games (Kuhn, Leduc), by the per-flop passes of
+    :mod:`bot.flop.best_response` on FHP-shaped games (canonical flops: an abstraction is
+    suit-invariant; a task on ``bar`` shows the flops done); ``{}`` elsewhere (hold'em: use
+    ``pokerbot lbr``). Off the solve clock."""
+    game = ag.abstraction.game
+    started = time.monotonic()
+    if is_small(game):
+        from bot.evaluation.best_response import exploitability
 
-    report = exploitability(ag.abstraction.game, full_game_strategy(ag, average))
-    return {"exploitability_mbb": report.mbb(report.exploitability), "nash_conv_mbb": report.mbb(report.nash_conv)}
+        report = exploitability(game, full_game_strategy(ag, average))
+    elif flop_shape_error(game) is None:
+        from bot.flop.best_response import flop_exploitability, flop_game_for
+        from bot.flop.policies import abstract_game_policy
+
+        fg = flop_game_for(game, True)
+        task = None if bar is None else bar.add_task("exact best response (flops)", total=fg.num_flops)
+        report = flop_exploitability(fg, abstract_game_policy(fg, ag, average),
+                                     None if bar is None else lambda done, total: bar.update(task, completed=done))
+        if bar is not None:
+            bar.remove_task(task)
+    else:
+        return {}
+    return {"exploitability_mbb": report.mbb(report.exploitability), "nash_conv_mbb": report.mbb(report.nash_conv),
+            "evaluation_s": round(time.monotonic() - started, 2)}  # fmt: skip
 
 
 def _publish(run: RunDir, spec: AbstractionSpec, config: AbstractionConfig, average: np.ndarray, state: dict) -> None:

@@ -31,10 +31,11 @@ POLICY_DIR = "policy"
 COMPLETE_FILE = "COMPLETE"
 #: The metric every trainer logs for the seconds a run has trained so far (summed over resumes;
 #: each trainer says what it counts: Deep CFR-family iterations with their checkpoints, NFSP
-#: self-play steps, abstraction and tabular solver batches; evaluations are off the clock).
+#: self-play steps, abstraction, tabular and full-width flop solver iterations; evaluations are
+#: off the clock).
 ELAPSED_METRIC = "elapsed_s"
 #: Older names of the same metric, read from run directories written before it was one name.
-METRIC_ALIASES = {"train_seconds": ELAPSED_METRIC, "wall_s": ELAPSED_METRIC}
+METRIC_ALIASES = {"train_seconds": ELAPSED_METRIC, "wall_s": ELAPSED_METRIC, "solve_s": ELAPSED_METRIC}
 #: The ``run.json`` algorithm of runs that ``pokerbot solve`` (tabular CFR) writes and continues.
 SOLVE_ALGO = "solve"
 

@@ -112,3 +112,36 @@ def test_cfr_plus_keeps_regrets_non_negative(solved):
 def test_games_of_another_shape_are_refused():
     with pytest.raises(FlopGameError, match="two rounds"):
         flop_game_for(load_game("holdem"), True)
+
+
+def test_solve_run_logs_exact_points_nodes_and_resumes_to_the_same_tables(tmp_path):
+    """The run loop (training/flop_solve.py) on the 10-card game: exact exploitability every
+    ``eval_every`` iterations, the training clock under the one metric name, nodes touched per
+    iteration as every pass's (decision node, live hand) pairs; a run stopped at 6 iterations
+    and resumed to 12 ends with the tables of an uninterrupted 12-iteration run, and its
+    published policy measures what the run logged."""
+    from bot.flop.policies import solve_policy
+    from bot.run_files import ELAPSED_METRIC
+    from training.flop_solve import FlopSolveConfig, solve
+    from training.rundir import RunDir
+
+    gamedef = tmp_path / "tiny_fhp.game"
+    gamedef.write_text(TINY_FHP_TEXT)
+    config = FlopSolveConfig(game=str(gamedef), iterations=12, eval_every=6, threads=1)
+    whole = solve(config, RunDir.create(tmp_path / "whole", config))
+    part = RunDir.create(tmp_path / "part", config)
+    solve(FlopSolveConfig(game=str(gamedef), iterations=6, eval_every=6, threads=1), part)
+    resumed = solve(config, RunDir.open(part.path), resume=True)
+    assert np.array_equal(resumed.average, whole.average) and np.array_equal(resumed.pre_average, whole.pre_average)
+    records = RunDir.open(part.path).read_metrics()
+    assert [r["iteration"] for r in records] == list(range(1, 13))
+    fg = whole.fg
+    live_pairs = int((fg.valid > 0).sum())  # (flop, hand) pairs with no shared card
+    assert live_pairs == 60 * 21  # 10 cards: each 3-card flop leaves C(7, 2) hands
+    per_pass = fg.preflop.num_decisions * fg.num_hands + fg.flop.num_decisions * live_pairs
+    assert all(r["nodes_touched"] == 2 * per_pass for r in records)
+    assert all(r[ELAPSED_METRIC] > 0 for r in records) and records[-1][ELAPSED_METRIC] > records[0][ELAPSED_METRIC]
+    measured = [r for r in records if "exploitability_mbb" in r]
+    assert [r["iteration"] for r in measured] == [6, 12] and measured[1]["exploitability_mbb"] < measured[0]["exploitability_mbb"]
+    report = flop_exploitability(fg, solve_policy(fg, part.path))
+    assert report.mbb(report.exploitability) == pytest.approx(measured[1]["exploitability_mbb"], abs=1e-6)

@@ -131,6 +131,15 @@ class FlopCFR:
     def table_bytes(self) -> int:
         return self.regrets.nbytes + self.average.nbytes
 
+    @property
+    def nodes_per_iteration(self) -> int:
+        """(Decision node, live private hand) pairs that one iteration's two passes evaluate,
+        every canonical flop once: the full-width count comparable with the sampled
+        algorithms' nodes touched (each pair is one infoset visit on that board)."""
+        fg = self.fg
+        live = int(np.count_nonzero(fg.valid))
+        return 2 * (fg.preflop.num_decisions * fg.num_hands + fg.flop.num_decisions * live)
+
     def iterate(self, progress: Progress | None = None) -> None:
         """One iteration: player 0's update, then player 1's against player 0's new strategy.
         ``progress(done, total)`` counts flops over both updates."""

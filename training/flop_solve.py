@@ -3,7 +3,7 @@
 The run loop around :class:`training.flop_cfr.FlopCFR`: a rich progress bar that moves flop by
 flop inside an iteration (with the ETA and the last exact exploitability), exact
 exploitability of the average strategy every ``eval_every`` iterations (off the solve clock:
-``solve_s`` counts only CFR time), ``metrics.jsonl``, atomic checkpoints every
+``elapsed_s`` counts only CFR time; ``nodes_touched`` per iteration), ``metrics.jsonl``, atomic checkpoints every
 ``checkpoint_seconds`` and on Ctrl-C, ``--resume``, and publication of the average strategy:
 
 * ``<run>/policy/``: ``pre_average.npy`` and ``average.npy`` (the solver's own tables over the
@@ -31,6 +31,7 @@ from bot.abstraction.spec import SPECS, policy_path, resolve_size, spec_dir
 from bot.abstraction.tables import AbstractGame, Abstraction
 from bot.errors import PokerbotError
 from bot.progress import progress_bar
+from bot.run_files import ELAPSED_METRIC
 from protocol.files import atomic_write
 from protocol.gamedef import load_game
 from training.flop_cfr import FlopCFR, FlopCFRConfig
@@ -120,8 +121,9 @@ def solve(config: FlopSolveConfig, run: RunDir, resume: bool = False, console: C
                 solver.iterate(lambda done, total, start=solver.iteration: bar.update(task, completed=start + done / total))
                 state["solve_s"] += time.monotonic() - t0
                 state["iteration"] = solver.iteration
-                record = {"iteration": solver.iteration, "solve_s": round(state["solve_s"], 2),
-                          "iteration_s": round(time.monotonic() - t0, 3), "rss_gb": round(_rss_gb(), 3)}  # fmt: skip
+                record = {"iteration": solver.iteration, ELAPSED_METRIC: round(state["solve_s"], 2),
+                          "iteration_s": round(time.monotonic() - t0, 3), "nodes_touched": solver.nodes_per_iteration,
+                          "rss_gb": round(_rss_gb(), 3)}  # fmt: skip
                 if solver.iteration % config.eval_every == 0 or solver.iteration >= config.iterations:
                     record |= _evaluate(solver, state, bar, task)
                 run.append_metrics(record)

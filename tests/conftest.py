@@ -1,4 +1,5 @@
-"""Fixtures shared by test files: a small SD-CFR run on Kuhn for the ``pokerbot watch`` tests."""
+"""Fixtures shared by test files: a small SD-CFR run on Kuhn for the ``pokerbot watch`` tests
+(trained here, and a committed copy for the snapshots)."""
 
 from __future__ import annotations
 
@@ -29,17 +30,38 @@ def kuhn_run(tmp_path_factory) -> Path:
     return train_kuhn(tmp_path_factory.mktemp("watch") / "kuhn-sdcfr")
 
 
-@pytest.fixture(scope="session")
-def frozen_kuhn_run(kuhn_run, tmp_path_factory) -> Path:
-    """:func:`kuhn_run` with its wall-clock figures replaced by fixed ones, for snapshots."""
-    run = tmp_path_factory.mktemp("watch-frozen") / "kuhn-sdcfr"
-    shutil.copytree(kuhn_run, run)
-    fixed = {"traversal_s": 0.05, "training_s": 0.1, "evaluation_s": 0.01, "infosets_per_s": 20000.0}
+#: The run the ``pokerbot watch`` snapshots show, committed (not trained by the test): SD-CFR's
+#: fits go through numba and BLAS kernels whose float results differ between CPUs (AVX-512 on one
+#: machine, AVX2 on another), and six iterations of regret matching turn those last bits into
+#: different pictures. Written by :func:`write_frozen_kuhn_run` (see there to regenerate).
+FROZEN_KUHN_RUN = Path(__file__).parent / "data" / "watch-kuhn-sdcfr"
+#: Wall-clock figures replaced by fixed ones in the committed run.
+FIXED_TIMINGS = {"traversal_s": 0.05, "training_s": 0.1, "evaluation_s": 0.01, "infosets_per_s": 20000.0}
+
+
+def write_frozen_kuhn_run(target: Path = FROZEN_KUHN_RUN) -> Path:
+    """Train :data:`WATCH_RUN` into ``target`` with its wall-clock figures fixed (no memories or
+    plot: the watch tabs read metrics, checkpoints and the policy stack). Regenerate after a
+    change of the run format with ``python -c "import sys; sys.path.insert(0, 'tests');
+    import conftest; conftest.write_frozen_kuhn_run()"``, then ``pytest
+    tests/test_watch_snapshots.py --snapshot-update``, and look at the SVGs."""
+    shutil.rmtree(target, ignore_errors=True)
+    train_kuhn(target)
+    shutil.rmtree(target / "memories")
+    (target / "exploitability.png").unlink()
     lines = []
-    for line in (run / "metrics.jsonl").read_text().splitlines():
+    for line in (target / "metrics.jsonl").read_text().splitlines():
         record = json.loads(line)
-        record.update({k: v for k, v in fixed.items() if k in record})
+        record.update({k: v for k, v in FIXED_TIMINGS.items() if k in record})
         record["elapsed_s"] = 0.2 * record["iteration"]
         lines.append(json.dumps(record))
-    (run / "metrics.jsonl").write_text("\n".join(lines) + "\n")
+    (target / "metrics.jsonl").write_text("\n".join(lines) + "\n")
+    return target
+
+
+@pytest.fixture(scope="session")
+def frozen_kuhn_run(tmp_path_factory) -> Path:
+    """A copy of the committed :data:`FROZEN_KUHN_RUN` (read-only for the snapshot tests)."""
+    run = tmp_path_factory.mktemp("watch-frozen") / "kuhn-sdcfr"
+    shutil.copytree(FROZEN_KUHN_RUN, run)
     return run

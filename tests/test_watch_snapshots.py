@@ -1,5 +1,6 @@
-"""Snapshots of ``pokerbot watch`` on a Kuhn SD-CFR run trained here (wall-clock figures fixed,
-see ``frozen_kuhn_run``): the overview at 80x24 and 120x36, and the networks, strategy and
+"""Snapshots of ``pokerbot watch`` on a committed Kuhn SD-CFR run (``tests/data/watch-kuhn-sdcfr``:
+wall-clock figures fixed, trained once, since training numerics differ between CPUs; see
+``conftest.FROZEN_KUHN_RUN``): the overview at 80x24 and 120x36, and the networks, strategy and
 traversal tabs, each at both sizes. Update after an intended change with
 ``pytest tests/test_watch_snapshots.py --snapshot-update`` and look at the SVGs in
 ``tests/__snapshots__/``."""

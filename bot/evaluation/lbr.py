@@ -28,6 +28,10 @@ plays every deal twice, LBR once in each position with the cards dealt by positi
 (:func:`protocol.dealing.deal_hand`): the two halves form one duplicate observation. The agent's
 actions are drawn from the same range probabilities LBR updates with, with the match runner's
 common random numbers (:func:`bot.evaluation.match.agent_rng`).
+
+It is one module (about 450 lines) because the range, the three action values and the
+duplicate deal loop all read one per-hand range state; the exact (enumerating) variant that
+checks it lives in :mod:`bot.evaluation.lbr_exact`.
 """
 
 from __future__ import annotations

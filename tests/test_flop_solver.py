@@ -145,3 +145,41 @@ def test_solve_run_logs_exact_points_nodes_and_resumes_to_the_same_tables(tmp_pa
     assert [r["iteration"] for r in measured] == [6, 12] and measured[1]["exploitability_mbb"] < measured[0]["exploitability_mbb"]
     report = flop_exploitability(fg, solve_policy(fg, part.path))
     assert report.mbb(report.exploitability) == pytest.approx(measured[1]["exploitability_mbb"], abs=1e-6)
+
+
+def test_solve_run_is_an_agent_playing_its_canonical_tables_on_every_raw_flop(tmp_path):
+    """``--agent RUN`` on a flop solve: its bundle (kind ``flop_solve``) loads, and on every raw
+    flop and hand the agent plays the canonical tables read through the suit renaming that
+    ``expand_canonical`` (checked against brute force above) uses; legal and suit-invariant."""
+    from test_flop_network import check_agent
+
+    from bot.agents.bundle import read_bundle
+    from bot.agents.registry import resolve_agent
+    from bot.flop.solve_agent import FlopSolveAgent
+    from training.flop_solve import FlopSolveConfig, solve
+    from training.rundir import RunDir
+
+    gamedef = tmp_path / "tiny_fhp.game"
+    gamedef.write_text(TINY_FHP_TEXT)
+    game = load_game(str(gamedef))
+    config = FlopSolveConfig(game=str(gamedef), iterations=8, eval_every=8, threads=1)
+    solver = solve(config, RunDir.create(tmp_path / "run", config))
+    assert read_bundle(tmp_path / "run").kind == "flop_solve"
+    agent = resolve_agent(str(tmp_path / "run"), game)
+    assert isinstance(agent, FlopSolveAgent)
+    raw = flop_game_for(game, False)
+    tables = expand_canonical(solver.fg, solver.average_policy(), raw).flop(0, raw.num_flops)
+    node, d = int(raw.flop.decision_nodes[2]), 2
+    checked = 0
+    for b, flop in enumerate(raw.flops.tolist()):
+        for h in np.flatnonzero(raw.valid[b] > 0):
+            hole = tuple(raw.hands[h].tolist())
+            played = agent.strategy_sums(node, hole, tuple(flop))
+            expected = tables[b, d, h]
+            assert played / played.sum() == pytest.approx(expected / expected.sum(), abs=1e-6)
+            checked += 1
+    assert checked == 120 * 21
+    for d, node in enumerate(raw.preflop.decision_nodes.tolist()):
+        for h, hole in enumerate(raw.hands.tolist()):
+            assert np.array_equal(agent.strategy_sums(node, tuple(hole), ()), solver.pre_average[d, h])
+    check_agent(agent, game)

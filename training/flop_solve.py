@@ -29,7 +29,10 @@ from rich.progress import TextColumn
 
 from bot.abstraction.spec import SPECS, policy_path, resolve_size, spec_dir
 from bot.abstraction.tables import AbstractGame, Abstraction
+from bot.agents.bundle import write_bundle
 from bot.errors import PokerbotError
+from bot.flop.solve_agent import FLOP_FILE, PREFLOP_FILE
+from bot.flop.solve_agent import KIND as FLOP_SOLVE_KIND
 from bot.progress import progress_bar
 from bot.run_files import ELAPSED_METRIC
 from protocol.files import atomic_write
@@ -197,11 +200,14 @@ def publish(run: RunDir, solver: FlopCFR, state: dict) -> None:
     """Write the average strategy into the run, and as the ``fhp_lossless`` agent's policy when
     the game is FHP."""
     run.policy_path.mkdir(parents=True, exist_ok=True)
-    atomic_write(run.policy_path / "pre_average.npy", lambda h: np.save(h, solver.pre_average))
-    atomic_write(run.policy_path / "average.npy", lambda h: np.save(h, solver.average))
+    atomic_write(run.policy_path / PREFLOP_FILE, lambda h: np.save(h, solver.pre_average))
+    atomic_write(run.policy_path / FLOP_FILE, lambda h: np.save(h, solver.average))
     meta = {"solver": SOLVER_KEY, "game": solver.fg.game.name, "iteration": solver.iteration,
             "config": asdict(solver.config), "state": state, "run": str(run.path.resolve())}  # fmt: skip
     atomic_write(run.policy_path / "meta.json", lambda h: h.write(json.dumps(meta).encode()))
+    provenance = {"algorithm": f"full-width {solver.config.algo}", "config": asdict(solver.config),
+                  "iterations": solver.iteration, "exploitability_mbb": state["exploitability_mbb"]}  # fmt: skip
+    write_bundle(run.policy_path, FLOP_SOLVE_KIND, solver.fg.game, [PREFLOP_FILE, FLOP_FILE], provenance)
     spec = SPECS[LOSSLESS_NAME]
     if solver.fg.game.name != spec.load_game().name:
         return

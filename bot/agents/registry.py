@@ -103,5 +103,6 @@ _PLUGIN_MODULES: list[str] = [
     "bot.shipped.register",
     "bot.flop.network",
     "bot.flop.network_policies",
+    "bot.flop.solve_agent",
     "bot.abstraction.compact",
 ]

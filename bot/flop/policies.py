@@ -38,7 +38,7 @@ class FlopPolicyError(PokerbotError, ValueError):
     """A stored policy that does not fit the game (shape, game, files)."""
 
 
-def _hand_lookup(fg: FlopGame) -> np.ndarray:
+def hand_lookup(fg: FlopGame) -> np.ndarray:
     """Hand row of each ordered card pair ``[52, 52]`` (-1 off the deck)."""
     lookup = np.full((52, 52), -1, dtype=np.int64)
     rows = np.arange(fg.num_hands)
@@ -54,7 +54,7 @@ def suit_maps(canonical: FlopGame, raw_flops: np.ndarray) -> tuple[np.ndarray, n
     game = canonical.game
     suits = list(range(NUM_SUITS - game.num_suits, NUM_SUITS))
     key_of = {tuple(f): i for i, f in enumerate(canonical.flops.tolist())}
-    lookup = _hand_lookup(canonical)
+    lookup = hand_lookup(canonical)
     index = np.full(len(raw_flops), -1, dtype=np.int64)
     hand_map = np.zeros((len(raw_flops), canonical.num_hands), dtype=np.int64)
     for perm in itertools.permutations(suits):

@@ -19,9 +19,11 @@ training clock; every policy here is suit-invariant):
   of its schedule (``eval_every`` = the counts' common step). Nodes touched: the (decision
   node, live hand) pairs of both passes of every iteration.
 * ``sd-cfr``: the FHP preset (width 32, suit-canonical inputs), its stack average measured
-  every 5 iterations; ``deep-cfr``: the same preset, its average network fitted and measured
-  every 5 iterations (``average_every = 5``). Nodes touched: the infosets their
-  external-sampling traversals evaluated (``infosets_per_s x traversal_s``).
+  every 5 iterations (every network of the stack is evaluated once, ~55 CPU s each: the cost of
+  a curve grows with its length, not its points); ``deep-cfr``: the same preset, its average
+  network fitted and measured at each count of its schedule (``average_every`` = the counts'
+  common step; ~85 s a point). Nodes touched: the infosets their external-sampling traversals
+  evaluated (``infosets_per_s x traversal_s``).
 
 Wall clock is each run's ``elapsed_s``: training time only. Prints the machine, every point,
 each curve's exploitability at equal nodes touched and at equal wall clock, and writes
@@ -84,7 +86,7 @@ CURVES = {
     "sd-cfr": Curve("SD-CFR (2-core FHP preset)", ("--algo", "sd-cfr", "--game", "fhp"),
                     (5, 10, 15), "sdcfr_exploitability_mbb"),
     "deep-cfr": Curve("Deep CFR, average network (2-core FHP preset)", ("--algo", "deep-cfr", "--game", "fhp"),
-                      (5, 10, 15), "average_exploitability_mbb", settings="average_every = 5\n"),
+                      (5, 10, 15), "average_exploitability_mbb", settings="average_every = {step}\n"),
     "dream": Curve("DREAM (2-core FHP preset)", ("--algo", "dream", "--game", "fhp"),
                    (5, 10, 15), "sdcfr_exploitability_mbb", cumulative_nodes=True),
     "os-sd-cfr": Curve("OS-SD-CFR (2-core FHP preset)", ("--algo", "os-sd-cfr", "--game", "fhp"),

@@ -194,3 +194,24 @@ async def test_broken_agent_is_a_message_not_a_crash() -> None:
         await press(app, pilot, "q")
         await press(app, pilot, "y")
     assert app.return_value is None
+
+
+async def test_one_line_notice_and_details_on_question_mark() -> None:
+    """The opponent's notice is one line of the hand log; ``?`` shows its details (the whole
+    provenance) under the rules and keys, and closes again."""
+    details = "Playing leduc-bot, the bot shipped for leduc: made by a test. Measured: vs call +300 mbb/g."
+    app = make_app(LEDUC, CallAgent, seed=1, notice="Opponent: leduc-bot (shipped), vs call +300 mbb/g",
+                   details=details)
+    async with app.run_test(size=(140, 36)) as pilot:
+        await settle(app, pilot)
+        rows = [line.text.rstrip() for line in app.query_one("#log").lines]
+        notice_rows = rows[: next(i for i, row in enumerate(rows) if row.startswith("Hand 1"))]
+        assert " ".join(notice_rows) == "Opponent: leduc-bot (shipped), vs call +300 mbb/g (? details)"
+        assert len(notice_rows) <= 2  # one line of text: at most one wrap in a 140-column side panel
+        assert "made by a test" not in "".join(rows)
+        await press(app, pilot, "question_mark")
+        assert isinstance(app.screen, HelpScreen)
+        text = str(app.screen.query_one("#help Static").content)
+        assert text.endswith(f"[b]Opponent[/b]\n{details}") and "leduc.limit.2p" in text
+        await press(app, pilot, "question_mark")
+        assert not isinstance(app.screen, HelpScreen)

@@ -23,18 +23,20 @@ def test_fallback_names_the_cheapest_real_opponent(monkeypatch, tmp_path) -> Non
     monkeypatch.setitem(play.STRONGEST_FIRST, "leduc", ["no-such-agent"])
     agent, notice = play.strongest_opponent(LEDUC)
     assert agent.name == play.FALLBACK == "call"
-    assert "pokerbot solve --game leduc --out runs/cfr-leduc" in notice
+    assert notice.line == "Opponent: call (a calling station; nothing stronger built)"
+    assert "pokerbot solve --game leduc --out runs/cfr-leduc" in notice.details
     monkeypatch.setenv("POKERBOT_CACHE", str(tmp_path))  # no abstraction is built here
     monkeypatch.setitem(play.STRONGEST_FIRST, "fhp", ["no-such-agent"])
     agent, notice = play.strongest_opponent(load_game("fhp"))
     assert agent.name == "call"
-    assert "fhp_abstraction_4e4" in notice and "--size 4e4 --out runs/fhp_abstraction_4e4" in notice
-    assert "pokerbot train --game fhp --algo sd-cfr" not in notice  # not a run that takes hours
+    assert "fhp_abstraction_4e4" in notice.details and "--size 4e4 --out runs/fhp_abstraction_4e4" in notice.details
+    assert "pokerbot train --game fhp --algo sd-cfr" not in notice.details  # not a run that takes hours
 
 
 def test_default_comes_first_and_the_notice_names_the_shipped_bot(monkeypatch, tmp_path) -> None:
     """A shipped folder for Leduc (manifest + a registered kind): ``play`` picks it before any
-    other candidate, and its notice quotes the manifest's name, description and strength."""
+    other candidate; its notice is one line (name and first measured figure, without its
+    parenthesis) with the manifest's name, description and every figure as details."""
     import bot.shipped as shipped
     from bot.agents.base import RaiseAgent
 
@@ -44,14 +46,29 @@ def test_default_comes_first_and_the_notice_names_the_shipped_bot(monkeypatch, t
     (folder / "weights.txt").write_text("raise\n")
     shipped.write_manifest(folder, {"kind": "test-raise", "game": LEDUC.name, "name": "leduc-bot",
                                     "description": "always raises (a test bot).",
-                                    "strength": {"exploitability": "2,000 mbb/g (exact, NashConv/2)"}}, ["weights.txt"])
+                                    "strength": {"exploitability": "2,000 mbb/g (exact, NashConv/2)",
+                                                 "vs call": "+300 mbb/g"}}, ["weights.txt"])
     shipped.register_shipped_kind("test-raise", lambda game, path, manifest: RaiseAgent(game))
     monkeypatch.setattr(shipped, "SHIPPED_ROOT", tmp_path)
     monkeypatch.setattr(shipped, "SHIPPED_GAMES", ("leduc",))
     agent, notice = play.strongest_opponent(LEDUC)
     assert agent.name == "leduc-bot" and isinstance(agent, RaiseAgent)
-    assert notice == ("Playing leduc-bot, the bot shipped for leduc.limit.2p: always raises (a test bot). "
-                      "Measured: exploitability 2,000 mbb/g (exact, NashConv/2).")
+    assert notice.line == "Opponent: leduc-bot (shipped), exploitability 2,000 mbb/g"
+    assert notice.details == ("Playing leduc-bot, the bot shipped for leduc.limit.2p: always raises (a test bot). "
+                              "Measured: exploitability 2,000 mbb/g (exact, NashConv/2); vs call +300 mbb/g.")
+
+
+def test_the_shipped_holdem_notice_is_one_short_line() -> None:
+    """The real shipped hold'em bot's notice fits one line of a wide side panel (the whole
+    provenance paragraph is the details) and quotes its first manifest figure."""
+    from bot.shipped import shipped_manifest
+
+    holdem = load_game("holdem")
+    notice = play.shipped_notice(holdem)
+    first_key, first_value = next(iter(shipped_manifest(holdem)["strength"].items()))
+    assert notice.line.startswith("Opponent: pokerbot-hulh-ke (shipped), ")
+    assert notice.line.endswith(f"{first_key} {first_value.split(' (')[0]}") and len(notice.line) <= 80
+    assert "\n" not in notice.line and len(notice.details) > 4 * len(notice.line)
 
 
 @pytest.mark.parametrize(

@@ -1,5 +1,6 @@
 """Snapshots of the table at 80x24 (the smallest supported terminal), seed 7, against the
-calling station: pre-flop, after the flop, the showdown screen and the help screen.
+calling station: pre-flop, after the flop, the showdown screen, the help screen, and the
+opponent's one-line notice with its details behind ``?``.
 Update after an intended change with ``pytest tests/test_tui_snapshots.py --snapshot-update``
 and look at the SVGs in ``tests/__snapshots__/``."""
 
@@ -13,8 +14,17 @@ from tui.session import TableSession
 HOLDEM = load_game("holdem")
 
 
-def table_app() -> PokerApp:
-    return PokerApp(TableSession(HOLDEM, CallAgent(HOLDEM), seed=7), bot_delay=0)
+def table_app(**notice: str) -> PokerApp:
+    return PokerApp(TableSession(HOLDEM, CallAgent(HOLDEM), seed=7), bot_delay=0, **notice)
+
+
+#: A notice shaped like the shipped hold'em bot's (the real one changes with each new bot).
+NOTICE = {
+    "notice": "Opponent: pokerbot-test (shipped), vs abstraction_3e6 +31.1 ± 18.6 mbb/g",
+    "details": "Playing pokerbot-test, the bot shipped for holdem: a solved card abstraction. "
+               "Measured: vs abstraction_3e6 +31.1 ± 18.6 mbb/g (duplicate, 2 × 20,000 hands); "
+               "vs call +491.2 ± 66.4 mbb/g (duplicate, 2 × 2,000 hands).",
+}
 
 
 def keys(*pressed: str):
@@ -50,3 +60,11 @@ def test_help_screen(snap_compare) -> None:
 def test_four_colour_wide(snap_compare) -> None:
     """The layout scales up, and the four-colour deck (clubs green, diamonds blue)."""
     assert snap_compare(table_app(), terminal_size=(120, 36), run_before=keys("4", "r", "c"))
+
+
+def test_notice_is_one_line(snap_compare) -> None:
+    assert snap_compare(table_app(**NOTICE), terminal_size=(140, 36), run_before=keys())
+
+
+def test_notice_details_on_help(snap_compare) -> None:
+    assert snap_compare(table_app(**NOTICE), terminal_size=(80, 24), run_before=keys("question_mark"))

@@ -68,6 +68,7 @@ class PokerApp(App[Path | None]):
         four_colour: bool = False,
         session_log: SessionLog | None = None,
         notice: str | None = None,
+        details: str | None = None,
     ) -> None:
         super().__init__()
         if auto_next is not None and auto_next <= 0:
@@ -77,7 +78,9 @@ class PokerApp(App[Path | None]):
         self.auto_next = auto_next
         self.four_colour = four_colour
         self.session_log = session_log
+        #: One line about the opponent for the hand log, and the whole story for the ``?`` screen.
         self.notice = notice
+        self.details = details
         #: True while the other side is deciding (or the dealer has not answered yet).
         self.thinking = False
         self.last_result: HandResult | None = None
@@ -102,8 +105,9 @@ class PokerApp(App[Path | None]):
 
     def on_mount(self) -> None:
         self.set_class(self.four_colour, "-four-colour")
-        if self.notice:
-            self.log_line(f"[i]{escape(self.notice)}[/i]")  # a manifest's text is not markup
+        if self.notice:  # a manifest's text is not markup
+            more = " ([b]?[/b] details)" if self.details else ""
+            self.log_line(f"[i]{escape(self.notice)}[/i]{more}")
         self.start_hand()
 
     # -- refreshing ----------------------------------------------------------------------
@@ -305,7 +309,7 @@ class PokerApp(App[Path | None]):
         self.set_class(self.four_colour, "-four-colour")
 
     def action_help(self) -> None:
-        self.push_screen(HelpScreen(self.session.game))
+        self.push_screen(HelpScreen(self.session.game, self.details))
 
     def action_quit_session(self) -> None:
         if self.session.in_hand:

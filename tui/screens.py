@@ -16,7 +16,7 @@ from protocol.state import ACTIONS
 from tui.session import BOT, HUMAN, HandResult
 from tui.widgets import CardRow, position_role, round_names
 
-#: Key help shared by the help screen and the README.
+#: Key help shared by the help screen and docs/commands/play.md.
 KEYS_HELP = [
     ("f", "fold (only when facing a bet)"),
     ("c", "check, or call the bet you face"),
@@ -24,7 +24,7 @@ KEYS_HELP = [
     ("n", "next hand (after a hand ends)"),
     ("h", "the bot's probabilities at its decisions (after the hand)"),
     ("4", "switch between the two- and four-colour deck"),
-    ("?", "this help"),
+    ("?", "this help: rules, keys and what is known about the opponent"),
     ("q", "quit and write the session log (asks first in the middle of a hand)"),
 ]
 
@@ -148,18 +148,21 @@ def rules_text(game: Game) -> str:
 
 
 class HelpScreen(ModalScreen[None]):
-    """Rules of the current game and the keys."""
+    """Rules of the current game, the keys, and what is known about the opponent (the details
+    behind the side panel's one-line notice: who made it and every measured figure)."""
 
     BINDINGS = [Binding("escape,question_mark,q", "dismiss", "close")]
 
-    def __init__(self, game: Game) -> None:
+    def __init__(self, game: Game, opponent: str | None = None) -> None:
         super().__init__()
         self.game = game
+        self.opponent = opponent
 
     def compose(self) -> ComposeResult:
         keys = "\n".join(f"  [b]{key}[/b]  {escape(what)}" for key, what in KEYS_HELP)
+        opponent = f"\n[b]Opponent[/b]\n{escape(self.opponent)}" if self.opponent else ""
         with VerticalScroll(id="help"):
-            yield Static(f"{rules_text(self.game)}\n[b]Keys[/b] (esc closes)\n{keys}")
+            yield Static(f"{rules_text(self.game)}\n[b]Keys[/b] (esc closes)\n{keys}{opponent}")
 
 
 class ConfirmQuitScreen(ModalScreen[bool]):

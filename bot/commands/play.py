@@ -4,15 +4,17 @@ through the same TUI as an ACPC client of a dealer (``--connect HOST PORT``).
 Without ``--opponent`` the strongest agent available locally is used: the registry is asked for
 the candidates in :data:`STRONGEST_FIRST` (the shipped bot ``default`` first, then registered
 names and the run directories the train commands write) and the first that resolves plays; a
-notice names it and its measured strength when it is the shipped bot. When none resolves, the
-fallback is :data:`FALLBACK`, and the notice names the cheapest real opponent for the game and
-what building it costs (:data:`CHEAPEST`), not a training run that takes hours.
+:class:`Notice` names it and its headline figure in one line (the table's side panel) with the
+whole provenance as details (the ``?`` screen) when it is the shipped bot. When none resolves,
+the fallback is :data:`FALLBACK`, and the notice names the cheapest real opponent for the game
+and what building it costs (:data:`CHEAPEST`), not a training run that takes hours.
 """
 
 from __future__ import annotations
 
 import time
 from pathlib import Path
+from typing import NamedTuple
 
 import click
 
@@ -37,7 +39,7 @@ STRONGEST_FIRST: dict[str, list[str]] = {
 FALLBACK = "call"
 #: Per game, the cheapest real opponent among the candidates: an abstraction name (its build
 #: command and estimated cost come from ``pokerbot agents``) or a command with its measured cost
-#: on the 2-core development machine (see the README's Quick start).
+#: on the 2-core development machine (docs/getting-started.md).
 CHEAPEST: dict[str, str | tuple[str, str]] = {
     "holdem": "abstraction_3e6",
     "fhp": "fhp_abstraction_4e4",
@@ -58,19 +60,44 @@ def cheapest_hint(alias: str) -> str:
     return f"The cheapest real opponent is {cost}: {command}"
 
 
-def shipped_notice(game: Game) -> str | None:
-    """``Playing <name>, the bot shipped for <game>: <description> Measured: <strength>.``"""
+class Notice(NamedTuple):
+    """What the player is told about the opponent ``play`` chose: ``line`` fits the side panel
+    (who it is and its headline figure), ``details`` is the whole story (the ``?`` screen and
+    stderr)."""
+
+    line: str
+    details: str
+
+
+def headline(strength: dict[str, str]) -> str:
+    """The first measured figure of a manifest, without its parenthesised conditions:
+    ``vs abstraction_3e6 +31.1 ± 18.6 mbb/g``."""
+    if not strength:
+        return ""
+    key, value = next(iter(strength.items()))
+    return f"{key} {value.split(' (')[0]}"
+
+
+def shipped_notice(game: Game) -> Notice | None:
+    """The shipped bot's name and headline figure, with its description and every measured
+    figure of its manifest as details."""
     from bot.shipped import shipped_manifest
 
     manifest = shipped_manifest(game)
     if manifest is None:
         return None
-    strength = "; ".join(f"{k} {v}" for k, v in dict(manifest.get("strength", {})).items())
-    return (f"Playing {manifest.get('name', 'default')}, the bot shipped for {game.name}: "
-            f"{manifest.get('description', '')}" + (f" Measured: {strength}." if strength else ""))
+    name = manifest.get("name", "default")
+    measured = dict(manifest.get("strength", {}))
+    strength = "; ".join(f"{k} {v}" for k, v in measured.items())
+    figure = headline(measured)
+    return Notice(
+        f"Opponent: {name} (shipped)" + (f", {figure}" if figure else ""),
+        f"Playing {name}, the bot shipped for {game.name}: {manifest.get('description', '')}"
+        + (f" Measured: {strength}." if strength else ""),
+    )
 
 
-def strongest_opponent(game: Game) -> tuple[Agent, str | None]:
+def strongest_opponent(game: Game) -> tuple[Agent, Notice | None]:
     """The strongest locally available agent for ``game``, and a notice when it is the shipped
     bot or the fallback. Candidates that are not built are skipped; a broken artefact is an
     error."""
@@ -81,10 +108,10 @@ def strongest_opponent(game: Game) -> tuple[Agent, str | None]:
         except AgentNotFound:
             continue
         return agent, shipped_notice(game) if candidate == "default" else None
-    notice = f"No strong agent is built for {game.name}: playing '{FALLBACK}' (a calling station)."
+    details = f"No strong agent is built for {game.name}: playing '{FALLBACK}' (a calling station)."
     if alias in CHEAPEST:
-        notice += f" {cheapest_hint(alias)}, then pokerbot play again."
-    return resolve_agent(FALLBACK, game), notice
+        details += f" {cheapest_hint(alias)}, then pokerbot play again."
+    return resolve_agent(FALLBACK, game), Notice(f"Opponent: {FALLBACK} (a calling station; nothing stronger built)", details)
 
 
 @click.command(context_settings={"show_default": True})
@@ -135,7 +162,7 @@ def play(
         click.echo("looking for the strongest local agent…", err=True)
         agent, notice = strongest_opponent(game)
         if notice:
-            click.echo(notice, err=True)
+            click.echo(notice.details, err=True)
     else:
         agent, notice = resolve_agent(opponent, game), None
     session = TableSession(game, agent, seed=seed, hands=hands)
@@ -146,7 +173,8 @@ def play(
         auto_next=auto_next,
         four_colour=four_colour,
         session_log=SessionLog(path, session),
-        notice=notice,
+        notice=notice.line if notice else None,
+        details=notice.details if notice else None,
     )
     written = app.run()
     stats = session.stats()

@@ -7,7 +7,7 @@ memory stops converging once it is full while a reservoir keeps converging. Each
 the ``leduc`` preset with one switch flipped (the window/reservoir pair shares a small memory so
 that it fills early), trained with ``pokerbot train``'s code for the same number of iterations;
 the exact exploitability of the SD-CFR average is printed at fixed iterations and plotted
-against iterations (``docs/leduc_deep_cfr_ablations.png``).
+against iterations (``docs/img/leduc_deep_cfr_ablations.png``).
 
     python benchmarks/bench_deep_cfr_ablations.py [--iterations 60] [--traversals 2000]
 """
@@ -53,7 +53,7 @@ def main() -> None:
     parser.add_argument("--iterations", type=int, default=60)
     parser.add_argument("--traversals", type=int, default=2000)
     parser.add_argument("--out", default="runs/bench-leduc-ablations")
-    parser.add_argument("--png", default="docs/leduc_deep_cfr_ablations.png")
+    parser.add_argument("--png", default="docs/img/leduc_deep_cfr_ablations.png")
     args = parser.parse_args()
     print(f"machine: {machine()}")
     print(f"preset: {PRESETS['leduc']} with {args.traversals} traversals, {args.iterations} iterations, seed 0")

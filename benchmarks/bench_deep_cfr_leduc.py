@@ -2,7 +2,7 @@
 
 Trains with ``pokerbot train``'s own code (a real run directory under ``runs/bench-...``),
 then prints exploitability (exact, NashConv/2, mbb/g with Leduc's big blind of 2 chips) at fixed
-wall-clock marks and writes the curve to ``docs/leduc_sdcfr_exploitability.png``.
+wall-clock marks and writes the curve to ``docs/img/leduc_sdcfr_exploitability.png``.
 Reference points: uniform play 1186.8 mbb/g (``pokerbot exploit`` of the uniform policy);
 OpenSpiel's (Lanctot et al. 2019) PyTorch Deep CFR (64x64 networks, 1,500 traversals and 750
 advantage steps per iteration) 108 mbb/g after 10 minutes on a 2-core machine.
@@ -35,7 +35,7 @@ def main() -> None:
     parser.add_argument("--minutes", type=float, default=10.0)
     parser.add_argument("--algo", default="sd-cfr", choices=["sd-cfr", "deep-cfr"])
     parser.add_argument("--out", default="runs/bench-leduc-sdcfr")
-    parser.add_argument("--png", default="docs/leduc_sdcfr_exploitability.png")
+    parser.add_argument("--png", default="docs/img/leduc_sdcfr_exploitability.png")
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="override a preset field")
     args = parser.parse_args()
     print(f"machine: {machine()}")

@@ -10,7 +10,7 @@ whose strategy a traversal or self-play step evaluated (both players): for SD-CF
 external-sampling traversals evaluated, for DREAM/OS-SD-CFR the nodes of the outcome-sampling
 trajectories, for NFSP its transitions (one per decision). Prints the machine, per algorithm the
 final point, and each one's exploitability at equal nodes touched and at equal wall clock.
-Writes docs/leduc_dream_comparison.png.
+Writes docs/img/leduc_dream_comparison.png.
 """
 
 from __future__ import annotations
@@ -104,7 +104,7 @@ def main() -> None:
     parser.add_argument("--out", default="runs/bench-dream-leduc")
     parser.add_argument("--algos", default=",".join(ALGOS), help="the algorithms to compare")
     parser.add_argument("--train", help="train only these (default: every one of --algos); the others are read from --out")
-    parser.add_argument("--plot", default="docs/leduc_dream_comparison.png")
+    parser.add_argument("--plot", default="docs/img/leduc_dream_comparison.png")
     parser.add_argument("--plot-only", action="store_true", help="do not train; read the runs in --out")
     args = parser.parse_args()
     algos = args.algos.split(",")

@@ -27,7 +27,7 @@ training clock; every policy here is suit-invariant):
 
 Wall clock is each run's ``elapsed_s``: training time only. Prints the machine, every point,
 each curve's exploitability at equal nodes touched and at equal wall clock, and writes
-``docs/fhp_figure2.png``. ``--curves dream,os-sd-cfr`` adds the DREAM paper's model-free
+``docs/img/fhp_figure2.png``. ``--curves dream,os-sd-cfr`` adds the DREAM paper's model-free
 algorithms (its fig. 4, bottom, with exact values instead of its DDQN lower bound), measured the
 same way as SD-CFR; their nodes touched are the decision nodes of their trajectories.
 """
@@ -156,7 +156,7 @@ def main() -> None:
                         help="iteration counts of one curve's measurements (repeatable)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out", default="runs/bench-fhp-figure2")
-    parser.add_argument("--plot", default="docs/fhp_figure2.png")
+    parser.add_argument("--plot", default="docs/img/fhp_figure2.png")
     parser.add_argument("--plot-only", action="store_true", help="do not train; read the runs in --out")
     args = parser.parse_args()
     names = args.curves.split(",")

@@ -1,5 +1,5 @@
 """The shipped hold'em bot: bucket agreement with the built tables, decision latency, and the
-README's table of head-to-head results.
+table of head-to-head results in docs/benchmarks/hulh-table.md.
 
     python benchmarks/bench_hulh_table.py --agreement   # play-time buckets vs the cached tables
     python benchmarks/bench_hulh_table.py --latency     # seconds per decision, per round

@@ -1,6 +1,6 @@
-"""SVG screenshots of ``pokerbot watch`` for the README (Textual's own screenshot export).
+"""SVG screenshots of ``pokerbot watch`` for docs/commands/watch.md (Textual's own screenshot export).
 
-    python scripts/watch_screenshots.py runs/k docs/watch_kuhn [--size 120x36] [--tabs 1 2 3 4]
+    python scripts/watch_screenshots.py runs/k docs/img/watch_kuhn [--size 120x36] [--tabs 1 2 3 4]
 
 writes ``<prefix>_<tab>.svg`` per tab (1 overview, 2 networks, 3 strategy, 4 traversal; a tab
 the run does not have is skipped), after the app has loaded the whole run.

@@ -1,9 +1,9 @@
 """A PNG of a web page after it has run for a while, through headless Chromium's DevTools protocol
-(for the README's picture of ``pokerbot watch --web``; the page draws over a websocket, so a
+(for the picture of ``pokerbot watch --web`` in docs/commands/watch.md; the page draws over a websocket, so a
 plain ``--screenshot`` catches only the splash).
 
     chromium-headless-shell --remote-debugging-port=9222 --no-sandbox about:blank &
-    python scripts/web_screenshot.py http://127.0.0.1:8000/ docs/watch_web.png [--wait 20]
+    python scripts/web_screenshot.py http://127.0.0.1:8000/ docs/img/watch_web.png [--wait 20]
 """
 
 from __future__ import annotations

@@ -97,7 +97,7 @@ def test_a_ray_that_does_not_start_is_a_one_line_error(monkeypatch) -> None:
 
 
 def test_the_small_holdem_config_overrides_the_paper_preset() -> None:
-    """docs/sd-cfr-holdem-small.toml (the README's small-machine HULH run) resolves through the
+    """docs/sd-cfr-holdem-small.toml (the small-machine HULH run of docs/distributed.md) resolves through the
     run contract: its keys replace the paper's, the rest stays the holdem preset's."""
     from training.run import load_trainer, resolve_new
 

@@ -346,11 +346,11 @@ def test_interrupt_checkpoints_the_step_in_progress(tmp_path) -> None:
     assert resumed.step_count == last + 10
 
 
-def test_readme_paper_config_gives_the_paper_settings() -> None:
-    """The README's ``nfsp-leduc-paper.toml`` on top of the tuned Leduc preset is exactly the
-    NFSP paper's Leduc configuration (``LEDUC_PAPER``)."""
-    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
-    block = readme.split("# nfsp-leduc-paper.toml")[1].split("```")[0]
+def test_documented_paper_config_gives_the_paper_settings() -> None:
+    """The ``nfsp-leduc-paper.toml`` of docs/algorithms/nfsp.md on top of the tuned Leduc preset
+    is exactly the NFSP paper's Leduc configuration (``LEDUC_PAPER``)."""
+    page = (Path(__file__).resolve().parents[1] / "docs" / "algorithms" / "nfsp.md").read_text()
+    block = page.split("# nfsp-leduc-paper.toml")[1].split("```")[0]
     from_file = tomllib.loads(block.split("\n", 1)[1])
     assert make_config(preset_for("leduc") | from_file) == make_config(LEDUC_PAPER | {"game": "leduc"})
     assert make_config(preset_for("leduc")) != make_config(LEDUC_PAPER | {"game": "leduc"})

@@ -168,7 +168,7 @@ PRESETS: dict[str, dict] = {
                   lr_schedule="cosine", advantage_memory=10_000_000, strategy_memory=10_000_000,
                   average_sgd_steps=3000, average_batch_size=2048, traversal_batch=5000, threads=1,
                   merge_duplicates=True, normalize_targets=True, keep_memories=False),
-    # FHP on 2 CPU cores (see the README's FHP section for its exact curve): small networks on
+    # FHP on 2 CPU cores (docs/benchmarks/fhp-sd-cfr.md has its exact curve): small networks on
     # suit-canonical inputs (each infoset's suits relabelled, so the policy is suit-invariant and
     # its exact evaluation walks the 1,755 canonical flops), few traversals and Adam steps so an
     # iteration takes well under a minute, exact exploitability every 5 iterations (off the

@@ -88,7 +88,7 @@ class DreamConfig(DeepCFRConfig):
         return DeepCFRConfig(**{**shared, "algo": "sd-cfr"})
 
 
-#: Tuned for wall clock on one CPU core (README "pokerbot train --algo dream | os-sd-cfr"): the
+#: Tuned for wall clock on one CPU core (docs/algorithms/dream.md): the
 #: SD-CFR presets' exact-objective fits (merged duplicate inputs, the fused numba kernels), the
 #: Q baseline fine-tuned for fewer minibatches (fig. 3 right: few are needed), and more
 #: trajectories per iteration than the paper's 900. Leduc's 25,000 match the SD-CFR preset's

@@ -1,5 +1,5 @@
 """NFSP settings: the config dataclass (one docstring per field) and the per-game presets, with
-the tuning history of the Leduc preset (the README's "NFSP on Leduc" has the measurements)."""
+the tuning history of the Leduc preset (docs/benchmarks/nfsp-leduc.md has the measurements)."""
 
 from __future__ import annotations
 
@@ -154,7 +154,7 @@ class NFSPConfig(StrengthOptions):
 #: and 0.005 (SL), 2 updates of 128 per network every 128 steps, target refit every 300
 #: updates, epsilon from 0.06 decaying to 0, eta 0.1 (all equal to the NFSPConfig defaults).
 LEDUC_PAPER = {"steps": 200_000, "eval_every": 1_000, "checkpoint_every": 1_000}
-#: Leduc tuned for wall clock on one CPU core; the README's "NFSP on Leduc" has the four rounds of
+#: Leduc tuned for wall clock on one CPU core; docs/benchmarks/nfsp-leduc.md has the four rounds of
 #: measurements behind each setting. In short: exact full-batch SL and Q steps (no sampling noise;
 #: SGD can then take larger rates) in the compiled kernels (``fused``), eta 0.5 annealed to 0.1
 #: (more best-response rows early, less eta-mixture bias late), exploration from 0.03, width 32,

@@ -97,8 +97,8 @@ def test_a_ray_that_does_not_start_is_a_one_line_error(monkeypatch) -> None:
 
 
 def test_the_small_holdem_config_overrides_the_paper_preset() -> None:
-    """docs/sd-cfr-holdem-small.toml (the small-machine HULH run of docs/distributed.md) resolves through the
-    run contract: its keys replace the paper's, the rest stays the holdem preset's."""
+    """docs/sd-cfr-holdem-small.toml (the small-machine HULH run of docs/distributed.md) resolves
+    through the run contract: its keys replace the paper's, the rest stays the holdem preset's."""
     from training.run import load_trainer, resolve_new
 
     path = Path(__file__).resolve().parents[1] / "docs" / "sd-cfr-holdem-small.toml"

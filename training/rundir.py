@@ -46,13 +46,12 @@ from bot.run_files import (
     CONFIG_FILE,
     ELAPSED_METRIC,
     METRICS_FILE,
-    RUN_FORMAT,
     POLICY_DIR,
     RUN_FILE,
+    RUN_FORMAT,
     SOLVE_ALGO,
     STATUS_FILE,
     RunDirError,
-    canonical_metrics,
     continue_command,
     latest_checkpoint,
     load_torch,
@@ -60,7 +59,14 @@ from bot.run_files import (
     read_toml,
     run_format_problem,
 )
-from protocol.files import atomic_write, atomic_write_text, fsync_dir, sha256_file, verify_sha256, writing
+from protocol.files import (
+    atomic_write,
+    atomic_write_text,
+    fsync_dir,
+    sha256_file,
+    verify_sha256,
+    writing,
+)
 from training.run_lock import RunLock
 
 #: The layout's names and readers live in :mod:`bot.run_files` (what ``bot`` and ``tui`` may
@@ -152,9 +158,9 @@ class RunDir:
 
     def discard(self) -> bool:
         """Remove what :meth:`create` wrote when the run failed before any progress (no metrics,
-        no checkpoint), so a retry after a bad option, game or full disk finds no half-made run;
+        checkpoint or policy), so a retry after a bad option, game or full disk finds no half-made run;
         True when it did."""
-        if not self._new or (self.path / CHECKPOINT_DIR).exists() or (self.path / CHECKPOINT_DIR + ".old").exists():
+        if not self._new or any((self.path / name).exists() for name in (CHECKPOINT_DIR, CHECKPOINT_DIR + ".old", POLICY_DIR)):
             return False
         if self.metrics_path.exists() and self.metrics_path.stat().st_size:
             return False
@@ -248,7 +254,7 @@ class RunDir:
                 continue
             problem = verify_checkpoint(candidate)
             if problem is None:
-                self._check_game(candidate)
+                self.check_game()
                 if problems:
                     print(f"warning: {'; '.join(problems)}; resuming from the previous checkpoint {candidate}",
                           file=stream, flush=True)
@@ -267,15 +273,17 @@ class RunDir:
         print(self.resume_summary(None), file=stream, flush=True)
         return None
 
-    def _check_game(self, checkpoint: Path) -> None:
-        """A one-line error when ``config.toml`` names another game than the checkpoint was
-        trained on (the marker records it; checkpoints written before that are not checked)."""
-        trained = checkpoint_game(checkpoint)
+    def check_game(self) -> None:
+        """A one-line error when ``config.toml`` names another game than the run's checkpoints
+        were trained on (their markers record it; markers written before that are not checked):
+        checked before a resume reads anything else."""
         named = self.config().get("game")
-        if trained is not None and named is not None and str(named) != trained:
-            raise RunDirError(f"{self.path / CONFIG_FILE} names game {named!r} but the checkpoint {checkpoint} was "
-                              f"trained on {trained!r}: a run cannot change its game (put game = {trained!r} back, "
-                              f"or start a new run with --out)")
+        for name in (CHECKPOINT_DIR, CHECKPOINT_DIR + ".old"):
+            trained = checkpoint_game(self.path / name)
+            if trained is not None and named is not None and str(named) != trained:
+                raise RunDirError(f"{self.path / CONFIG_FILE} names game {named!r} but the checkpoint {self.path / name} "
+                                  f"was trained on {trained!r}: a run cannot change its game (put game = "
+                                  f"{trained!r} back, or start a new run with --out)")
 
     @contextmanager
     def writing_checkpoint(self) -> Iterator[Path]:

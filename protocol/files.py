@@ -17,7 +17,7 @@ import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import BinaryIO
+from typing import Any, BinaryIO, cast
 
 from protocol.errors import CorruptFileError, PokerbotError
 
@@ -46,7 +46,7 @@ def writing(path: object) -> Iterator[None]:
     boundary of every writer: a full disk or a read-only folder is one line, not a traceback)."""
     try:
         yield
-    except OutputPathError:
+    except PokerbotError:  # already one line (some are OSErrors too)
         raise
     except OSError as error:
         raise output_error(path, error) from None
@@ -72,6 +72,26 @@ def temporary_name(path: Path) -> Path:
     return path.with_name(f"{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
 
 
+class _Recording:
+    """A binary file that remembers the ``OSError`` of a failed ``write``: torch's writer turns
+    a full disk into ``RuntimeError: unexpected pos``, so :func:`atomic_write` raises the
+    recorded error instead, which names the cause."""
+
+    def __init__(self, raw: BinaryIO) -> None:
+        self.raw = raw
+        self.error: OSError | None = None
+
+    def write(self, data: bytes) -> int:
+        try:
+            return self.raw.write(data)
+        except OSError as error:
+            self.error = error
+            raise
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.raw, name)
+
+
 def atomic_write(path: Path, write: Callable[[BinaryIO], object]) -> None:
     """Call ``write(handle)`` on a temporary binary file beside ``path`` (its folder is created),
     fsync it and rename it onto ``path``; on any error the temporary file is removed and the
@@ -82,10 +102,16 @@ def atomic_write(path: Path, write: Callable[[BinaryIO], object]) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = temporary_name(path)
         try:
-            with open(tmp, "wb") as handle:
-                write(handle)
-                handle.flush()
-                os.fsync(handle.fileno())
+            with open(tmp, "wb") as raw:
+                handle = _Recording(raw)
+                try:
+                    write(cast(BinaryIO, handle))
+                except Exception as error:
+                    if handle.error is not None and not isinstance(error, OSError):
+                        raise handle.error from None  # the disk error behind a library's own error
+                    raise
+                raw.flush()
+                os.fsync(raw.fileno())
             os.replace(tmp, path)
         except BaseException:
             tmp.unlink(missing_ok=True)

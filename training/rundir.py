@@ -157,12 +157,10 @@ class RunDir:
             self._lock = RunLock.acquire(self.path)
 
     def discard(self) -> bool:
-        """Remove what :meth:`create` wrote when the run failed before any progress (no metrics,
-        checkpoint or policy), so a retry after a bad option, game or full disk finds no half-made run;
-        True when it did."""
+        """Remove the run :meth:`create` made when it failed before its first checkpoint or
+        policy (metrics lines without a checkpoint cannot be resumed), so a retry after a bad
+        game or a full disk finds no half-made run; True when it did."""
         if not self._new or any((self.path / name).exists() for name in (CHECKPOINT_DIR, CHECKPOINT_DIR + ".old", POLICY_DIR)):
-            return False
-        if self.metrics_path.exists() and self.metrics_path.stat().st_size:
             return False
         shutil.rmtree(self.path, ignore_errors=True)
         if self._lock is not None:
@@ -283,7 +281,7 @@ class RunDir:
             if trained is not None and named is not None and str(named) != trained:
                 raise RunDirError(f"{self.path / CONFIG_FILE} names game {named!r} but the checkpoint {self.path / name} "
                                   f"was trained on {trained!r}: a run cannot change its game (put game = "
-                                  f"{trained!r} back, or start a new run with --out)")
+                                  f'"{trained}" back, or start a new run with --out)')
 
     @contextmanager
     def writing_checkpoint(self) -> Iterator[Path]:

@@ -128,7 +128,7 @@ def read_bundle(path: Path, verify: bool = True) -> Bundle:
         raise BundleError(f"{manifest_path}: unreadable ({str(error).splitlines()[0]})") from None
     if not isinstance(data, dict):
         raise BundleError(f"{manifest_path}: not a bundle manifest (a JSON object)")
-    if data.get("format") == 1:
+    if data.get("format") == 1 and not isinstance(data.get("format"), bool):
         raise BundleError(f"{manifest_path}: bundle format 1 (written before checksums): its files cannot be "
                           f"verified, so this pokerbot does not load it; retrain the policy")
     if data.get("format") not in READABLE_FORMATS or isinstance(data.get("format"), bool):

@@ -360,6 +360,8 @@ class StopRequest:
         self.grace = grace
         self._previous: dict[int, Any] = {}
         self._signal_ends = self._budget_ends = float("inf")
+        #: Seconds for the grace periods (a test counts calls instead of waiting).
+        self.clock: Callable[[], float] = time.monotonic
 
     def __enter__(self) -> StopRequest:
         for sig in (signal.SIGINT, signal.SIGTERM):
@@ -373,16 +375,16 @@ class StopRequest:
         """What the first signal does: stop after the step in progress, or abandon it after
         the grace period."""
         self.requested = True
-        self._signal_ends = time.monotonic() + self.grace
+        self._signal_ends = self.clock() + self.grace
 
     def budget_ends(self, seconds_left: float) -> None:
         """The time budget ends ``seconds_left`` from now: a step still running ``grace``
         seconds after that is abandoned."""
-        self._budget_ends = time.monotonic() + max(seconds_left, 0.0) + self.grace
+        self._budget_ends = self.clock() + max(seconds_left, 0.0) + self.grace
 
     def check(self) -> None:
         """Raise :class:`StepAbandoned` when the step in progress is past its grace period."""
-        now = time.monotonic()
+        now = self.clock()
         if now >= self._signal_ends:
             raise StepAbandoned("stop requested")
         if now >= self._budget_ends:

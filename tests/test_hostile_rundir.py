@@ -277,3 +277,25 @@ def test_damaged_metrics_are_never_an_attribute_error(tmp_path) -> None:
     run.metrics_path.write_text("[1, 2]\n")
     with pytest.raises(PokerbotError):
         run.read_metrics()
+
+
+@pytest.mark.parametrize("command", [["solve", "--game", "kuhn", "--iterations", "50"],
+                                     ["train", "--algo", "nfsp", "--game", "kuhn", "--iterations", "30"]])
+def test_a_full_disk_from_the_cli_is_one_line_and_leaves_no_folder(tmp_path, monkeypatch, command) -> None:
+    from click.testing import CliRunner
+
+    from bot.cli import main
+
+    _fail_writes(monkeypatch, errno.ENOSPC)
+    result = CliRunner().invoke(main, [*command, "--out", str(tmp_path / "r")])
+    assert result.exit_code == 2, result.output
+    error = [line for line in result.output.splitlines() if line.startswith("error: ")]
+    assert error and error[0].endswith("cannot write (No space left on device)") and "Traceback" not in result.output
+    assert not (tmp_path / "r").exists()
+
+
+def test_a_failed_run_in_the_users_empty_folder_leaves_the_folder_empty(tmp_path) -> None:
+    (tmp_path / "mine").mkdir()
+    run = RunDir.create(tmp_path / "mine", Cfg())
+    run.append_metrics({"iteration": 1})
+    assert run.discard() and (tmp_path / "mine").is_dir() and os.listdir(tmp_path / "mine") == []

@@ -14,8 +14,8 @@ from click.testing import CliRunner
 import training.run
 from bot.cli import main
 from training.deep_cfr import TRAINERS, DeepCFRTrainer
-from training.rundir import RunDir
 from training.run import StepAbandoned, StopRequest, resolve_new
+from training.rundir import RunDir
 
 #: A fit far longer than any test may wait: it must be cut short.
 LONG_FIT = {"sgd_steps": 1_000_000, "fit_backend": "torch", "traversals": 20, "iterations": 3}
@@ -88,3 +88,45 @@ def test_nfsp_logs_its_last_partial_period_once(tmp_path) -> None:
     records = [json.loads(line) for line in (tmp_path / "n" / "metrics.jsonl").read_text().splitlines()]
     assert RunDir.open(tmp_path / "n").config()["eval_every"] > 30  # the one period is a partial one
     assert [r["iteration"] for r in records] == [30]
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_a_fused_fit_runs_in_calls_that_add_up_to_one_and_can_be_abandoned_between_them(monkeypatch, threads) -> None:
+    """The compiled fit runs in calls of STEPS_PER_CALL steps (Adam's count carried over): the
+    same weights and losses as one call; a check between calls stops it at a call boundary."""
+    import numpy as np
+    import torch
+
+    import training.fused_network as fused
+    from bot.agents.network import DeepCFRNetwork
+
+    rng = np.random.default_rng(0)
+    cards = rng.integers(-1, 6, (60, 2)).astype(np.int64)
+    bets = np.where(rng.random((60, 8)) < 0.3, -1.0, rng.random((60, 8)) * 4).astype(np.float32)
+    legal = (rng.random((60, 3)) > 0.25).astype(np.float32)
+    target, weight = rng.standard_normal((60, 3)).astype(np.float32), rng.random(60).astype(np.float32)
+    picks = rng.integers(0, 60, (70, 16))
+
+    def fit(per_call: int, check=None):
+        monkeypatch.setattr(fused, "STEPS_PER_CALL", per_call)
+        torch.manual_seed(3)
+        net = DeepCFRNetwork((1, 1), 8, 16)
+        losses = fused.fit_weighted_mse(net, fused.Features.build(cards, bets, (1, 1)), target, legal, weight, 50.0,
+                                        70, 1e-3, 1.0, picks=picks, threads=threads, check=check)
+        return losses, torch.cat([p.detach().reshape(-1) for p in net.parameters()]).numpy()
+
+    whole, weights = fit(10_000)
+    parts, part_weights = fit(16)  # 5 calls: 16, 16, 16, 16, 6 steps
+    np.testing.assert_array_equal(parts, whole)
+    np.testing.assert_array_equal(part_weights, weights)
+
+    calls = []
+
+    def check() -> None:
+        calls.append(1)
+        if len(calls) == 2:
+            raise StepAbandoned("stop requested")
+
+    with pytest.raises(StepAbandoned):
+        fit(16, check)
+    assert len(calls) == 2  # after 32 of the 70 steps

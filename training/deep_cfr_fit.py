@@ -91,8 +91,8 @@ class NetworkFit:
         merged batches train in the compiled kernels of :mod:`training.fused_network` when
         ``fit_backend`` resolves to ``fused`` (a fresh Adam state, like ``optimizer`` here).
         Torch steps are reported to :attr:`progress` as ``label`` (FHP/HULH fits take minutes)
-        and each ends with :attr:`stop`'s check (which may abandon the fit); a fused fit is one
-        compiled call of well under a second on the small games."""
+        and each ends with :attr:`stop`'s check (which may abandon the fit); a fused fit checks
+        it between compiled calls of :data:`training.fused_network.STEPS_PER_CALL` steps."""
         cfg = self.config
         normalize = cfg.normalize_targets and not average
         if self.fused and not average:
@@ -142,7 +142,8 @@ class NetworkFit:
         features = Features.build(problem.merged.cards, self.encoder.bets[problem.merged.node], self.encoder.group_sizes)
         losses = fit_weighted_mse(net, features, problem.target, self.encoder.legal[problem.merged.node],
                                   problem.weight, problem.denominator, steps, self.learning_rates(steps), cfg.grad_clip,
-                                  picks=problem.picks, threads=cfg.threads or os.cpu_count() or 1)
+                                  picks=problem.picks, threads=cfg.threads or os.cpu_count() or 1,
+                                  check=self.stop.check if self.stop is not None else None)
         net.eval()
         return float(np.mean(losses[_tail_start(steps):])), problem.form
 

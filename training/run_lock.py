@@ -60,7 +60,7 @@ class RunLock:
             handle.seek(0)
             handle.truncate()
             handle.write(json.dumps({"pid": os.getpid(), "host": socket.gethostname(),
-                                     "command": " ".join(sys.argv), "since": time.time()}) + "\n")
+                                     "command": command_line(), "since": time.time()}) + "\n")
             handle.flush()
         lock = cls(path, handle)
         _HELD[key] = lock
@@ -74,6 +74,15 @@ class RunLock:
 
     def __del__(self) -> None:
         self.release()
+
+
+def command_line() -> str:
+    """This process's command as a user typed it (``pokerbot train ...``, not the path of
+    ``bot/__main__.py``)."""
+    program = Path(sys.argv[0]).name if sys.argv and sys.argv[0] else "python"
+    if program in ("__main__.py", "pokerbot"):
+        program = "pokerbot"
+    return " ".join([program, *sys.argv[1:]])
 
 
 def describe(text: str) -> str:

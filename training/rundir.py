@@ -109,8 +109,9 @@ class RunDir:
     def __init__(self, path: Path) -> None:
         self.path = Path(path)
         self._lock: RunLock | None = None
-        #: Whether :meth:`create` made the folder (or found it empty): :meth:`discard` may empty it.
-        self._new = False
+        #: Whether :meth:`create` started the run (in a folder it made, or found empty):
+        #: :meth:`discard` may empty it (and remove it when it made it).
+        self._new = self._made = False
 
     # -- lifecycle -----------------------------------------------------------------------------
 
@@ -127,10 +128,15 @@ class RunDir:
             if run.path.is_dir() and any(run.path.iterdir()):
                 raise RunDirError(f"{run.path} is not empty: a new run needs a new or empty folder "
                                   f"(e.g. {run.path / 'run'})")
+            run._made = not run.path.exists()
             run.path.mkdir(parents=True, exist_ok=True)
         run._new = True
-        run.lock()
-        run.save_config(config, algo=algo, notes=notes)
+        try:
+            run.lock()
+            run.save_config(config, algo=algo, notes=notes)
+        except Exception:
+            run.discard()
+            raise
         return run
 
     @classmethod
@@ -162,7 +168,14 @@ class RunDir:
         game or a full disk finds no half-made run; True when it did."""
         if not self._new or any((self.path / name).exists() for name in (CHECKPOINT_DIR, CHECKPOINT_DIR + ".old", POLICY_DIR)):
             return False
-        shutil.rmtree(self.path, ignore_errors=True)
+        if self._made:
+            shutil.rmtree(self.path, ignore_errors=True)
+        else:  # the user's empty folder stays, empty again
+            for entry in list(self.path.iterdir()):
+                if entry.is_dir():
+                    shutil.rmtree(entry, ignore_errors=True)
+                else:
+                    entry.unlink(missing_ok=True)
         if self._lock is not None:
             self._lock.release()
             self._lock = None

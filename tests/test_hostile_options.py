@@ -4,6 +4,7 @@ is one ``error:`` line (exit 2), raised before any run folder exists."""
 
 from __future__ import annotations
 
+import dataclasses
 import os
 
 import pytest
@@ -12,34 +13,12 @@ from click.testing import CliRunner
 from bot.cli import main
 from protocol.gamedef import load_game
 
-KUHN_3P = """GAMEDEF
-limit
-numPlayers = 3
-numRounds = 1
-blind = 1 1 1
-raiseSize = 1
-firstPlayer = 1
-maxRaises = 1
-numSuits = 1
-numRanks = 4
-numHoleCards = 1
-numBoardCards = 0
-END GAMEDEF
-"""
+#: Kuhn for three players (four ranks).
+KUHN_3P = (load_game("kuhn").to_text().replace("numPlayers = 2", "numPlayers = 3").replace("blind = 1 1", "blind = 1 1 1")
+           .replace("numRanks = 3", "numRanks = 4"))
 
-KUHN_NO_LIMIT = """GAMEDEF
-nolimit
-numPlayers = 2
-numRounds = 1
-stack = 20 20
-blind = 1 1
-firstPlayer = 1
-numSuits = 1
-numRanks = 3
-numHoleCards = 1
-numBoardCards = 0
-END GAMEDEF
-"""
+#: Kuhn as a no-limit game (stacks of 20).
+KUHN_NO_LIMIT = dataclasses.replace(load_game("kuhn"), betting_type="nolimit", stack=(20, 20), raise_size=()).to_text()
 
 
 def invoke(*args: str):

@@ -299,3 +299,20 @@ def test_a_failed_run_in_the_users_empty_folder_leaves_the_folder_empty(tmp_path
     run = RunDir.create(tmp_path / "mine", Cfg())
     run.append_metrics({"iteration": 1})
     assert run.discard() and (tmp_path / "mine").is_dir() and os.listdir(tmp_path / "mine") == []
+
+
+def test_the_deleted_memories_error_says_why_they_are_gone(kuhn_run, tmp_path) -> None:
+    import shutil
+
+    from training.deep_cfr import DeepCFRTrainer
+
+    run = tmp_path / "run"
+    shutil.copytree(kuhn_run, run, ignore=shutil.ignore_patterns("lock"))
+    shutil.rmtree(run / "memories")
+    config = run / "config.toml"
+    assert "keep_memories = false" in config.read_text()
+    with pytest.raises(RunDirError, match=r"dropped its memories \(keep_memories = false\)"):
+        DeepCFRTrainer.resume(run, progress=False)
+    config.write_text(config.read_text().replace("keep_memories = false", "keep_memories = true"))
+    with pytest.raises(RunDirError, match=r"memories is missing \(keep_memories = true, so it was deleted outside"):
+        DeepCFRTrainer.resume(run, progress=False)

@@ -1,4 +1,4 @@
-"""A training run's directory: config, metrics, verified atomic checkpoints, progress display.
+"""A training run's directory: config, metrics, verified atomic checkpoints, one writer at a time.
 
 Layout (algorithm-neutral; every ``pokerbot train`` algorithm uses it)::
 
@@ -14,6 +14,7 @@ Layout (algorithm-neutral; every ``pokerbot train`` algorithm uses it)::
       checkpoint.old/    the previous complete checkpoint: the fallback when the last one is
                          damaged or incomplete (its use is announced)
       policy/            the playable artefact: a policy bundle (:mod:`bot.agents.bundle`)
+      lock               who writes the run now (:mod:`training.run_lock`)
 
 Checkpoints follow Stable-Baselines3's ``save_util`` habit: every file is written to a temporary
 name, fsynced and renamed (:func:`protocol.files.atomic_write`); a whole checkpoint is a
@@ -35,7 +36,7 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any
 
 import tomli_w
 
@@ -68,6 +69,7 @@ from protocol.files import (
     writing,
 )
 from training.run_lock import RunLock
+from training.run_progress import Progress
 
 #: The layout's names and readers live in :mod:`bot.run_files` (what ``bot`` and ``tui`` may
 #: import); the trainers take them from here with the writers.
@@ -386,70 +388,3 @@ def verify_checkpoint(folder: Path) -> str | None:
     except CorruptFileError as error:
         return str(error)
     return None
-
-
-class Progress:
-    """Overall and per-iteration progress: a rich bar with ETA on a terminal, else plain lines.
-
-    ``start_iteration(i)`` / ``advance_iteration(done, total, phase)`` / ``end_iteration(summary)``;
-    the overall bar counts iterations (or the time budget, whichever ends first), the step bar
-    the current phase (traversals, SGD steps). Without a terminal, a line per finished
-    iteration, and within a long iteration a line per :func:`bot.progress.plain_interval`
-    (a minute) saying the phase, how far it is and its ETA.
-    """
-
-    def __init__(self, total_iterations: int, first_iteration: int = 1, time_budget: float | None = None,
-                 stream: TextIO | None = None) -> None:
-        from bot.progress import PlainTicker
-
-        self.stream = stream or sys.stderr
-        self.total = total_iterations
-        self.budget = time_budget
-        self.live = self.stream.isatty()
-        self.started = time.monotonic()
-        self._rich = None
-        self._ticker = PlainTicker()
-        self._ticker.due()  # the first plain line comes a full interval after the start
-        self._phase, self._phase_started = "", self.started
-        if self.live:
-            from rich.console import Console
-
-            from bot.progress import progress_bar
-
-            self._rich = progress_bar(Console(file=self.stream))
-            self._rich.start()
-            self._overall = self._rich.add_task("iterations", total=total_iterations, completed=first_iteration - 1)
-            self._step = self._rich.add_task("iteration", total=1)
-
-    def start_iteration(self, iteration: int, phase: str = "") -> None:
-        self._phase, self._phase_started = f"iteration {iteration} {phase}".strip(), time.monotonic()
-        if self._rich is not None:
-            self._rich.reset(self._step, total=1, description=self._phase)
-
-    def advance_iteration(self, done: float, total: float, phase: str | None = None) -> None:
-        new_phase = bool(phase) and phase != self._phase
-        if phase and new_phase:
-            self._phase, self._phase_started = phase, time.monotonic()
-        if self._rich is not None:
-            if new_phase:  # a new phase restarts the step bar, so its ETA is the phase's own
-                self._rich.reset(self._step, total=total, completed=done, description=phase)
-            else:
-                self._rich.update(self._step, completed=done, total=total)
-        elif self._ticker.due():
-            from bot.progress import plain_line
-
-            elapsed = time.monotonic() - self._phase_started
-            remaining = elapsed * (total - done) / done if done else None
-            print(plain_line(self._phase, done, total, elapsed, remaining), file=self.stream, flush=True)
-
-    def end_iteration(self, iteration: int, summary: str) -> None:
-        if self._rich is not None:
-            self._rich.advance(self._overall)
-            self._rich.console.print(f"iteration {iteration}: {summary}")
-        else:
-            print(f"iteration {iteration}/{self.total}: {summary}", file=self.stream, flush=True)
-        self._ticker.due()  # the next plain line a full interval after this one
-
-    def close(self) -> None:
-        if self._rich is not None:
-            self._rich.stop()

@@ -146,7 +146,7 @@ def test_resume_never_restarts_a_run_silently(tmp_path) -> None:
 
 def test_checkpoint_clock_by_count_or_time(monkeypatch) -> None:
     now = [100.0]
-    monkeypatch.setattr("training.run.time.monotonic", lambda: now[0])
+    monkeypatch.setattr("training.stop.time.monotonic", lambda: now[0])
     clock = CheckpointClock(every_steps=1000, every_seconds=60.0)
     assert not clock.due(10)
     assert clock.due(1000)

@@ -274,12 +274,11 @@ class RunDir:
                 print(self.resume_summary(candidate), file=stream, flush=True)
                 return candidate
             problems.append(problem)
-        progress = problems or self.read_metrics()
         if force:
             what = f" ({'; '.join(problems)})" if problems else ""
             print(f"starting {self.path} over in place (--force){what}", file=stream, flush=True)
             return None
-        if progress:
+        if problems or self.read_metrics():
             found = "; ".join(problems) if problems else f"{self.path} has metrics but no checkpoint"
             raise RunDirError(f"{found}: nothing to resume from without discarding the run's progress "
                               f"(--force starts it over in place)")

@@ -15,6 +15,7 @@ import pytest
 from click.testing import CliRunner
 
 from bot.agents.bundle import BUNDLE_FILE, BundleError, read_bundle
+from bot.agents.deep_cfr import MAX_STACK_ENTRIES
 from bot.agents.tabular import save_policy_bundle
 from bot.cli import main
 from protocol.gamedef import load_game
@@ -66,7 +67,7 @@ def _stack(manifest: dict, **changes) -> dict:
     (lambda m: _stack(m, e1={"weight": -5}), "stack entry 1 has weight -5; weights are positive finite numbers"),
     (lambda m: _stack(m, e1={"weight": "2"}), "stack entry 1 has weight '2'"),
     (lambda m: _stack(m, e1={"weight": 1e308}, e2={"weight": 1e308}), "the stack's weights sum past the largest number"),
-    (lambda m: m | {"stack": [m["stack"][0]] + [m["stack"][1]] * 600_000}, "a stack of 600,001 entries is implausible"),
+    (lambda m: m | {"stack": [m["stack"][0]] * (MAX_STACK_ENTRIES + 1)}, "a stack of 100,001 entries is implausible"),
     (lambda m: m | {"stack": m["stack"] + [m["stack"][1]]}, "appears in two stack entries"),
     (lambda m: _stack(m, e1={"files": ["stack/p0_t000001.pt"]}), "stack entry 1 needs 'files': two network files"),
     (lambda m: m | {"files": {}}, "is not listed in 'files' (every file a bundle loads must be listed"),

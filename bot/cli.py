@@ -3,8 +3,10 @@
 Commands are imported lazily so ``pokerbot --help`` and small commands start fast (torch and
 numba load only for the commands that need them). Errors a user can cause (bad files, names,
 options, protocol lines, damaged files) are :class:`~bot.errors.PokerbotError` subclasses and
-print one line on stderr and exit 2 (set ``POKERBOT_DEBUG=1`` for the traceback). Nothing else
-is caught: a ``KeyError`` or ``IndexError`` is a bug and keeps its traceback.
+print one line on stderr and exit 2 (set ``POKERBOT_DEBUG=1`` for the traceback). So does an
+``OSError`` that is the machine's state (disk full, no permission, read-only file system:
+:data:`protocol.files.ENVIRONMENT_ERRNOS`) from a writer that did not name its path itself.
+Nothing else is caught: a ``KeyError`` or ``IndexError`` is a bug and keeps its traceback.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ import sys
 import click
 
 from bot.errors import PokerbotError
+from protocol.files import ENVIRONMENT_ERRNOS, output_error
 
 #: command name -> "module:attribute" of its click command.
 COMMANDS: dict[str, str] = {
@@ -52,6 +55,11 @@ class LazyGroup(click.Group):
                 raise
             click.echo(f"error: {error}", err=True)
             sys.exit(getattr(error, "exit_code", 2))
+        except OSError as error:
+            if os.environ.get("POKERBOT_DEBUG") or error.errno not in ENVIRONMENT_ERRNOS:
+                raise
+            click.echo(f"error: {output_error(error.filename or 'a file', error)}", err=True)
+            sys.exit(2)
 
 
 @click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})

@@ -22,6 +22,10 @@ except ModuleNotFoundError:  # Python 3.10
 from protocol.errors import CorruptFileError, PokerbotError
 
 RUN_FILE = "run.json"
+#: The ``format`` of ``run.json`` and of checkpoint markers this pokerbot writes and reads.
+RUN_FORMAT = 1
+#: The run's lock (``training.run_lock``): who writes the run now.
+LOCK_FILE = "lock"
 CONFIG_FILE = "config.toml"
 METRICS_FILE = "metrics.jsonl"
 STATUS_FILE = "status.json"
@@ -58,9 +62,29 @@ def continue_command(path: Path, algo: str | None = None) -> str:
     return f"pokerbot train {f'--algo {algo} ' if algo else ''}--resume {path}"
 
 
-def canonical_metrics(record: dict[str, Any]) -> dict[str, Any]:
+def run_format_problem(path: Path) -> str | None:
+    """What is wrong with the run's ``run.json`` format (one line), or None when this pokerbot
+    reads it (runs made before ``run.json`` have none and pass)."""
+    file = Path(path) / RUN_FILE
+    if not file.is_file():
+        return None
+    try:
+        data = json.loads(file.read_text())
+    except (OSError, UnicodeDecodeError, ValueError, RecursionError):
+        return f"{file}: damaged (expected {{\"format\": {RUN_FORMAT}, \"algo\": ...}})"
+    version = data.get("format") if isinstance(data, dict) else None
+    if version != RUN_FORMAT or isinstance(version, bool):
+        return (f"{file}: run format {version!r}, this pokerbot reads format {RUN_FORMAT} "
+                f"(a run written by another pokerbot version, or a damaged file)")
+    return None
+
+
+def canonical_metrics(record: Any) -> Any:
     """A ``metrics.jsonl`` record with old metric names (:data:`METRIC_ALIASES`) under today's
-    (a record holding both keeps today's value)."""
+    (a record holding both keeps today's value); a value that is not a record is returned as it
+    is, for the caller to refuse."""
+    if not isinstance(record, dict):
+        return record
     renamed = {key: value for key, value in record.items() if key not in METRIC_ALIASES}
     for old, new in METRIC_ALIASES.items():
         if old in record:
@@ -70,6 +94,33 @@ def canonical_metrics(record: dict[str, Any]) -> dict[str, Any]:
 
 class RunDirError(PokerbotError, OSError):
     """A run directory that cannot be created, read or resumed (the message names the path)."""
+
+
+def parse_metrics(path: Path) -> list[dict[str, Any]]:
+    """Every record of a ``metrics.jsonl``. Only the *last* line may be torn (a kill while it
+    was written: dropped, and the next resume rewrites the file without it); a damaged or
+    non-object line before it is a one-line error naming the line, so a resume never rewrites
+    the file without the records after it."""
+    try:
+        text = Path(path).read_bytes().decode("utf-8", errors="replace")
+    except OSError as error:
+        raise RunDirError(f"{path}: cannot read ({error.strerror or error})") from None
+    # what follows the last newline is a torn line from a kill mid-write (append_metrics writes
+    # a line with its newline at once, so only the last line can lack one): dropped
+    lines = text.split("\n")[:-1]
+    records = []
+    for number, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+        except (ValueError, RecursionError):
+            raise CorruptFileError(f"{path}: line {number} is damaged ({line[:40]!r}...); the lines after it are "
+                                   f"kept: repair or delete that line, then resume") from None
+        if not isinstance(record, dict):
+            raise CorruptFileError(f"{path}: line {number} is not a JSON object ({line[:40]!r})")
+        records.append(canonical_metrics(record))
+    return records
 
 
 def read_toml(path: Path) -> dict[str, Any]:

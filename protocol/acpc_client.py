@@ -38,6 +38,7 @@ from protocol.matchstate import (
     check_cards,
     format_matchstate,
     parse_matchstate,
+    quoted,
 )
 from protocol.socket_timeouts import EXPIRED, use_kernel_timeouts
 
@@ -138,10 +139,10 @@ def interpret(text: str, game: Game, tracker: HandTracker | None = None) -> Turn
 class HandTracker:
     """The rules-engine state of the hand in progress, as the client last saw it. A dealer sends
     every state of a hand in order, so each line's betting extends the previous one and only
-    the new letters need applying; a line that does not (a new hand) starts a fresh replay.
+    the new letters need applying; a new hand number starts a fresh replay, and a line of the
+    same hand that does not continue it is a protocol error (:func:`check_continues`).
     Cards are checked against the gamedef (:func:`check_cards`) whenever they or the round
-    change, and may not change within a hand except for new board cards and, at the showdown,
-    the other hands."""
+    change."""
 
     def __init__(self, game: Game) -> None:
         self.game = game
@@ -151,40 +152,44 @@ class HandTracker:
     def advance(self, view: MatchState) -> BettingNode:
         previous, state = self._view, self._state
         self._view = self._state = None  # until this line is fully applied
-        start = 0
+        same_hand = previous is not None and state is not None and previous.hand_number == view.hand_number
+        if same_hand:
+            assert previous is not None and state is not None  # (narrows the types)
+            check_continues(previous, view)
+            start = len(previous.betting)
+        else:
+            state, start = betting_root(self.game), 0
         if (
             previous is None
-            or state is None
-            or previous.hand_number != view.hand_number
-            or previous.position != view.position
-            or not view.betting.startswith(previous.betting)
-        ):
-            state = betting_root(self.game)
-        else:
-            start = len(previous.betting)
-        if (
-            not start
-            or previous is None  # (never with start > 0: narrows the type)
+            or not same_hand
             or view.hole_cards != previous.hole_cards  # identical objects while unchanged
             or view.board != previous.board
             or view.round != previous.round
         ):
             check_cards(view, self.game)
-            if (
-                start
-                and previous is not None
-                and (
-                    previous.own_hole_cards != view.own_hole_cards
-                    or view.board[: len(previous.board)] != previous.board
-                )
-            ):
-                raise MatchStateError(
-                    f"cards changed within hand {view.hand_number}: "
-                    f"{format_matchstate(previous)} then {format_matchstate(view)}"
-                )
         state = advance_node(state, view.betting, start)
         self._view, self._state = view, state
         return state
+
+
+def check_continues(previous: MatchState, view: MatchState) -> None:
+    """A one-line :class:`MatchStateError` unless ``view`` continues ``previous``, a line of the
+    same hand: within a hand the seat stays, the betting only grows (each line's extends the
+    last), the own hole cards and the board dealt so far stay, and another seat's hole cards
+    may appear (a showdown) but not change. A dealer that rewrites a hand under the same hand
+    number is refused rather than answered."""
+    hand = previous.hand_number
+    if view.position != previous.position:
+        problem = f"the seat changed within hand {hand} (position {previous.position} then {view.position})"
+    elif not view.betting.startswith(previous.betting):
+        problem = f"the betting was rewritten within hand {hand} ({quoted(previous.betting)} then {quoted(view.betting)})"
+    elif view.own_hole_cards != previous.own_hole_cards or view.board[: len(previous.board)] != previous.board or any(
+        before and before != after for before, after in zip(previous.hole_cards, view.hole_cards, strict=False)
+    ) or len(view.hole_cards) != len(previous.hole_cards):
+        problem = f"cards changed within hand {hand}"
+    else:
+        return
+    raise MatchStateError(f"{problem}: {quoted(format_matchstate(previous))} then {quoted(format_matchstate(view))}")
 
 
 class ACPCConnection:

@@ -10,23 +10,46 @@ of the same cache file (the evaluator tables, abstraction features) do not colli
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import os
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
-from typing import BinaryIO
+from typing import Any, BinaryIO, cast
 
 from protocol.errors import CorruptFileError, PokerbotError
 
 
 class OutputPathError(PokerbotError, OSError):
-    """An output file the user named that cannot be written (missing folder, no permission)."""
+    """A file or folder that cannot be written (missing folder, no permission, read-only file
+    system, disk full); the message names the path and the system's reason."""
+
+
+#: The ``errno`` values that are the machine's state, not a bug: disk full or over quota, no
+#: permission, a read-only or immutable file system. :func:`output_error` turns them into one
+#: line wherever they surface; the CLI shows them so when they escape a writer.
+ENVIRONMENT_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EACCES, errno.EPERM, errno.EROFS, errno.EFBIG})
 
 
 def output_error(path: object, error: OSError) -> OutputPathError:
-    """The one-line error for an ``OSError`` raised while writing the user's ``path``."""
-    return OutputPathError(f"{path}: cannot write ({error.strerror or error})")
+    """The one-line error for an ``OSError`` raised while writing ``path`` (its ``errno`` kept)."""
+    translated = OutputPathError(f"{path}: cannot write ({error.strerror or error})")
+    translated.errno = error.errno
+    return translated
+
+
+@contextmanager
+def writing(path: object) -> Iterator[None]:
+    """Turn an ``OSError`` from the block into :func:`output_error` naming ``path`` (the file
+    boundary of every writer: a full disk or a read-only folder is one line, not a traceback)."""
+    try:
+        yield
+    except PokerbotError:  # already one line (some are OSErrors too)
+        raise
+    except OSError as error:
+        raise output_error(path, error) from None
 
 
 def cache_dir() -> Path:
@@ -49,22 +72,51 @@ def temporary_name(path: Path) -> Path:
     return path.with_name(f"{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
 
 
+class _Recording:
+    """A binary file that remembers the ``OSError`` of a failed ``write``: torch's writer turns
+    a full disk into ``RuntimeError: unexpected pos``, so :func:`atomic_write` raises the
+    recorded error instead, which names the cause."""
+
+    def __init__(self, raw: BinaryIO) -> None:
+        self.raw = raw
+        self.error: OSError | None = None
+
+    def write(self, data: bytes) -> int:
+        try:
+            return self.raw.write(data)
+        except OSError as error:
+            self.error = error
+            raise
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.raw, name)
+
+
 def atomic_write(path: Path, write: Callable[[BinaryIO], object]) -> None:
     """Call ``write(handle)`` on a temporary binary file beside ``path`` (its folder is created),
-    fsync it and rename it onto ``path``; on any error the temporary file is removed."""
+    fsync it and rename it onto ``path``; on any error the temporary file is removed and the
+    old ``path`` is untouched. An ``OSError`` (disk full, no permission, read-only file system)
+    is :class:`OutputPathError` naming ``path``."""
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = temporary_name(path)
-    try:
-        with open(tmp, "wb") as handle:
-            write(handle)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
-    fsync_dir(path.parent)
+    with writing(path):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = temporary_name(path)
+        try:
+            with open(tmp, "wb") as raw:
+                handle = _Recording(raw)
+                try:
+                    write(cast(BinaryIO, handle))
+                except Exception as error:
+                    if handle.error is not None and not isinstance(error, OSError):
+                        raise handle.error from None  # the disk error behind a library's own error
+                    raise
+                raw.flush()
+                os.fsync(raw.fileno())
+            os.replace(tmp, path)
+        except BaseException:
+            tmp.unlink(missing_ok=True)
+            raise
+        fsync_dir(path.parent)
 
 
 def atomic_write_bytes(path: Path, data: bytes) -> None:

@@ -102,6 +102,18 @@ class MatchState:
             ) from None
 
 
+#: Characters of outside input quoted in an error message at most (a 1 MB dealer line must not
+#: become a 1 MB message).
+QUOTE_LIMIT = 80
+
+
+def quoted(text: str, limit: int = QUOTE_LIMIT) -> str:
+    """``repr(text)``, cut to ``limit`` characters with the full length said when longer."""
+    if len(text) <= limit:
+        return repr(text)
+    return f"{text[:limit]!r}... ({len(text):,} characters)"
+
+
 def advance_node(node: BettingNode, betting: str, start: int = 0) -> BettingNode:
     """The betting node after ``betting[start:]`` from ``node``, which must be the node of
     ``betting[:start]`` (a client applies only the new letters of each line). Every ``/`` must
@@ -114,14 +126,14 @@ def advance_node(node: BettingNode, betting: str, start: int = 0) -> BettingNode
                 rnd += 1
                 continue
             if node.round != rnd:
-                raise MatchStateError(f"betting {betting!r}: round {rnd} is out of order")
+                raise MatchStateError(f"betting {quoted(betting)}: round {rnd} is out of order")
             node = node.child(letter)
     except IllegalActionError as error:
         raise MatchStateError(
-            f"betting {betting!r} is illegal in {node.game.name}: {error}"
+            f"betting {quoted(betting)} is illegal in {node.game.name}: {error}"
         ) from None
     if node.round != rnd:
-        raise MatchStateError(f"betting {betting!r} does not match the round structure")
+        raise MatchStateError(f"betting {quoted(betting)} does not match the round structure")
     return node
 
 
@@ -141,7 +153,7 @@ def check_cards(view: MatchState, game: Game) -> None:
             )
     rounds = view.round
     if rounds >= game.num_rounds:
-        raise MatchStateError(f"betting {view.betting!r} has more rounds than {game.name}")
+        raise MatchStateError(f"betting {quoted(view.betting)} has more rounds than {game.name}")
     if len(view.board) > rounds:
         raise MatchStateError(f"board cards of round {len(view.board)} sent in round {rounds}")
     for rnd, cards in enumerate(view.board, start=1):
@@ -165,27 +177,28 @@ def check_cards(view: MatchState, game: Game) -> None:
 
 
 def parse_matchstate(line: str) -> MatchState:
-    """Parse a MATCHSTATE line (``\\r\\n`` already stripped). Limit and no-limit betting."""
+    """Parse a MATCHSTATE line (``\\r\\n`` already stripped). Limit and no-limit betting. Errors
+    quote at most :data:`QUOTE_LIMIT` characters of the line."""
     parts = line.split(":")
     if len(parts) != 5 or parts[0] != PREFIX:
-        raise MatchStateError(f"not a MATCHSTATE line: {line[:120]!r}")
+        raise MatchStateError(f"not a MATCHSTATE line: {quoted(line)}")
     _, position_text, hand_text, betting, cards_text = parts
     if not position_text.isdigit() or not hand_text.isdigit():
-        raise MatchStateError(f"bad position or hand number in {line[:120]!r}")
+        raise MatchStateError(f"bad position or hand number in {quoted(line)}")
     if len(position_text) > 2 or len(hand_text) > MAX_HAND_DIGITS:
         raise MatchStateError(
             f"position or hand number too long (hand numbers have at most {MAX_HAND_DIGITS} "
-            f"digits) in {line[:120]!r}"
+            f"digits) in {quoted(line)}"
         )
     if not (_LIMIT_BETTING.match(betting) or _NOLIMIT_BETTING.match(betting)):
-        raise MatchStateError(f"bad betting {betting!r} in {line[:120]!r}")
+        raise MatchStateError(f"bad betting {quoted(betting)} in {quoted(line)}")
     try:
         holes, board = _parse_cards_field(cards_text)
     except CardError as error:
-        raise MatchStateError(f"bad cards {cards_text!r}: {error}") from None
+        raise MatchStateError(f"bad cards {quoted(cards_text)}: {str(error)[:QUOTE_LIMIT]}") from None
     position = int(position_text)
     if position >= len(holes):
-        raise MatchStateError(f"position {position} has no hole-card group in {cards_text!r}")
+        raise MatchStateError(f"position {position} has no hole-card group in {quoted(cards_text)}")
     return MatchState(position, int(hand_text), betting, holes, board)
 
 

@@ -61,7 +61,7 @@ def test_run_solve_is_the_same_loop():
     ("args", "message"),
     [
         (["solve", "--algo", "magic", "--out", "x"], "unknown --algo 'magic'"),
-        (["solve", "--iterations", "0", "--out", "x"], "--iterations must be at least 1"),
+        (["solve", "--iterations", "0", "--out", "x"], "--iterations 0: must be at least 1"),
         (["solve", "--game", "nope", "--out", "x"], "unknown game 'nope'"),
         (["solve", "--game", "fhp", "--out", "x"], "1,641,068,208 infoset slots: too large for tabular"),
         (["exploit", "missing.json"], "missing.json: no such file"),

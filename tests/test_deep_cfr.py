@@ -165,7 +165,7 @@ def test_config_precedence_and_saved_config(tmp_path) -> None:
 def test_cli_errors_are_one_line(tmp_path) -> None:
     runner = CliRunner()
     result = runner.invoke(main, ["train", "--game", "kuhn", "--algo", "sd-cfr", "--traversals", "0", "--out", str(tmp_path / "x")])
-    assert result.exit_code == 2 and result.output.strip().splitlines() == ["error: traversals must be positive, got 0"]
+    assert result.exit_code == 2 and result.output.strip().splitlines() == ["error: --traversals 0: must be at least 1"]
     result = runner.invoke(main, ["train", "--algo", "sd-cfr", "--resume", str(tmp_path / "missing")])
     assert result.exit_code == 2 and "not a run directory" in result.output
     result = runner.invoke(main, ["export-policy", str(tmp_path), "--out", str(tmp_path / "p.json")])

@@ -73,7 +73,11 @@ def test_time_budget_is_seconds_everywhere() -> None:
     for algo in ("deep-cfr", "nfsp", "abstraction"):
         options = {"game": "leduc", "time_budget": "1h30m"} | ({"size": "lossless"} if algo == "abstraction" else {})
         assert resolve_new(load_trainer(algo), options).config.time_budget == 5400.0
-    assert parse_duration(0) is None and parse_duration("90s") == 90.0 and parse_duration(12.5) == 12.5
+    assert parse_duration("90s") == 90.0 and parse_duration(12.5) == 12.5
+    assert parse_duration(0, stored=True) is None  # an old run's config.toml wrote 0 for no limit
+    for zero in (0, "0", "0s", -5):  # a user's 0 is an error, not "no limit"
+        with pytest.raises(ConfigError, match="must be more than 0"):
+            parse_duration(zero)
     with pytest.raises(ConfigError, match="time budget 'soon'"):
         parse_duration("soon")
 
@@ -142,7 +146,7 @@ def test_resume_never_restarts_a_run_silently(tmp_path) -> None:
 
 def test_checkpoint_clock_by_count_or_time(monkeypatch) -> None:
     now = [100.0]
-    monkeypatch.setattr("training.run.time.monotonic", lambda: now[0])
+    monkeypatch.setattr("training.stop.time.monotonic", lambda: now[0])
     clock = CheckpointClock(every_steps=1000, every_seconds=60.0)
     assert not clock.due(10)
     assert clock.due(1000)

@@ -164,6 +164,6 @@ def test_old_names_of_the_elapsed_metric_read_as_elapsed_s(tmp_path) -> None:
     assert run.read_metrics() == [{"iteration": 1, "hands": 10, "elapsed_s": 2.5}, {"iteration": 2, "elapsed_s": 4.0},
                                   {"iteration": 3, "elapsed_s": 6.0}]
     assert canonical_metrics({"elapsed_s": 1.0, "wall_s": 9.0}) == {"elapsed_s": 1.0}
-    (run.path / "checkpoint").mkdir()
-    (run.path / "checkpoint" / "COMPLETE").write_text("ok")
-    assert "0.1 min of training so far" in run.resume_summary()
+    with run.writing_checkpoint() as folder:
+        save_torch(folder / "state.pt", {"iteration": 3})
+    assert "0.1 min of training so far" in run.resume_summary(run.resume_checkpoint())

@@ -322,6 +322,8 @@ class DeepCFRTrainer(RunFiles):
         rng = self.rng(t, player, Stream.TRAVERSAL)
         done = 0
         while done < cfg.traversals:
+            if self.fit.stop is not None:
+                self.fit.stop.check()  # a stop request or the time budget may abandon the iteration
             n = min(cfg.traversal_batch, cfg.traversals - done)
             done += n
             yield traverse(self.encoder, deal_batch(self.encoder, n, rng), player, self.strategy_fn, rng), done
@@ -394,14 +396,18 @@ class DeepCFRTrainer(RunFiles):
 
     def train(self, stop: StopRequest | None = None) -> list[dict]:
         """Run until ``iterations``, the time budget or a stop request (:class:`StopRequest`: the
-        iteration in progress finishes and is checkpointed); returns this session's records."""
+        iteration in progress finishes and is checkpointed, or is abandoned by
+        :class:`~training.run.StepAbandoned` when it runs on past the grace period); returns
+        this session's records."""
         cfg = self.config
         progress = Progress(cfg.iterations, self.iteration + 1, cfg.time_budget) if self.show_progress else _Silent()
         clock = CheckpointClock(cfg.checkpoint_every, cfg.checkpoint_seconds)
         records = []
-        self.fit.progress = progress
+        self.fit.progress, self.fit.stop = progress, stop
         try:
             while self.iteration < cfg.iterations and (cfg.time_budget is None or self.elapsed < cfg.time_budget):
+                if stop is not None and cfg.time_budget is not None:
+                    stop.budget_ends(cfg.time_budget - self.elapsed)
                 started = time.perf_counter()
                 progress.start_iteration(self.iteration + 1)
                 record = self.run_iteration(progress)
@@ -423,6 +429,8 @@ class DeepCFRTrainer(RunFiles):
                 if stopping:
                     break
             if cfg.algo == "deep-cfr" and self.iteration > 0:
+                if stop is not None:
+                    stop.budget_ends(float("inf"))  # the closing fit is the policy, not training time
                 self.run.write_status(self.iteration, "fitting the average network")
                 final = self.finish_average()
                 self.run.append_metrics({"iteration": self.iteration, "final": True, **final})
@@ -430,7 +438,7 @@ class DeepCFRTrainer(RunFiles):
             self.run.write_status(self.iteration, "finished")
         finally:
             progress.close()
-            self.fit.progress = None
+            self.fit.progress = self.fit.stop = None
         if self.small or self.flop_evaluation is not None:
             plot_exploitability(self.run)
         plots.plot_strength(self.run.path / "strength.png", self.run.read_metrics(), ELAPSED_METRIC, "wall-clock seconds (training)",

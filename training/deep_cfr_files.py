@@ -143,8 +143,12 @@ class RunFiles:
         memory_digests = json.loads(state.get("memory_digests", "{}"))
         chains = json.loads(state["memory_chains"])
         if any(chains) and not (self.run.path / MEMORY_DIR).is_dir():
-            raise RunDirError(f"{self.run.path}: this run finished and dropped its memories (keep_memories = false), "
-                              "so it cannot be extended; start a new run with keep_memories = true in a --config file")
+            if not self.config.keep_memories:
+                raise RunDirError(f"{self.run.path}: this run finished and dropped its memories (keep_memories = false), "
+                                  "so it cannot be extended; start a new run with keep_memories = true in a --config file")
+            raise RunDirError(f"{self.run.path / MEMORY_DIR} is missing (keep_memories = true, so it was deleted outside "
+                              f"pokerbot): the checkpoint needs those memories, so the run cannot be extended; start "
+                              f"a new run with --out")
         for log, memory, chain in zip(self.memory_logs, self.memories, chains, strict=True):
             log.restore(memory, chain, memory_digests)
         MemoryLog.prune(self.run.path / MEMORY_DIR, self.memory_logs)  # a killed iteration's rows

@@ -75,6 +75,9 @@ class NetworkFit:
         self.target_scale = 1.0
         #: Where torch fits report their steps (the trainer sets its progress display here).
         self.progress: Any = None
+        #: The run's stop policy (:class:`training.run.StopRequest`): checked every step, so a
+        #: stop request or the end of the time budget abandons a fit of hours within seconds.
+        self.stop: Any = None
 
     def fit(self, net: DeepCFRNetwork, optimizer: torch.optim.Optimizer, memory: Reservoir, steps: int,
              batch_size: int, rng: np.random.Generator, average: bool, iteration: int,
@@ -87,8 +90,9 @@ class NetworkFit:
         inputs drawn by total weight); see :mod:`training.merged_memory`. Value networks on
         merged batches train in the compiled kernels of :mod:`training.fused_network` when
         ``fit_backend`` resolves to ``fused`` (a fresh Adam state, like ``optimizer`` here).
-        Torch steps are reported to :attr:`progress` as ``label`` (FHP/HULH fits take minutes);
-        a fused fit is one compiled call of well under a second on the small games."""
+        Torch steps are reported to :attr:`progress` as ``label`` (FHP/HULH fits take minutes)
+        and each ends with :attr:`stop`'s check (which may abandon the fit); a fused fit checks
+        it between compiled calls of :data:`training.fused_network.STEPS_PER_CALL` steps."""
         cfg = self.config
         normalize = cfg.normalize_targets and not average
         if self.fused and not average:
@@ -120,6 +124,8 @@ class NetworkFit:
                 losses.append(loss.item())
             if self.progress is not None:
                 self.progress.advance_iteration(step + 1, steps, label)
+            if self.stop is not None:
+                self.stop.check()
         net.eval()
         return float(np.mean(losses)), form
 
@@ -136,7 +142,8 @@ class NetworkFit:
         features = Features.build(problem.merged.cards, self.encoder.bets[problem.merged.node], self.encoder.group_sizes)
         losses = fit_weighted_mse(net, features, problem.target, self.encoder.legal[problem.merged.node],
                                   problem.weight, problem.denominator, steps, self.learning_rates(steps), cfg.grad_clip,
-                                  picks=problem.picks, threads=cfg.threads or os.cpu_count() or 1)
+                                  picks=problem.picks, threads=cfg.threads or os.cpu_count() or 1,
+                                  check=self.stop.check if self.stop is not None else None)
         net.eval()
         return float(np.mean(losses[_tail_start(steps):])), problem.form
 

@@ -24,6 +24,7 @@ Backward of the layer norm (``z -> (z - mean) / std``): with ``n = (z - mu) * r`
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numba as nb
@@ -177,9 +178,15 @@ class FusedNetwork:
         return _clip_and_sgd(self.theta, self.grad, lr, max_norm)
 
 
+#: Steps per compiled call of a fit: between calls a stop request is checked, so a fit of hours
+#: (a large merged memory) is abandoned within about this many steps of one.
+STEPS_PER_CALL = 256
+
+
 def fit_weighted_mse(net: DeepCFRNetwork, features: Features, target: np.ndarray, legal: np.ndarray,
                      weight: np.ndarray, denominator: float, steps: int, lr: float | np.ndarray, max_norm: float,
-                     picks: np.ndarray | None = None, threads: int = 1) -> np.ndarray:
+                     picks: np.ndarray | None = None, threads: int = 1,
+                     check: Callable[[], None] | None = None) -> np.ndarray:
     """Adam on Deep CFR's value loss ``sum_i w_i sum_a legal_ia (V(x_i)_a - y_ia)^2 / denominator``.
 
     Every step uses the whole batch, or with ``picks [steps, batch]`` the rows it names (then
@@ -187,7 +194,9 @@ def fit_weighted_mse(net: DeepCFRNetwork, features: Features, target: np.ndarray
     in place (weights copied in and back; a fresh Adam state, as the trainer's torch path uses)
     and every step's loss is returned. With ``threads`` > 1 each step's rows are split over that
     many numba threads (the gradient is the same sum, added in another order); BLAS stays on one
-    thread per caller, which is fastest for these small products.
+    thread per caller, which is fastest for these small products. The steps run in compiled
+    calls of :data:`STEPS_PER_CALL` (the same updates as one call: Adam's step count carries
+    over), with ``check()`` between them: it may raise to abandon the fit (a stop request).
     """
     fused = FusedNetwork.from_module(net)
     scale = np.asarray(weight, np.float32)[:, None] * np.asarray(legal, np.float32) * np.float32(2.0 / denominator)
@@ -201,13 +210,19 @@ def fit_weighted_mse(net: DeepCFRNetwork, features: Features, target: np.ndarray
     arrays = (fused.theta, fused.grad, fused.exp_avg, fused.exp_avg_sq, fused._offsets, len(fused.group_sizes),
               fused.width, features.card_counts, features.card_index, features.bet_inputs, features.bet_index,
               np.ascontiguousarray(target, dtype=np.float32), np.ascontiguousarray(scale), picks)
-    settings = (np.broadcast_to(np.asarray(lr, np.float64), (steps,)).copy(), 0.9, 0.999, 1e-8, max_norm, losses)
+    rates = np.broadcast_to(np.asarray(lr, np.float64), (steps,)).copy()
     with threadpool_limits(limits=1, user_api="blas"):
-        if chunks == 1:  # no parallel region at all: spinning worker threads cost dearly on a busy machine
-            _fit_weighted_mse(*arrays, *settings)
-        else:
-            _fit_weighted_mse_threads(*arrays, chunks, *settings)
-            torch.set_num_threads(torch_threads)
+        for first in range(0, steps, STEPS_PER_CALL):
+            last = min(first + STEPS_PER_CALL, steps)
+            part = arrays[:-1] + (picks[first:last] if picks.size else picks,)
+            settings = (first, rates[first:last], 0.9, 0.999, 1e-8, max_norm, losses[first:last])
+            if chunks == 1:  # no parallel region at all: spinning worker threads cost dearly on a busy machine
+                _fit_weighted_mse(*part, *settings)
+            else:
+                _fit_weighted_mse_threads(*part, chunks, *settings)
+                torch.set_num_threads(torch_threads)
+            if check is not None:
+                check()
     fused.copy_to(net)
     return losses
 
@@ -380,20 +395,21 @@ def _backward(theta, grad, offsets, groups, w, counts, card_index, bets, bet_ind
 
 @nb.njit(cache=True, fastmath=True, nogil=True)
 def _fit_weighted_mse(theta, grad, exp_avg, exp_avg_sq, offsets, groups, w, counts, card_index, bets, bet_index,
-                      target, scale, picks, lrs, beta1, beta2, eps, max_norm, losses):
-    """The steps of :func:`fit_weighted_mse` on one thread."""
+                      target, scale, picks, first, lrs, beta1, beta2, eps, max_norm, losses):
+    """Steps ``first + 1 ..`` of :func:`fit_weighted_mse` on one thread (``picks``, ``lrs`` and
+    ``losses`` are those steps' rows)."""
     n = target.shape[0] if picks.shape[0] == 0 else picks.shape[1]
     cache = _new_cache(n, counts.shape[1], bets.shape[0], groups, w)
     for step in range(losses.shape[0]):
         rows = np.arange(n) if picks.shape[0] == 0 else picks[step]
         losses[step] = _rows_gradient(theta, grad, offsets, groups, w, counts, card_index, bets, bet_index,
                                       target, scale, rows, cache)
-        _clip_and_adam(theta, grad, exp_avg, exp_avg_sq, step + 1, lrs[step], beta1, beta2, eps, max_norm)
+        _clip_and_adam(theta, grad, exp_avg, exp_avg_sq, first + step + 1, lrs[step], beta1, beta2, eps, max_norm)
 
 
 @nb.njit(cache=True, fastmath=True, nogil=True, parallel=True)
 def _fit_weighted_mse_threads(theta, grad, exp_avg, exp_avg_sq, offsets, groups, w, counts, card_index, bets,
-                              bet_index, target, scale, picks, chunks, lrs, beta1, beta2, eps, max_norm, losses):
+                              bet_index, target, scale, picks, chunks, first, lrs, beta1, beta2, eps, max_norm, losses):
     """The steps of :func:`fit_weighted_mse` with each step's rows split into ``chunks`` parts on
     parallel threads (the branches, ~40 distinct rows, are recomputed per part); their
     gradients are summed in a fixed order, then one update."""
@@ -411,7 +427,7 @@ def _fit_weighted_mse_threads(theta, grad, exp_avg, exp_avg_sq, offsets, groups,
         for c in range(1, chunks):
             grad += grads[c]
         losses[step] = parts.sum()
-        _clip_and_adam(theta, grad, exp_avg, exp_avg_sq, step + 1, lrs[step], beta1, beta2, eps, max_norm)
+        _clip_and_adam(theta, grad, exp_avg, exp_avg_sq, first + step + 1, lrs[step], beta1, beta2, eps, max_norm)
 
 
 @nb.njit(cache=True, fastmath=True, nogil=True)

@@ -46,6 +46,7 @@ def train(config: NFSPConfig, run: RunDir, resume: bool = False, stream=None, st
     progress = Progress(periods, learner.step_count // config.eval_every + 1, config.time_budget, stream=stream)
     budget_end = config.time_budget if config.time_budget is not None else float("inf")
     saved_at = learner.step_count if resumed_from is not None else -1
+    logged_at = learner.step_count  # the step of the last metrics line (one line per step at most)
     clock = CheckpointClock(config.checkpoint_every, config.checkpoint_seconds)
     strength = StrengthSettings.of(config)
     reference = resolve_agent(config.strength_reference, learner.game) if strength.every and strength.hands else None
@@ -66,6 +67,7 @@ def train(config: NFSPConfig, run: RunDir, resume: bool = False, stream=None, st
                     if strength.due(learner.step_count):  # off the training clock
                         record.update(measure_strength(learner.game, NFSPAgent(learner.game, learner.policy), reference, strength))
                     run.append_metrics(record)
+                    logged_at = learner.step_count
                     progress.end_iteration(period, _summary(record))
                 if clock.due(learner.step_count):
                     learner.save_checkpoint(run)
@@ -74,7 +76,7 @@ def train(config: NFSPConfig, run: RunDir, resume: bool = False, stream=None, st
     finally:
         progress.close()
     if learner.step_count != saved_at:
-        if learner.step_count % config.eval_every:  # the last partial period still gets its line
+        if learner.step_count != logged_at:  # a last partial period (budget, stop) still gets its line
             record = {"iteration": learner.step_count, **learner.metrics(),
                       ELAPSED_METRIC: round(learner.train_seconds, 3)}
             if small:

@@ -18,9 +18,14 @@ way for every algorithm:
   ``threads`` 0 = all cores; ``device`` ``auto`` = cuda when torch sees one. Options that run
   on the CPU only (NFSP's ``fused``, Deep CFR's ``fit_backend = fused``) are turned off when the
   device resolves to cuda, with a note, rather than refused.
-* **One interrupt policy** (:class:`StopRequest`): the first Ctrl-C or SIGTERM finishes the step
-  in progress, checkpoints, writes the policy and exits 0 with the command that continues the
-  run; a second one abandons the step (the last checkpoint stands).
+* **One interrupt policy** (:class:`StopRequest`, :mod:`training.stop`): the first Ctrl-C or
+  SIGTERM lets the step in progress finish for up to ``STOP_GRACE_SECONDS``, then checkpoints,
+  writes the policy and exits 0 with the command that continues the run; a step still running then (an SGD fit of
+  hours on hold'em) is abandoned (:class:`StepAbandoned`: the last checkpoint stands, said so,
+  exit 0). The time budget is held the same way, inside a step too. A second signal abandons
+  the step at once (exit 130).
+* **One writer**: the run directory is locked (:mod:`training.run_lock`) before anything is
+  written; a new run that fails before any progress (a bad game, a full disk) leaves nothing.
 * **Checkpoints by time or count**, whichever comes first (:class:`CheckpointClock`).
 
 Checkpoint integrity (format number, sha256 of every file, the previous checkpoint kept as a
@@ -33,19 +38,17 @@ import dataclasses
 import importlib
 import os
 import re
-import signal
 import sys
-import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from types import FrameType
 from typing import Any, Protocol
 
-from bot.errors import ConfigError, PokerbotError
+from bot.errors import ConfigError, UnsupportedGameError
 from protocol.gamedef import GAME_ALIASES, Game, load_game
 from training import distributed
 from training.rundir import RunDir, read_toml
+from training.stop import CheckpointClock, RunInterrupted, StepAbandoned, StopRequest  # noqa: F401 (trainers' import)
 
 #: ``--algo`` -> the module whose ``TRAINER`` attribute describes it.
 ALGORITHMS: dict[str, str] = {
@@ -105,19 +108,27 @@ def load_trainer(algo: str) -> Trainer:
 
 # -- field types ---------------------------------------------------------------------------------
 
-def parse_duration(text: str | float | int | None) -> float | None:
+def parse_duration(text: str | float | int | None, stored: bool = False) -> float | None:
     """Seconds in ``90``, ``90s``, ``10m``, ``2h`` or ``1h30m`` (numbers are seconds already);
-    None, 0 and negative numbers mean no limit (None)."""
+    None means no limit. Zero, a negative or a non-finite time is a one-line error (leave the
+    budget out for no limit): a ``--time-budget 0`` that silently meant "no limit" surprised
+    users. ``stored``: a value read back from a run's own ``config.toml``, where old runs wrote
+    0 for no limit (read as None)."""
     if text is None:
         return None
+    if stored and isinstance(text, int | float) and not isinstance(text, bool) and text <= 0:
+        return None
     if isinstance(text, int | float) and not isinstance(text, bool):
-        return float(text) if text > 0 else None
-    parts = re.fullmatch(r"\s*(?:(\d+(?:\.\d+)?)h)?\s*(?:(\d+(?:\.\d+)?)m)?\s*(?:(\d+(?:\.\d+)?)s?)?\s*", str(text))
-    if not parts or not any(parts.groups()):
-        raise ConfigError(f"time budget {text!r}: use e.g. 90s, 10m, 2h or 1h30m")
-    hours, minutes, seconds = (float(g) if g else 0.0 for g in parts.groups())
-    total = hours * 3600 + minutes * 60 + seconds
-    return total if total > 0 else None
+        total = float(text)
+    else:
+        parts = re.fullmatch(r"\s*(?:(\d+(?:\.\d+)?)h)?\s*(?:(\d+(?:\.\d+)?)m)?\s*(?:(\d+(?:\.\d+)?)s?)?\s*", str(text))
+        if not parts or not any(parts.groups()):
+            raise ConfigError(f"time budget {text!r}: use e.g. 90s, 10m, 2h or 1h30m")
+        hours, minutes, seconds = (float(g) if g else 0.0 for g in parts.groups())
+        total = hours * 3600 + minutes * 60 + seconds
+    if not 0 < total < float("inf"):
+        raise ConfigError(f"time budget {text!r}: must be more than 0 (leave --time-budget out for no limit)")
+    return total
 
 
 DEVICES = ("auto", "cpu", "cuda")
@@ -152,6 +163,16 @@ def worker_threads(threads: int) -> int:
     return threads or os.cpu_count() or 1
 
 
+def require_trainable(game: Game) -> None:
+    """A one-line :class:`UnsupportedGameError` for a game no trainer here handles (every one
+    trains two-player limit games), raised before a run directory is created."""
+    if game.num_players != 2:
+        raise UnsupportedGameError(f"{game.name}: a {game.num_players}-player game; pokerbot trains and solves "
+                                   f"heads-up (2-player) games only")
+    if not game.is_limit:
+        raise UnsupportedGameError(f"{game.name}: a no-limit game; pokerbot trains and solves limit games only")
+
+
 def shipped_alias(game: Game) -> str | None:
     """kuhn / leduc / fhp / holdem when ``game`` has that shipped game's rules, else None."""
     for alias, stem in GAME_ALIASES.items():
@@ -172,7 +193,11 @@ class Resolved:
 
 
 def _given(options: Mapping[str, Any]) -> dict[str, Any]:
-    return {name: options[name] for name in CONFIG_FLAGS if options.get(name) is not None}
+    """The config flags given, ``--time-budget`` checked (0 is an error, not "no limit")."""
+    given = {name: options[name] for name in CONFIG_FLAGS if options.get(name) is not None}
+    if "time_budget" in given:
+        given["time_budget"] = parse_duration(given["time_budget"])
+    return given
 
 
 def _field_names(config_class: type) -> set[str]:
@@ -183,17 +208,50 @@ def _flag(name: str) -> str:
     return "--" + name.replace("_", "-")
 
 
-def build_config(trainer: Trainer, values: dict[str, Any], device_notes: bool = True) -> Resolved:
-    """The config from ``values`` (names checked, shared field types converted, CPU-only options
-    turned off on cuda with a note)."""
+#: Seeds: what numpy's and the dealer's generators take (``--seed`` has the same range).
+SEED_RANGE = (0, 2**32 - 1)
+
+
+def check_types(config_class: type, values: Mapping[str, Any], source: str) -> None:
+    """A one-line :class:`ConfigError` naming the key whose value has the wrong type for its
+    field (``width = "abc"``), judged by the field's default (bool, int, float or str); and a
+    seed outside :data:`SEED_RANGE`. The one place a TOML value or flag is typed before the
+    config class compares it."""
+    defaults = {f.name: f.default for f in dataclasses.fields(config_class)}
+    for key, value in values.items():
+        default = defaults.get(key, dataclasses.MISSING)
+        if default is None or default is dataclasses.MISSING:
+            continue
+        if isinstance(default, bool):
+            ok = isinstance(value, bool)
+        elif isinstance(default, int):
+            ok = isinstance(value, int) and not isinstance(value, bool)
+        elif isinstance(default, float):
+            ok = isinstance(value, int | float) and not isinstance(value, bool)
+        elif isinstance(default, str):
+            ok = isinstance(value, str)
+        else:
+            continue
+        if not ok:
+            raise ConfigError(f"{source}: {key} = {value!r} must be {type(default).__name__}, like its default {default!r}")
+    seed = values.get("seed")
+    if isinstance(seed, int) and not SEED_RANGE[0] <= seed <= SEED_RANGE[1]:
+        raise ConfigError(f"{source}: seed {seed} is out of range ({SEED_RANGE[0]} to {SEED_RANGE[1]:,})")
+
+
+def build_config(trainer: Trainer, values: dict[str, Any], device_notes: bool = True, source: str = "config") -> Resolved:
+    """The config from ``values`` (names and types checked, shared field types converted,
+    CPU-only options turned off on cuda with a note); ``source`` names where the values came
+    from in errors."""
     known = _field_names(trainer.config_class)
     unknown = sorted(set(values) - known)
     if unknown:
         raise ConfigError(f"unknown {trainer.algo} config key(s) {', '.join(unknown)}; known: {', '.join(sorted(known))}")
     values = dict(values)
-    notes: list[str] = []
     if "time_budget" in values:
-        values["time_budget"] = parse_duration(values["time_budget"])
+        values["time_budget"] = parse_duration(values["time_budget"], stored=True)
+    check_types(trainer.config_class, values, f"{trainer.algo} {source}")
+    notes: list[str] = []
     if trainer.cpu_only and device_notes:
         default = {f.name: f.default for f in dataclasses.fields(trainer.config_class)}.get("device", "cpu")
         device = resolve_device(str(values.get("device", default)))
@@ -218,6 +276,8 @@ def resolve_new(trainer: Trainer, options: Mapping[str, Any]) -> Resolved:
     config_path = options.get("config_path")
     if config_path:
         from_file = read_toml(Path(config_path))
+        if "time_budget" in from_file:
+            from_file["time_budget"] = parse_duration(from_file["time_budget"])
     known = _field_names(trainer.config_class)
     if "game" in known or "game" in from_file:
         file_game = from_file.get("game")
@@ -228,6 +288,7 @@ def resolve_new(trainer: Trainer, options: Mapping[str, Any]) -> Resolved:
     else:
         game_name = str(given.get("game") or "leduc")
     game = load_game(game_name)  # an unknown game or bad gamedef fails here, before any directory
+    require_trainable(game)
     alias = shipped_alias(game)
     notes: list[str] = []
     values: dict[str, Any] = {}
@@ -243,7 +304,7 @@ def resolve_new(trainer: Trainer, options: Mapping[str, Any]) -> Resolved:
             values[trainer.flags[option]] = value
     if trainer.prepare is not None:
         values = trainer.prepare(values, dict(options))
-    resolved = build_config(trainer, values)
+    resolved = build_config(trainer, values, source=f"{config_path} / flags" if config_path else "flags")
     return Resolved(resolved.config, tuple(notes) + resolved.notes)
 
 
@@ -259,75 +320,21 @@ def resolve_resume(trainer: Trainer, run: RunDir, options: Mapping[str, Any]) ->
         raise ConfigError(f"{', '.join(_flag(r) for r in refused)} cannot change a run on --resume "
                           f"(its config.toml is kept; --resume takes {', '.join(allowed)})")
     values = run.config() | {trainer.flags[option]: value for option, value in given.items()}
-    return build_config(trainer, values)
-
-
-# -- interrupts and checkpoint timing ------------------------------------------------------------
-
-class StopRequest:
-    """SIGINT/SIGTERM policy shared by every trainer: the first signal sets :attr:`requested`
-    (the loop finishes its step, checkpoints and returns); the second restores the default
-    handlers and raises ``KeyboardInterrupt`` (the step is abandoned, the last checkpoint
-    stands). Outside the main thread no handler is installed and Ctrl-C behaves as usual."""
-
-    def __init__(self, stream: Any = None) -> None:
-        self.requested = False
-        self.stream = stream
-        self._previous: dict[int, Any] = {}
-
-    def __enter__(self) -> StopRequest:
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            try:
-                self._previous[sig] = signal.signal(sig, self._handle)
-            except ValueError:  # not the main thread
-                pass
-        return self
-
-    def _handle(self, signum: int, frame: FrameType | None) -> None:
-        if self.requested:
-            self._restore()
-            raise KeyboardInterrupt
-        self.requested = True
-        print("stopping after the step in progress, then checkpointing (press Ctrl-C again to abandon the step)",
-              file=self.stream or sys.stderr, flush=True)
-
-    def _restore(self) -> None:
-        for sig, handler in self._previous.items():
-            signal.signal(sig, handler)
-        self._previous.clear()
-
-    def __exit__(self, *exc: object) -> None:
-        self._restore()
-
-
-class CheckpointClock:
-    """Checkpoint every ``every_steps`` steps or ``every_seconds`` of wall time, whichever comes
-    first (``every_seconds`` 0 = by count only), so a killed run loses at most about a minute
-    even when a count of steps takes long."""
-
-    def __init__(self, every_steps: int, every_seconds: float) -> None:
-        self.every_steps = every_steps
-        self.every_seconds = every_seconds
-        self.last = time.monotonic()
-
-    def due(self, step: int) -> bool:
-        by_time = self.every_seconds > 0 and time.monotonic() - self.last >= self.every_seconds
-        return step % self.every_steps == 0 or by_time
-
-    def saved(self) -> None:
-        self.last = time.monotonic()
-
-
-class RunInterrupted(PokerbotError):
-    """A run abandoned mid-step by a second Ctrl-C (the message says how to continue)."""
-
-    exit_code = 130
+    return build_config(trainer, values, source=f"{run.path / 'config.toml'} / flags")
 
 
 # -- the command ---------------------------------------------------------------------------------
 
 def resume_hint(algo: str, run: RunDir) -> str:
     return f"pokerbot train --algo {algo} --resume {run.path}"
+
+
+def standing(run: RunDir) -> str:
+    """What a resume of ``run`` continues from, after a step was abandoned."""
+    checkpoint = run.checkpoint_path
+    if checkpoint is None:
+        return "no checkpoint was written yet, so a resume starts the run over"
+    return f"the last checkpoint ({checkpoint}) stands; iterations after it are done again on resume"
 
 
 def run_from_cli(options: Mapping[str, Any]) -> None:
@@ -348,6 +355,8 @@ def run_from_cli(options: Mapping[str, Any]) -> None:
         if options.get("out"):
             raise ConfigError("give either --out (a new run) or --resume (an existing one), not both")
         run = RunDir.open(options["resume"], algo=algo)
+        run.lock()  # before anything is read for the resume or written
+        run.check_game()
         resolved = resolve_resume(trainer, run, options)
         run.save_config(resolved.config, algo=algo)
         resume = True
@@ -359,11 +368,20 @@ def run_from_cli(options: Mapping[str, Any]) -> None:
         raise ConfigError("give --out RUN_DIR for a new run or --resume RUN_DIR to continue one")
     for note in resolved.notes:
         print(f"note: {note}", file=sys.stderr)
+    stop = StopRequest()
     try:
-        with StopRequest() as stop, distributed.session(cluster):
+        with stop, distributed.session(cluster):
             trainer.train(resolved.config, run, resume, stop, force=bool(options.get("force")))
     except KeyboardInterrupt:
         raise RunInterrupted(f"interrupted; the last checkpoint stands; continue with: {resume_hint(algo, run)}") from None
+    except StepAbandoned as abandoned:
+        print(f"{abandoned.reason}: the step in progress would have run on for more than {stop.grace:.0f} s, so it was "
+              f"abandoned; {standing(run)}; continue with: {resume_hint(algo, run)}", file=sys.stderr)
+        return
+    except Exception:
+        if not resume:
+            run.discard()  # nothing to resume: a retry finds no half-made run
+        raise
     if stop.requested:
         print(f"stopped on request; checkpoint saved; continue with: {resume_hint(algo, run)}", file=sys.stderr)
     print(f"run directory: {run.path} (policy in {run.policy_path})")

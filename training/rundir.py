@@ -1,4 +1,4 @@
-"""A training run's directory: config, metrics, verified atomic checkpoints, progress display.
+"""A training run's directory: config, metrics, verified atomic checkpoints, one writer at a time.
 
 Layout (algorithm-neutral; every ``pokerbot train`` algorithm uses it)::
 
@@ -14,6 +14,7 @@ Layout (algorithm-neutral; every ``pokerbot train`` algorithm uses it)::
       checkpoint.old/    the previous complete checkpoint: the fallback when the last one is
                          damaged or incomplete (its use is announced)
       policy/            the playable artefact: a policy bundle (:mod:`bot.agents.bundle`)
+      lock               who writes the run now (:mod:`training.run_lock`)
 
 Checkpoints follow Stable-Baselines3's ``save_util`` habit: every file is written to a temporary
 name, fsynced and renamed (:func:`protocol.files.atomic_write`); a whole checkpoint is a
@@ -35,7 +36,7 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any
 
 import tomli_w
 
@@ -48,16 +49,27 @@ from bot.run_files import (
     METRICS_FILE,
     POLICY_DIR,
     RUN_FILE,
+    RUN_FORMAT,
     SOLVE_ALGO,
     STATUS_FILE,
     RunDirError,
-    canonical_metrics,
     continue_command,
     latest_checkpoint,
     load_torch,
+    parse_metrics,
     read_toml,
+    run_format_problem,
 )
-from protocol.files import atomic_write, atomic_write_text, fsync_dir, sha256_file, verify_sha256
+from protocol.files import (
+    atomic_write,
+    atomic_write_text,
+    fsync_dir,
+    sha256_file,
+    verify_sha256,
+    writing,
+)
+from training.run_lock import RunLock
+from training.run_progress import Progress
 
 #: The layout's names and readers live in :mod:`bot.run_files` (what ``bot`` and ``tui`` may
 #: import); the trainers take them from here with the writers.
@@ -66,7 +78,7 @@ __all__ = ["CHECKPOINT_DIR", "CHECKPOINT_FORMAT", "COMPLETE_FILE", "CONFIG_FILE"
            "load_torch", "read_toml", "save_torch", "verify_checkpoint"]
 
 #: Format of run directories and checkpoints written by this pokerbot.
-CHECKPOINT_FORMAT = 1
+CHECKPOINT_FORMAT = RUN_FORMAT
 
 
 def save_torch(path: Path, obj: Any) -> None:
@@ -89,37 +101,87 @@ def config_text(config: Any, notes: tuple[str, ...] = ()) -> str:
 
 
 class RunDir:
-    """One run directory; :meth:`create` starts a run, :meth:`open` resumes one."""
+    """One run directory; :meth:`create` starts a run, :meth:`open` resumes one.
+
+    One writer at a time: the first write through a :class:`RunDir` (creating it, saving its
+    config, a metrics line, a checkpoint) takes the run's lock (:class:`training.run_lock.RunLock`,
+    an OS lock that dies with its process), so a second ``train --resume`` of the same run is a
+    one-line error naming the holder instead of interleaved metrics."""
 
     def __init__(self, path: Path) -> None:
         self.path = Path(path)
+        self._lock: RunLock | None = None
+        #: Whether :meth:`create` started the run (in a folder it made, or found empty):
+        #: :meth:`discard` may empty it (and remove it when it made it).
+        self._new = self._made = False
 
     # -- lifecycle -----------------------------------------------------------------------------
 
     @classmethod
     def create(cls, path: str | Path, config: Any, algo: str | None = None, notes: tuple[str, ...] = ()) -> RunDir:
-        """A new run: the directory must not already hold a run (use ``--resume`` for that)."""
+        """A new run in a new or empty folder (a run is never mixed into a folder holding other
+        files, ``/`` or a home folder included; use ``--resume`` to continue a run)."""
         run = cls(Path(path))
         if (run.path / CONFIG_FILE).exists():
             raise RunDirError(f"{run.path} already holds a run; use --resume {run.path} to continue it")
         if run.path.exists() and not run.path.is_dir():
             raise RunDirError(f"{run.path} exists and is not a directory")
-        run.path.mkdir(parents=True, exist_ok=True)
-        run.save_config(config, algo=algo, notes=notes)
+        with writing(run.path):
+            if run.path.is_dir() and any(run.path.iterdir()):
+                raise RunDirError(f"{run.path} is not empty: a new run needs a new or empty folder "
+                                  f"(e.g. {run.path / 'run'})")
+            run._made = not run.path.exists()
+            run.path.mkdir(parents=True, exist_ok=True)
+        run._new = True
+        try:
+            run.lock()
+            run.save_config(config, algo=algo, notes=notes)
+        except Exception:
+            run.discard()
+            raise
         return run
 
     @classmethod
     def open(cls, path: str | Path, algo: str | None = None) -> RunDir:
         """An existing run (for resuming, evaluating or loading its policy); with ``algo``, a
-        run of another algorithm is a one-line error naming the right ``--algo``."""
+        run of another algorithm is a one-line error naming the right ``--algo``. A run whose
+        ``run.json`` has another format than this pokerbot writes is refused."""
         run = cls(Path(path))
         if not (run.path / CONFIG_FILE).is_file():
             raise RunDirError(f"{run.path} is not a run directory (no {CONFIG_FILE})")
+        problem = run_format_problem(run.path)
+        if problem is not None:
+            raise RunDirError(problem)
         recorded = run.algo
         if algo is not None and recorded is not None and recorded != algo:
             how = continue_command(run.path, recorded) if recorded == SOLVE_ALGO else f"--algo {recorded}"
             raise RunDirError(f"{run.path} is a {recorded} run; resume it with {how}")
         return run
+
+    def lock(self) -> None:
+        """Become the run's one writer (idempotent; kept while this process holds any
+        :class:`RunDir` of the run); a one-line error naming the holder when another has it."""
+        if self._lock is None:
+            self._lock = RunLock.acquire(self.path)
+
+    def discard(self) -> bool:
+        """Remove the run :meth:`create` made when it failed before its first checkpoint or
+        policy (metrics lines without a checkpoint cannot be resumed), so a retry after a bad
+        game or a full disk finds no half-made run; True when it did."""
+        if not self._new or any((self.path / name).exists() for name in (CHECKPOINT_DIR, CHECKPOINT_DIR + ".old", POLICY_DIR)):
+            return False
+        if self._made:
+            shutil.rmtree(self.path, ignore_errors=True)
+        else:  # the user's empty folder stays, empty again
+            for entry in list(self.path.iterdir()):
+                if entry.is_dir():
+                    shutil.rmtree(entry, ignore_errors=True)
+                else:
+                    entry.unlink(missing_ok=True)
+        if self._lock is not None:
+            self._lock.release()
+            self._lock = None
+        return True
 
     @property
     def algo(self) -> str | None:
@@ -138,6 +200,7 @@ class RunDir:
     def save_config(self, config: Any, algo: str | None = None, notes: tuple[str, ...] = ()) -> None:
         """Write the resolved config (a dataclass or dict) as ``config.toml``, atomically; with
         ``algo``, record it in ``run.json`` if the run has none yet."""
+        self.lock()
         if algo is not None and not (self.path / RUN_FILE).exists():
             atomic_write_text(self.path / RUN_FILE, json.dumps({"format": CHECKPOINT_FORMAT, "algo": algo}) + "\n")
         atomic_write_text(self.path / CONFIG_FILE, config_text(config, notes))
@@ -150,25 +213,22 @@ class RunDir:
 
     def append_metrics(self, record: dict[str, Any]) -> None:
         """Append one JSON line (flushed and fsynced: a crash loses at most this line)."""
-        with open(self.metrics_path, "a") as handle:
+        self.lock()
+        with writing(self.metrics_path), open(self.metrics_path, "a") as handle:
             handle.write(json.dumps(record) + "\n")
             handle.flush()
             os.fsync(handle.fileno())
 
     def read_metrics(self) -> list[dict[str, Any]]:
+        """Every record of ``metrics.jsonl`` (a torn last line from a kill mid-write is dropped;
+        a damaged line before the last is a one-line error: see :func:`bot.run_files.parse_metrics`)."""
         if not self.metrics_path.exists():
             return []
-        records = []
-        for line in self.metrics_path.read_text().splitlines():
-            if line.strip():
-                try:
-                    records.append(canonical_metrics(json.loads(line)))
-                except json.JSONDecodeError:
-                    break  # a torn last line from a kill mid-write
-        return records
+        return parse_metrics(self.metrics_path)
 
     def truncate_metrics(self, last_iteration: int) -> None:
         """Keep only records up to ``last_iteration`` (those the checkpoint covers)."""
+        self.lock()
         kept = [r for r in self.read_metrics() if r.get("iteration", 0) <= last_iteration]
         atomic_write_text(self.metrics_path, "".join(json.dumps(r) + "\n" for r in kept))
 
@@ -177,9 +237,11 @@ class RunDir:
     def write_status(self, iteration: int, phase: str) -> None:
         """Replace ``status.json`` with the current phase (a rename, so a reader never sees half
         a file; not fsynced: a status lost in a crash is stale anyway)."""
+        self.lock()
         tmp = self.path / (STATUS_FILE + ".tmp")
-        tmp.write_text(json.dumps({"iteration": iteration, "phase": phase, "since": time.time(), "pid": os.getpid()}))
-        os.replace(tmp, self.path / STATUS_FILE)
+        with writing(self.path / STATUS_FILE):
+            tmp.write_text(json.dumps({"iteration": iteration, "phase": phase, "since": time.time(), "pid": os.getpid()}))
+            os.replace(tmp, self.path / STATUS_FILE)
 
     # -- checkpoints ---------------------------------------------------------------------------
 
@@ -193,7 +255,11 @@ class RunDir:
         """The checkpoint to resume from, verified: ``checkpoint/`` when it is complete and every
         file matches its sha256, else ``checkpoint.old/`` (announced on ``stream``). None when the
         run has nothing to lose (no checkpoint and no metrics yet) or with ``force``; otherwise a
-        one-line error, since starting over would silently discard the run's progress."""
+        one-line error, since starting over would silently discard the run's progress. A
+        checkpoint trained on another game than ``config.toml`` now names is refused. What is
+        resumed (or that the run starts over) is said on ``stream`` once it is known."""
+        self.lock()
+        stream = stream or sys.stderr
         problems: list[str] = []
         for name in (CHECKPOINT_DIR, CHECKPOINT_DIR + ".old"):
             candidate = self.path / name
@@ -201,73 +267,116 @@ class RunDir:
                 continue
             problem = verify_checkpoint(candidate)
             if problem is None:
+                self.check_game()
                 if problems:
                     print(f"warning: {'; '.join(problems)}; resuming from the previous checkpoint {candidate}",
-                          file=stream or sys.stderr, flush=True)
+                          file=stream, flush=True)
+                print(self.resume_summary(candidate), file=stream, flush=True)
                 return candidate
             problems.append(problem)
         if force:
+            what = f" ({'; '.join(problems)})" if problems else ""
+            print(f"starting {self.path} over in place (--force){what}", file=stream, flush=True)
             return None
         if problems or self.read_metrics():
             found = "; ".join(problems) if problems else f"{self.path} has metrics but no checkpoint"
             raise RunDirError(f"{found}: nothing to resume from without discarding the run's progress "
                               f"(--force starts it over in place)")
+        print(self.resume_summary(None), file=stream, flush=True)
         return None
+
+    def check_game(self) -> None:
+        """A one-line error when ``config.toml`` names another game than the run's checkpoints
+        were trained on (their markers record it; markers written before that are not checked):
+        checked before a resume reads anything else."""
+        named = self.config().get("game")
+        for name in (CHECKPOINT_DIR, CHECKPOINT_DIR + ".old"):
+            trained = checkpoint_game(self.path / name)
+            if trained is not None and named is not None and str(named) != trained:
+                raise RunDirError(f"{self.path / CONFIG_FILE} names game {named!r} but the checkpoint {self.path / name} "
+                                  f"was trained on {trained!r}: a run cannot change its game (put game = "
+                                  f'"{trained}" back, or start a new run with --out)')
 
     @contextmanager
     def writing_checkpoint(self) -> Iterator[Path]:
-        """Yield a fresh temporary directory; on normal exit its COMPLETE marker (format, sha256
-        of every file) is written and it atomically becomes the checkpoint, the previous one
-        becoming ``checkpoint.old``."""
+        """Yield a fresh temporary directory; on normal exit its COMPLETE marker (format, the
+        config's game, sha256 of every file) is written and it atomically becomes the
+        checkpoint, the previous one becoming ``checkpoint.old``. On any error (a full disk
+        included) the temporary directory is removed and the previous checkpoints stand."""
+        self.lock()
         tmp = self.path / (CHECKPOINT_DIR + ".tmp")
-        if tmp.exists():
-            shutil.rmtree(tmp)
-        tmp.mkdir()
-        yield tmp
-        files = {str(p.relative_to(tmp)): sha256_file(p) for p in sorted(tmp.rglob("*")) if p.is_file()}
-        atomic_write_text(tmp / COMPLETE_FILE, json.dumps({"format": CHECKPOINT_FORMAT, "files": files}, indent=1))
+        try:
+            with writing(tmp):
+                if tmp.exists():
+                    shutil.rmtree(tmp)
+                tmp.mkdir()
+            yield tmp
+            files = {str(p.relative_to(tmp)): sha256_file(p) for p in sorted(tmp.rglob("*")) if p.is_file()}
+            marker: dict[str, Any] = {"format": CHECKPOINT_FORMAT, "files": files}
+            game = self.config().get("game")
+            if game is not None:
+                marker["game"] = str(game)
+            atomic_write_text(tmp / COMPLETE_FILE, json.dumps(marker, indent=1))
+        except BaseException:
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise
         current, old = self.path / CHECKPOINT_DIR, self.path / (CHECKPOINT_DIR + ".old")
-        if (current / COMPLETE_FILE).exists():
-            if old.exists():
-                shutil.rmtree(old)
-            os.replace(current, old)
-        elif current.exists():
-            shutil.rmtree(current)  # never completed: nothing to keep
-        os.replace(tmp, current)
-        fsync_dir(self.path)
+        with writing(current):
+            if (current / COMPLETE_FILE).exists():
+                if old.exists():
+                    shutil.rmtree(old)
+                os.replace(current, old)
+            elif current.exists():
+                shutil.rmtree(current)  # never completed: nothing to keep
+            os.replace(tmp, current)
+            fsync_dir(self.path)
 
     @property
     def policy_path(self) -> Path:
         return self.path / POLICY_DIR
 
-    def resume_summary(self) -> str:
-        """What ``--resume`` continues from, in one line (printed with or without a terminal)."""
+    def resume_summary(self, checkpoint: Path | None) -> str:
+        """What ``--resume`` continues from, in one line, once :meth:`resume_checkpoint` has
+        verified ``checkpoint`` (None: the run has no checkpoint and nothing to lose yet)."""
         config = self.config()
         what = " on ".join(str(config[k]) for k in ("algo", "game") if k in config) or "run"
-        checkpoint = self.checkpoint_path
         if checkpoint is None:
             return f"resuming {self.path} ({what}): no complete checkpoint yet, so it starts over in the same directory"
         records = [r for r in self.read_metrics() if "iteration" in r and not r.get("final")]
         logged = f"iteration {records[-1]['iteration']}" if records else "no iteration"
         seconds = next((r[ELAPSED_METRIC] for r in reversed(records) if ELAPSED_METRIC in r), None)
         spent = f", {seconds / 60:.1f} min of training so far" if isinstance(seconds, int | float) else ""
-        age = time.time() - (checkpoint / "COMPLETE").stat().st_mtime
-        return (f"resuming {self.path} ({what}) from its last complete checkpoint (written {age / 60:.0f} min ago; "
+        age = time.time() - (checkpoint / COMPLETE_FILE).stat().st_mtime
+        which = "last complete checkpoint" if checkpoint.name == CHECKPOINT_DIR else f"previous checkpoint {checkpoint.name}"
+        return (f"resuming {self.path} ({what}) from its {which} (written {age / 60:.0f} min ago; "
                 f"metrics.jsonl reaches {logged}{spent})")
+
+
+def checkpoint_game(folder: Path) -> str | None:
+    """The game the checkpoint's marker records (None for markers written before it did)."""
+    try:
+        game = json.loads((folder / COMPLETE_FILE).read_text()).get("game")
+    except (OSError, ValueError, AttributeError):
+        return None
+    return game if isinstance(game, str) else None
 
 
 def verify_checkpoint(folder: Path) -> str | None:
     """None when ``folder`` is a complete checkpoint whose files match their sha256, else what
-    is wrong (one line). Checkpoints from before checksums (``COMPLETE`` reading ``ok``) pass."""
+    is wrong (one line). A marker from before checksums (``COMPLETE`` reading ``ok``) cannot be
+    verified, so it is refused like a damaged one (``--force`` starts the run over)."""
     marker = folder / COMPLETE_FILE
     if not marker.is_file():
         return f"{folder}: incomplete ({COMPLETE_FILE} missing)"
     text = marker.read_text(errors="replace").strip()
     if text == "ok":
-        return None
+        return (f"{marker}: a checkpoint from before checksums (its files cannot be verified; this pokerbot "
+                f"resumes format {CHECKPOINT_FORMAT} checkpoints only)")
     try:
         data = json.loads(text)
         files, version = data["files"], data["format"]
+        if not isinstance(files, dict):
+            raise TypeError
     except (ValueError, KeyError, TypeError):
         return f"{marker}: damaged marker"
     if version != CHECKPOINT_FORMAT:
@@ -278,70 +387,3 @@ def verify_checkpoint(folder: Path) -> str | None:
     except CorruptFileError as error:
         return str(error)
     return None
-
-
-class Progress:
-    """Overall and per-iteration progress: a rich bar with ETA on a terminal, else plain lines.
-
-    ``start_iteration(i)`` / ``advance_iteration(done, total, phase)`` / ``end_iteration(summary)``;
-    the overall bar counts iterations (or the time budget, whichever ends first), the step bar
-    the current phase (traversals, SGD steps). Without a terminal, a line per finished
-    iteration, and within a long iteration a line per :func:`bot.progress.plain_interval`
-    (a minute) saying the phase, how far it is and its ETA.
-    """
-
-    def __init__(self, total_iterations: int, first_iteration: int = 1, time_budget: float | None = None,
-                 stream: TextIO | None = None) -> None:
-        from bot.progress import PlainTicker
-
-        self.stream = stream or sys.stderr
-        self.total = total_iterations
-        self.budget = time_budget
-        self.live = self.stream.isatty()
-        self.started = time.monotonic()
-        self._rich = None
-        self._ticker = PlainTicker()
-        self._ticker.due()  # the first plain line comes a full interval after the start
-        self._phase, self._phase_started = "", self.started
-        if self.live:
-            from rich.console import Console
-
-            from bot.progress import progress_bar
-
-            self._rich = progress_bar(Console(file=self.stream))
-            self._rich.start()
-            self._overall = self._rich.add_task("iterations", total=total_iterations, completed=first_iteration - 1)
-            self._step = self._rich.add_task("iteration", total=1)
-
-    def start_iteration(self, iteration: int, phase: str = "") -> None:
-        self._phase, self._phase_started = f"iteration {iteration} {phase}".strip(), time.monotonic()
-        if self._rich is not None:
-            self._rich.reset(self._step, total=1, description=self._phase)
-
-    def advance_iteration(self, done: float, total: float, phase: str | None = None) -> None:
-        new_phase = bool(phase) and phase != self._phase
-        if phase and new_phase:
-            self._phase, self._phase_started = phase, time.monotonic()
-        if self._rich is not None:
-            if new_phase:  # a new phase restarts the step bar, so its ETA is the phase's own
-                self._rich.reset(self._step, total=total, completed=done, description=phase)
-            else:
-                self._rich.update(self._step, completed=done, total=total)
-        elif self._ticker.due():
-            from bot.progress import plain_line
-
-            elapsed = time.monotonic() - self._phase_started
-            remaining = elapsed * (total - done) / done if done else None
-            print(plain_line(self._phase, done, total, elapsed, remaining), file=self.stream, flush=True)
-
-    def end_iteration(self, iteration: int, summary: str) -> None:
-        if self._rich is not None:
-            self._rich.advance(self._overall)
-            self._rich.console.print(f"iteration {iteration}: {summary}")
-        else:
-            print(f"iteration {iteration}/{self.total}: {summary}", file=self.stream, flush=True)
-        self._ticker.due()  # the next plain line a full interval after this one
-
-    def close(self) -> None:
-        if self._rich is not None:
-            self._rich.stop()

@@ -12,9 +12,11 @@ A bundle is a folder (a run's ``policy/``) holding ``bundle.json`` and the files
 Every file is named relative to the folder (absolute paths and ``../`` are refused) and is
 checked against its sha256 before anything is read from it, so a truncated or bit-flipped
 weight file is a one-line error naming it instead of a bot that plays from corrupt weights.
-Weights are loaded with ``torch.load(weights_only=True)`` (or ``numpy.load(allow_pickle=False)``),
-never unpickled. Format 1 (Deep CFR and SD-CFR bundles written before checksums) still loads,
-unverified.
+Loaders reach a file only through :meth:`Bundle.path`, which refuses one that ``files`` does not
+list: no file is ever read unhashed (a manifest with ``"files": {}`` and an edited policy beside
+it is an error, not a bot). Weights are loaded with ``torch.load(weights_only=True)`` (or
+``numpy.load(allow_pickle=False)``), never unpickled. Format 1 (Deep CFR and SD-CFR bundles
+written before checksums) is refused by name: its files cannot be verified.
 
 The module that plays a kind registers it with :func:`register_kind` (agent and strategy
 loaders), so this module knows nothing of networks or abstractions; :func:`load_bundle_agent`
@@ -23,6 +25,7 @@ and :func:`load_bundle_strategy` are the registry's and ``pokerbot exploit``'s p
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -41,9 +44,9 @@ if TYPE_CHECKING:
     from bot.agents.network import DeepCFRNetwork
 
 BUNDLE_FILE = "bundle.json"
-#: Format written now (2: files with sha256 and provenance); format 1 bundles still load.
+#: Format written and read (2: files with sha256 and provenance).
 BUNDLE_FORMAT = 2
-READABLE_FORMATS = (1, 2)
+READABLE_FORMATS = (2,)
 
 
 class BundleError(CorruptFileError):
@@ -61,7 +64,11 @@ class Bundle:
     files: dict[str, str] = field(default_factory=dict)
 
     def path(self, relative: str) -> Path:
-        """A file of the bundle, confined to its folder."""
+        """A file of the bundle, confined to its folder; one that ``files`` does not list (so
+        was not hashed) is refused: every loader reads its files through here."""
+        if not isinstance(relative, str) or relative not in self.files:
+            raise BundleError(f"{self.root / BUNDLE_FILE}: {relative!r} is not listed in 'files' (every file a bundle "
+                              f"loads must be listed with its sha256)")
         return confined(self.root, relative)
 
     @property
@@ -121,7 +128,10 @@ def read_bundle(path: Path, verify: bool = True) -> Bundle:
         raise BundleError(f"{manifest_path}: unreadable ({str(error).splitlines()[0]})") from None
     if not isinstance(data, dict):
         raise BundleError(f"{manifest_path}: not a bundle manifest (a JSON object)")
-    if data.get("format") not in READABLE_FORMATS:
+    if data.get("format") == 1 and not isinstance(data.get("format"), bool):
+        raise BundleError(f"{manifest_path}: bundle format 1 (written before checksums): its files cannot be "
+                          f"verified, so this pokerbot does not load it; retrain the policy")
+    if data.get("format") not in READABLE_FORMATS or isinstance(data.get("format"), bool):
         raise BundleError(f"{manifest_path}: bundle format {data.get('format')!r}, this pokerbot reads "
                           f"{', '.join(map(str, READABLE_FORMATS))}")
     if data.get("encoder_version", ENCODER_VERSION) != ENCODER_VERSION:
@@ -143,13 +153,30 @@ def read_bundle(path: Path, verify: bool = True) -> Bundle:
     return bundle
 
 
+def game_difference(trained: Game, wanted: Game) -> str:
+    """``trained for X, not Y`` for two different games, with what differs when the names are
+    the same (a 3-player gamedef named like the 2-player one: "kuhn.limit.2p with
+    num_players 3, not kuhn.limit.2p with num_players 2")."""
+    if trained.name != wanted.name:
+        return f"trained for {trained.name}, not {wanted.name}"
+    fields = [f.name for f in dataclasses.fields(Game) if f.name != "name"
+              and getattr(trained, f.name) != getattr(wanted, f.name)]
+    ours = ", ".join(f"{name} {_shown(getattr(trained, name))}" for name in fields)
+    theirs = ", ".join(f"{name} {_shown(getattr(wanted, name))}" for name in fields)
+    return f"trained for {trained.name} with {ours}, not {wanted.name} with {theirs}"
+
+
+def _shown(value: object) -> str:
+    return " ".join(map(str, value)) if isinstance(value, tuple) else str(value)
+
+
 def check_game(bundle: Bundle, game: Game | None) -> None:
     """A one-line error (no agent for that game there) when ``bundle`` was trained for another
     game than ``game``."""
     from bot.agents.registry import AgentNotFound
 
     if game is not None and game.to_text() != bundle.game.to_text():
-        raise AgentNotFound(f"{bundle.root}: a {bundle.kind} policy trained for {bundle.game.name}, not {game.name}")
+        raise AgentNotFound(f"{bundle.root}: a {bundle.kind} policy {game_difference(bundle.game, game)}")
 
 
 def _loaders(bundle: Bundle) -> tuple[AgentLoader, StrategyLoader | None]:

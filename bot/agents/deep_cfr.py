@@ -28,7 +28,14 @@ import numpy as np
 import torch
 
 from bot.agents.base import Agent
-from bot.agents.bundle import Bundle, BundleError, load_network, read_bundle, register_kind
+from bot.agents.bundle import (
+    Bundle,
+    BundleError,
+    game_difference,
+    load_network,
+    read_bundle,
+    register_kind,
+)
 from bot.agents.encoding import InfosetEncoder
 from bot.agents.network import DeepCFRNetwork, masked_softmax, regret_matching
 from bot.progress import report
@@ -38,6 +45,37 @@ from protocol.matchstate import MatchState
 from protocol.state import ACTIONS
 
 KINDS = ("sd-cfr", "deep-cfr")
+#: Stack entries above this are refused as implausible before anything is loaded: an entry is
+#: one iteration (the paper's longest run has 450), and each holds two networks on disk.
+MAX_STACK_ENTRIES = 100_000
+
+
+def check_stack(stack: list[dict], bundle: Bundle, source: object) -> None:
+    """One-line :class:`BundleError` for a stack no training run writes: too long, a weight
+    that is not a positive finite number (or weights whose sum overflows), an entry that is
+    neither uniform nor two listed network files, or one file in two entries."""
+    if len(stack) > MAX_STACK_ENTRIES:
+        raise BundleError(f"{source}: a stack of {len(stack):,} entries is implausible (at most "
+                          f"{MAX_STACK_ENTRIES:,}: one per iteration)")
+    seen: set[str] = set()
+    total = 0.0
+    for index, entry in enumerate(stack):
+        weight = entry.get("weight")
+        if isinstance(weight, bool) or not isinstance(weight, int | float) or not 0 < weight < float("inf"):
+            raise BundleError(f"{source}: stack entry {index} has weight {weight!r}; weights are positive finite numbers")
+        total += float(weight)
+        if entry.get("uniform") is True:
+            continue
+        files = entry.get("files")
+        if not isinstance(files, list) or len(files) != 2 or not all(isinstance(f, str) for f in files):
+            raise BundleError(f"{source}: stack entry {index} needs 'files': two network files (one per player)")
+        for name in files:
+            bundle.path(name)  # listed (hashed) in 'files', inside the bundle
+            if name in seen:
+                raise BundleError(f"{source}: {name!r} appears in two stack entries")
+            seen.add(name)
+    if not total < float("inf"):
+        raise BundleError(f"{source}: the stack's weights sum past the largest number")
 
 
 @dataclass
@@ -63,6 +101,7 @@ class DeepCFRBundle:
         stack, average = data.get("stack", []), data.get("average")
         if not isinstance(stack, list) or not all(isinstance(e, dict) for e in stack):
             raise BundleError(f"{source}: 'stack' must be a list of entries")
+        check_stack(stack, bundle, source)
         if not isinstance(data.get("architecture"), dict):
             raise BundleError(f"{source}: missing field 'architecture'")
         if bundle.kind == "sd-cfr" and not stack:
@@ -224,7 +263,7 @@ class DeepCFRAgent(Agent):
 
     def __init__(self, game: Game, bundle: DeepCFRBundle, cache_size: int = 8, seed: int = 0) -> None:
         if bundle.game.to_text() != game.to_text():
-            raise BundleError(f"{bundle.root}: trained for {bundle.game.name}, not {game.name}")
+            raise BundleError(f"{bundle.root}: {game_difference(bundle.game, game)}")
         super().__init__(game)
         self.bundle = bundle
         self.name = bundle.kind

@@ -25,7 +25,7 @@ import numpy as np
 import torch
 
 from bot.agents.base import Agent
-from bot.agents.bundle import Bundle, bundle_root, load_network, register_kind
+from bot.agents.bundle import Bundle, bundle_root, game_difference, load_network, register_kind
 from bot.agents.deep_cfr import InfosetBatch
 from bot.agents.encoding import ENCODER_VERSION, InfosetEncoder
 from bot.agents.network import DeepCFRNetwork, masked_softmax
@@ -121,7 +121,7 @@ class NFSPPolicy:
             raise AgentNotFound(f"{path}: NFSP policy bundle lacks {', '.join(missing)} (damaged or too old; retrain it)")
         trained_for = parse_gamedef(bundle["gamedef"], source=str(path), name=bundle["game_name"])
         if game is not None and trained_for.to_text() != game.to_text():
-            raise AgentNotFound(f"{path}: NFSP policy was trained for {trained_for.name}, not {game.name}")
+            raise AgentNotFound(f"{path}: NFSP policy {game_difference(trained_for, game)}")
         game = game or trained_for
         networks = [load_network(bundle["architecture"], weights, path) for weights in bundle["networks"]]
         return cls(game, networks)

@@ -7,6 +7,7 @@ from rich.console import Console
 
 from bot.agents.registry import resolve_agent
 from bot.commands.agents import AGENT_HELP
+from bot.commands.options import SEED
 from bot.evaluation.match import require_playable, run_as_client
 from protocol.acpc_client import DEFAULT_READ_TIMEOUT
 from protocol.gamedef import load_game
@@ -31,7 +32,7 @@ from protocol.gamedef import load_game
 )
 @click.option(
     "--seed",
-    type=int,
+    type=SEED,
     default=0,
     show_default=True,
     help="Seeds the agent's action sampling (per hand and position).",

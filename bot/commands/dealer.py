@@ -12,6 +12,7 @@ from pathlib import Path
 
 import click
 
+from bot.commands.options import SEED
 from bot.errors import PokerbotError
 from protocol.dealer import Dealer, DealerOptions
 from protocol.gamedef import load_game
@@ -35,7 +36,7 @@ def _ports(text: str | None) -> tuple[int, ...]:
 @click.argument("match_name")
 @click.argument("gamedef")
 @click.argument("hands", type=click.IntRange(min=1))
-@click.argument("seed", type=click.IntRange(0, 2**32 - 1))
+@click.argument("seed", type=SEED)
 @click.argument("names", nargs=-1, required=True)
 @click.option(
     "-p", "ports", help="Ports per seat, comma separated (0 or missing: drawn from the seed)."

@@ -18,6 +18,7 @@ import click
 from rich.table import Table
 
 from bot.agents.registry import resolve_agent
+from bot.commands.options import SEED
 from bot.evaluation.lbr import EquityCounters, LBRConfig, LBRError, LBRResult, run_lbr
 from bot.evaluation.match_report import console, require_folder
 from bot.progress import progress_bar
@@ -101,7 +102,7 @@ def describe_equity(counters: EquityCounters) -> str:
 @click.option("--game", "game_name", default="holdem", show_default=True, help="kuhn, leduc, fhp, holdem, or a gamedef path.")
 @click.option("--hands", "deals", type=click.IntRange(min=1), default=1000, show_default=True,
               help="Deals; LBR plays each in both positions (= hands per seat).")
-@click.option("--seed", type=int, default=0, show_default=True, help="Seeds the cards, the agent's actions and sampled runouts.")
+@click.option("--seed", type=SEED, default=0, show_default=True, help="Seeds the cards, the agent's actions and sampled runouts.")
 @click.option("--call-rounds", default="", metavar="ROUNDS",
               help="Rounds (0 = first, comma-separated) where LBR only checks or calls, e.g. 0.")
 @click.option("--runout-samples", type=click.IntRange(min=1), default=LBRConfig.runout_samples, show_default=True,

@@ -21,6 +21,7 @@ from rich.progress import (
 from bot.agents.base import Agent
 from bot.agents.registry import resolve_agent
 from bot.commands.agents import AGENT_HELP
+from bot.commands.options import SEED
 from bot.errors import PokerbotError
 from bot.evaluation.aivat import aivat_values
 from bot.evaluation.match import (
@@ -145,7 +146,7 @@ def _play_against_dealer(
 )
 @click.option(
     "--seed",
-    type=int,
+    type=SEED,
     default=0,
     show_default=True,
     help="Seeds the cards and both agents' common random numbers.",

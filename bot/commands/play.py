@@ -21,6 +21,7 @@ import click
 from bot.agents.base import Agent
 from bot.agents.registry import AgentNotFound, resolve_agent
 from bot.commands.agents import AGENT_HELP
+from bot.commands.options import SEED
 from bot.errors import PokerbotError
 from protocol.gamedef import GAME_ALIASES, Game, load_game
 
@@ -117,7 +118,7 @@ def strongest_opponent(game: Game) -> tuple[Agent, Notice | None]:
 @click.command(context_settings={"show_default": True})
 @click.option("--game", "game_option", default="holdem", help="kuhn, leduc, fhp, holdem, or a gamedef path.")
 @click.option("--opponent", help="Default: the strongest available locally, the shipped bot first. " + AGENT_HELP)
-@click.option("--seed", type=int, default=None, help="Deal seed (default: from the clock; shown on screen and in the log).")
+@click.option("--seed", type=SEED, default=None, help="Deal seed (default: from the clock; shown on screen and in the log).")
 @click.option("--hands", type=click.IntRange(min=1), default=None, help="Stop after this many hands (default: until you quit).")
 @click.option("--log", "log_path", type=click.Path(dir_okay=False, path_type=Path), default=None, help="Session log path (default: play-<game>-<seed>.log).")
 @click.option("--delay", type=click.FloatRange(min=0), default=0.6, help="Seconds before the bot's action is shown.")

@@ -18,6 +18,7 @@ import click
 from rich.console import Console
 from rich.progress import TextColumn
 
+from bot.commands.options import NON_NEGATIVE, POSITIVE, SEED
 from bot.errors import ConfigError, PokerbotError
 from bot.progress import progress_bar
 
@@ -44,10 +45,10 @@ def old_form_error(out: str | None, resume: str | None) -> str | None:
 @click.command(context_settings={"show_default": True})
 @click.option("--game", default="leduc", help="kuhn, leduc, or a gamedef path of a small game (the default is not holdem, as elsewhere: hold'em and FHP are too large to tabulate).")
 @click.option("--algo", default="cfr+", help="One of: " + ", ".join(ALGORITHM_NAMES) + ".")
-@click.option("--iterations", default=1000, type=int, help="Iterations (one update per player each).")
+@click.option("--iterations", default=1000, type=POSITIVE, help="Iterations (one update per player each).")
 @click.option("--out", help="Run directory to create (config.toml, metrics.jsonl, checkpoint/, policy/).")
-@click.option("--seed", default=0, type=int, help="Seed (es-mccfr sampling; recorded in config.toml).")
-@click.option("--eval-every", default=0, type=int, help="Exact exploitability every N iterations (0: ~20 times).")
+@click.option("--seed", default=0, type=SEED, help="Seed (es-mccfr sampling; recorded in config.toml).")
+@click.option("--eval-every", default=0, type=NON_NEGATIVE, help="Exact exploitability every N iterations (0: ~20 times).")
 @click.option("--alpha", default=1.5, type=float, help="DCFR positive-regret discount exponent.")
 @click.option("--beta", default=0.0, type=float, help="DCFR negative-regret discount exponent.")
 @click.option("--gamma", default=2.0, type=float, help="DCFR strategy-sum discount exponent.")
@@ -64,9 +65,9 @@ def solve(context: click.Context, out: str | None, resume: str | None, **options
     from bot.agents.infosets import require_tabular_size
     from bot.run_files import SOLVE_ALGO
     from protocol.gamedef import load_game
-    from training.run import StopRequest
+    from training.run import require_trainable
     from training.rundir import RunDir
-    from training.solve import SolveConfig, publish, resume_config, run_solve
+    from training.solve import SolveConfig, resume_config
 
     problem = old_form_error(out, resume)
     if problem is not None:
@@ -75,17 +76,35 @@ def solve(context: click.Context, out: str | None, resume: str | None, **options
         raise ConfigError("give either --out (a new run) or --resume (an existing one), not both")
     if resume:
         run = RunDir.open(resume, algo=SOLVE_ALGO)
+        run.lock()  # one writer; what is resumed is said once the checkpoint is verified
+        run.check_game()
         given = {name: options[name] for name in SETTINGS
                  if context.get_parameter_source(name) is not click.core.ParameterSource.DEFAULT}
         config = resume_config(run, given)
         run.save_config(config)
-        click.echo(run.resume_summary(), err=True)
     elif out:
         config = SolveConfig(**{name: options[name] for name in SETTINGS})
-        require_tabular_size(load_game(config.game))  # before anything is created: a one-line error
+        game = load_game(config.game)
+        require_trainable(game)  # before anything is created: one-line errors
+        require_tabular_size(game)
         run = RunDir.create(out, config, algo=SOLVE_ALGO)
     else:
         raise ConfigError("give --out RUN_DIR for a new solve or --resume RUN_DIR to continue one")
+    try:
+        solve_in(run, config, bool(resume))
+    except Exception:
+        if not resume:
+            run.discard()  # nothing to resume (a full disk, say): a retry finds no half-made run
+        raise
+
+
+def solve_in(run: Any, config: Any, resume: bool) -> None:
+    """Run (or continue) ``config`` (a ``training.solve.SolveConfig``) in ``run`` (a
+    ``training.rundir.RunDir``; ``bot`` imports ``training`` only inside commands) with a
+    progress bar, then publish its policy."""
+    from training.run import StopRequest
+    from training.solve import publish, run_solve
+
     console = Console(stderr=True)
     with progress_bar(console, TextColumn("expl {task.fields[expl]}")) as progress:
         task = progress.add_task(f"{config.algo} {config.game}", total=config.iterations, expl="-")
@@ -95,7 +114,7 @@ def solve(context: click.Context, out: str | None, resume: str | None, **options
             progress.console.print(f"iteration {iteration:>9,}  exploitability {mbb:.6g} mbb/g (NashConv/2)")
 
         with StopRequest(progress.console.file) as stop:
-            result = run_solve(config, lambda done: progress.update(task, completed=done), evaluated, run, bool(resume), stop)
+            result = run_solve(config, lambda done: progress.update(task, completed=done), evaluated, run, resume, stop)
     if result.iterations == 0:
         raise PokerbotError("interrupted before the first iteration finished; nothing written")
     publish(run, config, result)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import click
 
+from bot.commands.options import NON_NEGATIVE, POSITIVE, SEED
 from bot.errors import PokerbotError
 
 #: The ``--algo`` names (``training.run.ALGORITHMS`` maps each to its module; a test keeps the
@@ -22,17 +23,17 @@ ALGORITHM_NAMES = ("abstraction", "deep-cfr", "dream", "nfsp", "os-sd-cfr", "sd-
               "--config file): no default, as a run's cost differs by hours between games.")
 @click.option("--algo", required=True, help="Training algorithm: " + ", ".join(ALGORITHM_NAMES) + ".")
 @click.option("--config", "config_path", type=click.Path(dir_okay=False), help="TOML file of settings (flags override it, it overrides the game's preset).")
-@click.option("--iterations", type=int, help="CFR iterations (Deep CFR / SD-CFR / abstraction) or self-play steps (NFSP).")
-@click.option("--traversals", type=int, help="Traversals per player per iteration (Deep CFR / SD-CFR).")
+@click.option("--iterations", type=POSITIVE, help="CFR iterations (Deep CFR / SD-CFR / abstraction) or self-play steps (NFSP).")
+@click.option("--traversals", type=POSITIVE, help="Traversals per player per iteration (Deep CFR / SD-CFR).")
 @click.option("--time-budget", help="Stop after this much training time, e.g. 90s, 10m, 2h.")
-@click.option("--seed", type=int, help="Random seed (recorded in config.toml).")
+@click.option("--seed", type=SEED, help="Random seed (recorded in config.toml).")
 @click.option("--device", type=click.Choice(["auto", "cpu", "cuda"]), help="Where networks run  [default: auto, i.e. cuda when available]")
 @click.option("--preset", type=click.Choice(["tuned", "paper"]), help="DREAM / OS-SD-CFR: the game's preset table  [default: tuned]")
 @click.option("--size", help="Abstraction size (--algo abstraction), e.g. 3e6.")
-@click.option("--threads", type=int, help="CPU threads; 0 = all cores  [default: the preset's]")
+@click.option("--threads", type=NON_NEGATIVE, help="CPU threads; 0 = all cores  [default: the preset's]")
 @click.option("--out", type=click.Path(file_okay=False), help="Run directory to create.")
 @click.option("--resume", type=click.Path(file_okay=False), help="Continue the run in this directory (may change --iterations, --time-budget, --device, --threads).")
-@click.option("--workers", type=int, help="Ray workers for traversals (deep-cfr, sd-cfr) or MCCFR batches "
+@click.option("--workers", type=POSITIVE, help="Ray workers for traversals (deep-cfr, sd-cfr) or MCCFR batches "
               "(abstraction); > 1 starts a local Ray with that many CPUs (needs pip install \"pokerbot[ray]\")  [default: 1, no Ray]")
 @click.option("--ray-address", help="Join this Ray cluster (e.g. 10.0.0.5:6379) instead of starting a local one.")
 @click.option("--force", is_flag=True, help="With --resume: start the run over when it has no usable checkpoint.")
@@ -47,10 +48,6 @@ def train(**options: object) -> None:
         raise PokerbotError(f"unknown --algo {options['algo']!r}; known: {', '.join(ALGORITHM_NAMES)}")
     if options["resume"] is None and options["game"] is None and options["config_path"] is None:
         raise PokerbotError("--game is required for a new run: kuhn, leduc (minutes), fhp, holdem (hours), or a gamedef path")
-    if options["resume"] is not None:  # say what continues, terminal or not
-        from training.rundir import RunDir
-
-        click.echo(RunDir.open(str(options["resume"])).resume_summary(), err=True)
     if options.pop("watch"):
         from bot.commands.watch import train_and_watch
 

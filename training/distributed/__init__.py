@@ -13,6 +13,7 @@ stuck actor once and retries its share, and otherwise raises a one-line
 
 from __future__ import annotations
 
+import os
 import signal
 import threading
 import time
@@ -51,6 +52,11 @@ def import_ray() -> Any:
     return ray
 
 
+#: Local Ray workers per core at most: more only queue on the cores (a local Ray asked for
+#: 100,000 CPUs never reached an iteration).
+MAX_WORKERS_PER_CORE = 4
+
+
 @dataclass(frozen=True)
 class Cluster:
     """Where the workers run: ``workers`` actors on a local Ray or on the cluster at ``address``."""
@@ -70,6 +76,11 @@ class Cluster:
         if workers < 1:
             raise WorkerError(f"--workers {workers}: must be at least 1")
         address = options.get("ray_address") or None
+        most = MAX_WORKERS_PER_CORE * (os.cpu_count() or 1)
+        if address is None and workers > most:
+            raise WorkerError(f"--workers {workers}: a local Ray here runs at most {most} "
+                              f"({MAX_WORKERS_PER_CORE} per core of {os.cpu_count() or 1}); "
+                              f"join a larger cluster with --ray-address")
         cluster = cls(workers, address)
         if cluster.distributed:
             import_ray()  # fail now, before a run directory exists

@@ -41,8 +41,8 @@ from bot.evaluation.best_response import (  # noqa: E402
     uniform_blocks,
 )
 from protocol.gamedef import load_game  # noqa: E402
-from training.cfr import CFRConfig, TabularCFR  # noqa: E402
-from training.mccfr import ExternalSamplingMCCFR, MCCFRConfig  # noqa: E402
+from training.tabular.cfr import CFRConfig, TabularCFR  # noqa: E402
+from training.tabular.mccfr import ExternalSamplingMCCFR, MCCFRConfig  # noqa: E402
 
 TARGETS = (1.0, 0.1, 0.01)
 CURVE_AT = (10, 30, 100, 300, 323, 500, 1000, 1115, 2000, 3000, 4000, 5000)

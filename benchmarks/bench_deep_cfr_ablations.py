@@ -22,9 +22,9 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks.bench_cfr_leduc import machine  # noqa: E402
-from training import plots  # noqa: E402
-from training.deep_cfr import DeepCFRTrainer  # noqa: E402
-from training.deep_cfr_config import PRESETS, DeepCFRConfig  # noqa: E402
+from training.contract import plots  # noqa: E402
+from training.deep_cfr.config import PRESETS, DeepCFRConfig  # noqa: E402
+from training.deep_cfr.trainer import DeepCFRTrainer  # noqa: E402
 
 #: Rows per player's advantage memory in the memory pair: a few iterations' worth, so it fills.
 SMALL_MEMORY = 100_000

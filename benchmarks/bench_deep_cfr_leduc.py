@@ -21,8 +21,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks.bench_cfr_leduc import machine  # noqa: E402  (one machine line for every benchmark)
 from benchmarks.bench_nfsp_leduc import parse_value  # noqa: E402
-from training.deep_cfr import DeepCFRTrainer, plot_exploitability  # noqa: E402
-from training.deep_cfr_config import PRESETS, DeepCFRConfig  # noqa: E402
+from training.deep_cfr.config import PRESETS, DeepCFRConfig  # noqa: E402
+from training.deep_cfr.trainer import DeepCFRTrainer, plot_exploitability  # noqa: E402
 
 #: The Leduc preset as `pokerbot train` runs it (a checkpoint after every iteration, counted in
 #: the wall clock).

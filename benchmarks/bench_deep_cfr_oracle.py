@@ -23,7 +23,7 @@ from bot.agents.deep_cfr import InfosetBatch, StackAverage  # noqa: E402
 from bot.agents.encoding import InfosetEncoder  # noqa: E402
 from bot.evaluation.best_response import exploitability  # noqa: E402
 from protocol.gamedef import load_game  # noqa: E402
-from training.traversal import deal_batch, traverse  # noqa: E402
+from training.deep_cfr.traversal import deal_batch, traverse  # noqa: E402
 
 
 class RegretTable:

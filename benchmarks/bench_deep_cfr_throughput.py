@@ -7,7 +7,7 @@ the paper's batch sizes, and bytes per stored memory sample.
   (the traversal's mean rows per network call). Target: traversal >= 50% of bare inference.
 * SGD: Adam steps per second of the value-network loss at the paper's batch sizes
   (FHP 10,000, HULH 20,000) and at a Leduc full batch (a memory's ~468 distinct inputs per
-  player), in torch and in the compiled kernels of ``training/fused_network.py`` (CPU only).
+  player), in torch and in the compiled kernels of ``training/common/fused_network.py`` (CPU only).
 * memory: bytes per stored sample (node id, card slots, 3 targets, iteration) and what the
   paper's 40M-sample memories take.
 
@@ -30,10 +30,10 @@ from benchmarks.bench_cfr_leduc import machine  # noqa: E402
 from bot.agents.encoding import InfosetEncoder  # noqa: E402
 from bot.agents.network import DeepCFRNetwork, regret_matching  # noqa: E402
 from protocol.gamedef import load_game  # noqa: E402
-from training.deep_cfr_config import PRESETS  # noqa: E402
-from training.fused_network import Features, fit_weighted_mse  # noqa: E402
-from training.reservoir import Reservoir  # noqa: E402
-from training.traversal import deal_batch, traverse  # noqa: E402
+from training.common.fused_network import Features, fit_weighted_mse  # noqa: E402
+from training.common.reservoir import Reservoir  # noqa: E402
+from training.deep_cfr.config import PRESETS  # noqa: E402
+from training.deep_cfr.traversal import deal_batch, traverse  # noqa: E402
 
 #: game -> traversals per batch (HULH trees are far larger per traversal)
 TRAVERSALS = {"leduc": 4000, "fhp": 2000, "holdem": 300}
@@ -92,7 +92,7 @@ def sgd_batch(game_name: str, batch: int) -> tuple[InfosetEncoder, tuple[torch.T
 
 
 def fused_rate(game_name: str, batch: int, steps: int) -> float:
-    """Adam steps/s of :func:`training.fused_network.fit_weighted_mse` on the same kind of batch."""
+    """Adam steps/s of :func:`training.common.fused_network.fit_weighted_mse` on the same kind of batch."""
     enc, (cards, bets, legal, target, weight) = sgd_batch(game_name, batch)
     net = DeepCFRNetwork(enc.group_sizes, enc.num_bet_slots, PRESETS[game_name]["width"])
     features = Features.build(cards.numpy(), bets.numpy(), enc.group_sizes)

@@ -27,9 +27,9 @@ sys.path.insert(0, str(ROOT))
 
 from benchmarks.bench_cfr_leduc import machine  # noqa: E402
 from bot.run_files import ELAPSED_METRIC, canonical_metrics  # noqa: E402
-from training import plots  # noqa: E402
-from training.run import parse_duration  # noqa: E402
-from training.rundir import RunDir  # noqa: E402
+from training.contract import plots  # noqa: E402
+from training.contract.entry import parse_duration  # noqa: E402
+from training.contract.rundir import RunDir  # noqa: E402
 
 ALGOS = ("dream", "os-sd-cfr", "sd-cfr", "nfsp")
 LABELS = {"dream": "DREAM", "os-sd-cfr": "OS-SD-CFR", "sd-cfr": "SD-CFR (external sampling)", "nfsp": "NFSP"}

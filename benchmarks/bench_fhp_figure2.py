@@ -49,7 +49,7 @@ sys.path.insert(0, str(ROOT))
 from benchmarks.bench_cfr_leduc import machine  # noqa: E402
 from benchmarks.bench_dream_leduc import value_at  # noqa: E402
 from bot.run_files import ELAPSED_METRIC, canonical_metrics  # noqa: E402
-from training import plots  # noqa: E402
+from training.contract import plots  # noqa: E402
 
 
 @dataclass(frozen=True)

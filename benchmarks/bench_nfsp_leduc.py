@@ -35,12 +35,12 @@ import torch  # noqa: E402
 from benchmarks.bench_cfr_leduc import machine  # noqa: E402  (one machine line for every benchmark)
 from bot.evaluation.best_response import exploitability  # noqa: E402
 from bot.run_files import ELAPSED_METRIC  # noqa: E402
-from training.nfsp import NFSP  # noqa: E402
-from training.nfsp_config import LEDUC_PAPER, make_config, preset_for  # noqa: E402
-from training.nfsp_diagnostics import best_response_quality, mixture_bias, window_q_strategy  # noqa: E402
-from training.nfsp_run import train  # noqa: E402
-from training.nfsp_steps import anticipatory  # noqa: E402
-from training.rundir import CHECKPOINT_DIR, RunDir, load_torch  # noqa: E402
+from training.contract.rundir import CHECKPOINT_DIR, RunDir, load_torch  # noqa: E402
+from training.nfsp.config import LEDUC_PAPER, make_config, preset_for  # noqa: E402
+from training.nfsp.diagnostics import best_response_quality, mixture_bias, window_q_strategy  # noqa: E402
+from training.nfsp.learner import NFSP  # noqa: E402
+from training.nfsp.run import train  # noqa: E402
+from training.nfsp.steps import anticipatory  # noqa: E402
 
 TARGET_MBB = 37.0
 

@@ -18,7 +18,7 @@ For each worker count N the table gives, against the single-process path ("1, no
 Ray's start and the actors' start (imports) are excluded: they happen once per run. Every figure
 is printed with the machine and the load it ran at. Wall-clock rates on a shared machine measure
 the load as much as the code, so each row also gives the **CPU time** of the work: the driver's
-process plus every actor's (:meth:`training.distributed.ActorPool.cpu_seconds`; Ray's own
+process plus every actor's (:meth:`training.contract.cluster.ActorPool.cpu_seconds`; Ray's own
 daemons, which move the objects, are not counted), per traversal and per iteration.
 """
 
@@ -35,13 +35,13 @@ import torch
 
 from bot.abstraction.spec import SPECS, spec_dir
 from bot.abstraction.tables import AbstractGame, Abstraction
-from training import distributed
 from training.abstraction.build import build_abstraction
+from training.abstraction.ray_mccfr import RayMCCFR
 from training.abstraction.solver import run_batch
-from training.deep_cfr import PRESETS, DeepCFRConfig, DeepCFRTrainer
-from training.distributed import ActorPool
-from training.distributed.ray_mccfr import RayMCCFR
-from training.distributed.ray_traversal import RayTraversals
+from training.contract import cluster as distributed
+from training.contract.cluster import ActorPool
+from training.deep_cfr.ray_traversal import RayTraversals
+from training.deep_cfr.trainer import PRESETS, DeepCFRConfig, DeepCFRTrainer
 
 
 def load() -> str:
@@ -91,7 +91,7 @@ def time_traversals(trainer: DeepCFRTrainer, iteration: int) -> tuple[float, flo
 
 def time_iteration(trainer: DeepCFRTrainer) -> tuple[float, float]:
     """``(wall seconds, CPU seconds)`` of one whole iteration."""
-    from training.deep_cfr import _Silent
+    from training.deep_cfr.trainer import _Silent
 
     pool = trainer.traversal_pool.pool if trainer.traversal_pool is not None else None
     return timed(lambda: trainer.run_iteration(_Silent()), pool)

@@ -1,6 +1,6 @@
 """A run directory's layout and its read-only reading, below the trainers that write it.
 
-``training.rundir`` creates and writes run directories; ``bot`` (resolving ``--agent RUN``) and
+``training.contract.rundir`` creates and writes run directories; ``bot`` (resolving ``--agent RUN``) and
 ``tui`` (``pokerbot watch``) only read them. The names of the files, which command continues a
 run, and how a checkpoint or config is read live here, so the readers import this layer and
 never the training package (the design's arrows: protocol <- bot <- training, tui over bot).
@@ -24,7 +24,7 @@ from protocol.errors import CorruptFileError, PokerbotError
 RUN_FILE = "run.json"
 #: The ``format`` of ``run.json`` and of checkpoint markers this pokerbot writes and reads.
 RUN_FORMAT = 1
-#: The run's lock (``training.run_lock``): who writes the run now.
+#: The run's lock (``training.contract.lock``): who writes the run now.
 LOCK_FILE = "lock"
 CONFIG_FILE = "config.toml"
 METRICS_FILE = "metrics.jsonl"
@@ -150,7 +150,7 @@ def load_torch(path: Path) -> Any:
 def latest_checkpoint(path: Path) -> Path | None:
     """The newest checkpoint directory of the run at ``path`` with its COMPLETE marker
     (``checkpoint/``, else ``checkpoint.old/`` while the trainer swaps them), or None before
-    the first one; not verified (``training.rundir.verify_checkpoint`` checks the checksums)."""
+    the first one; not verified (``training.contract.rundir.verify_checkpoint`` checks the checksums)."""
     for name in (CHECKPOINT_DIR, CHECKPOINT_DIR + ".old"):
         candidate = Path(path) / name
         if (candidate / COMPLETE_FILE).exists():

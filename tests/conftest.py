@@ -15,8 +15,8 @@ WATCH_RUN = {"game": "kuhn", "algo": "sd-cfr", "iterations": 6, "traversals": 20
 
 def train_kuhn(out: Path, **overrides) -> Path:
     """``pokerbot train --game kuhn --algo sd-cfr`` through the Python API, without progress."""
-    from training.deep_cfr import TRAINERS, DeepCFRTrainer
-    from training.run import resolve_new
+    from training.contract.entry import resolve_new
+    from training.deep_cfr.trainer import TRAINERS, DeepCFRTrainer
 
     options = {**WATCH_RUN, **overrides}
     config = resolve_new(TRAINERS[options.pop("algo")], options).config

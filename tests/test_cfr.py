@@ -6,8 +6,8 @@ import pytest
 from bot.agents.infosets import space_for
 from bot.evaluation.best_response import exploitability
 from protocol.gamedef import load_game
-from training.cfr import CFRConfig, TabularCFR, regret_matching
-from training.mccfr import ExternalSamplingMCCFR, MCCFRConfig
+from training.tabular.cfr import CFRConfig, TabularCFR, regret_matching
+from training.tabular.mccfr import ExternalSamplingMCCFR, MCCFRConfig
 
 KUHN, LEDUC = load_game("kuhn"), load_game("leduc")
 UNIFORM_LEDUC_MBB = 1186.8

@@ -10,8 +10,8 @@ from click.testing import CliRunner
 from bot.agents.tabular import save_policy
 from bot.cli import main
 from bot.evaluation.best_response import load_strategy
-from training.rundir import RunDir
-from training.solve import SolveConfig, run_solve
+from training.contract.rundir import RunDir
+from training.tabular.solve import SolveConfig, run_solve
 
 
 def invoke(*args):
@@ -153,7 +153,7 @@ def test_the_old_policy_file_usage_is_one_line_saying_what_changed(tmp_path, mon
 
 def test_algorithm_names_match_and_a_damaged_checkpoint_falls_back_then_is_one_line(tmp_path):
     from bot.commands.solve import ALGORITHM_NAMES
-    from training.solve import SOLVE_ALGORITHMS
+    from training.tabular.solve import SOLVE_ALGORITHMS
 
     assert ALGORITHM_NAMES == SOLVE_ALGORITHMS
     out = tmp_path / "k"

@@ -23,9 +23,9 @@ from bot.cli import main
 from bot.evaluation.best_response import exploitability, load_strategy
 from protocol.gamedef import load_game
 from protocol.matchstate import parse_matchstate
-from training.deep_cfr import TRAINERS, DeepCFRTrainer
-from training.deep_cfr_config import PRESETS, DeepCFRConfig
-from training.run import resolve_new
+from training.contract.entry import resolve_new
+from training.deep_cfr.config import PRESETS, DeepCFRConfig
+from training.deep_cfr.trainer import TRAINERS, DeepCFRTrainer
 
 KUHN_UNIFORM_MBB = 458.333
 LEDUC_UNIFORM_MBB = 1186.806

@@ -10,7 +10,7 @@ from bot.agents.encoding import InfosetEncoder
 from protocol.betting_tree import DECISION, FOLD_END
 from protocol.evaluator import hand_strength
 from protocol.gamedef import load_game
-from training.traversal import deal_batch, terminal_payoff, traverse
+from training.deep_cfr.traversal import deal_batch, terminal_payoff, traverse
 
 GAME = load_game("kuhn")
 ENC = InfosetEncoder(GAME)

@@ -10,8 +10,8 @@ import pytest
 from click.testing import CliRunner
 
 from bot.cli import main as pokerbot
-from training import distributed
-from training.run import StopRequest
+from training.contract import cluster as distributed
+from training.contract.entry import StopRequest
 
 
 def test_one_worker_is_the_single_process_path() -> None:
@@ -99,7 +99,7 @@ def test_a_ray_that_does_not_start_is_a_one_line_error(monkeypatch) -> None:
 def test_the_small_holdem_config_overrides_the_paper_preset() -> None:
     """docs/sd-cfr-holdem-small.toml (the small-machine HULH run of docs/distributed.md) resolves
     through the run contract: its keys replace the paper's, the rest stays the holdem preset's."""
-    from training.run import load_trainer, resolve_new
+    from training.contract.entry import load_trainer, resolve_new
 
     path = Path(__file__).resolve().parents[1] / "docs" / "sd-cfr-holdem-small.toml"
     config = resolve_new(load_trainer("sd-cfr"), {"game": "holdem", "config_path": str(path)}).config

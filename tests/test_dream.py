@@ -14,9 +14,9 @@ from bot.agents.registry import resolve_agent
 from bot.cli import main
 from bot.evaluation.best_response import exploitability
 from protocol.gamedef import load_game
-from training.dream import PRESETS, DreamConfig, DreamTrainer
-from training.run import load_trainer, resolve_new
-from training.rundir import RunDir
+from training.contract.entry import load_trainer, resolve_new
+from training.contract.rundir import RunDir
+from training.deep_cfr.dream import PRESETS, DreamConfig, DreamTrainer
 
 KUHN_UNIFORM_MBB = 458.333
 TIMING_KEYS = {"traversal_s", "training_s", "evaluation_s", "elapsed_s", "infosets_per_s",

@@ -17,10 +17,10 @@ from bot.flop.best_response import flop_exploitability, flop_game_for
 from bot.flop.network_policies import FlopStackAverage, NetworkGrid, bundle_policy, network_policy
 from bot.flop.policies import policy_strategy, resolve_flop_policy
 from protocol.cards import NUM_SUITS
-from training.deep_cfr import DeepCFRTrainer
-from training.deep_cfr_config import DeepCFRConfig
-from training.flop_evaluation import FlopRunEvaluation
-from training.rundir import save_torch
+from training.contract.rundir import save_torch
+from training.deep_cfr.config import DeepCFRConfig
+from training.deep_cfr.trainer import DeepCFRTrainer
+from training.flop.evaluation import FlopRunEvaluation
 
 
 def same_report(a, b, tol=1e-5):  # chips; float32 tables: ~1e-8 relative
@@ -211,7 +211,7 @@ def test_the_paper_fhp_config_file_restores_the_papers_settings():
     from pathlib import Path
 
     from bot.run_files import read_toml
-    from training.deep_cfr_config import PAPER_PRESETS, PRESETS
+    from training.deep_cfr.config import PAPER_PRESETS, PRESETS
 
     overrides = read_toml(Path(__file__).parents[1] / "docs" / "sd-cfr-fhp-paper.toml")
     merged = PRESETS["fhp"] | overrides

@@ -2,7 +2,7 @@
 
 The game is FHP's betting (2 rounds, blinds 50/100, raise 100, 3 raises a round, 3 flop
 cards) on a 10-card deck (2 suits x 5 ranks), small enough that :mod:`bot.evaluation.best_response`
-walks every infoset and :mod:`training.cfr` solves it tabularly.
+walks every infoset and :mod:`training.tabular.cfr` solves it tabularly.
 """
 
 import numpy as np
@@ -14,7 +14,7 @@ from bot.flop.best_response import flop_exploitability, flop_game_for, uniform_p
 from bot.flop.game import FlopGameError
 from bot.flop.policies import expand_canonical, policy_strategy, strategy_policy
 from protocol.gamedef import load_game, parse_gamedef
-from training.flop_cfr import FlopCFR, FlopCFRConfig
+from training.flop.cfr import FlopCFR, FlopCFRConfig
 
 #: FHP's betting on a 10-card deck (2 suits x 5 ranks): small enough for the dense best response.
 TINY_FHP_TEXT = """GAMEDEF
@@ -32,7 +32,7 @@ numBoardCards = 0 3
 END GAMEDEF
 """
 TINY_FHP = parse_gamedef(TINY_FHP_TEXT, name="tiny_fhp")
-#: Seat 0's game value (chips/hand) by tabular CFR+ (training.cfr, 600 iterations, exploitability
+#: Seat 0's game value (chips/hand) by tabular CFR+ (training.tabular.cfr, 600 iterations, exploitability
 #: 0.255 mbb/g): the solver below must find the same value.
 TABULAR_VALUE = -3.3277
 
@@ -115,15 +115,15 @@ def test_games_of_another_shape_are_refused():
 
 
 def test_solve_run_logs_exact_points_nodes_and_resumes_to_the_same_tables(tmp_path):
-    """The run loop (training/flop_solve.py) on the 10-card game: exact exploitability every
+    """The run loop (training/flop/solve.py) on the 10-card game: exact exploitability every
     ``eval_every`` iterations, the training clock under the one metric name, nodes touched per
     iteration as every pass's (decision node, live hand) pairs; a run stopped at 6 iterations
     and resumed to 12 ends with the tables of an uninterrupted 12-iteration run, and its
     published policy measures what the run logged."""
     from bot.flop.policies import solve_policy
     from bot.run_files import ELAPSED_METRIC
-    from training.flop_solve import FlopSolveConfig, solve
-    from training.rundir import RunDir
+    from training.contract.rundir import RunDir
+    from training.flop.solve import FlopSolveConfig, solve
 
     gamedef = tmp_path / "tiny_fhp.game"
     gamedef.write_text(TINY_FHP_TEXT)
@@ -156,8 +156,8 @@ def test_solve_run_is_an_agent_playing_its_canonical_tables_on_every_raw_flop(tm
     from bot.agents.bundle import read_bundle
     from bot.agents.registry import resolve_agent
     from bot.flop.solve_agent import FlopSolveAgent
-    from training.flop_solve import FlopSolveConfig, solve
-    from training.rundir import RunDir
+    from training.contract.rundir import RunDir
+    from training.flop.solve import FlopSolveConfig, solve
 
     gamedef = tmp_path / "tiny_fhp.game"
     gamedef.write_text(TINY_FHP_TEXT)

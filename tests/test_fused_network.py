@@ -1,4 +1,4 @@
-"""The compiled kernels of training/fused_network.py compute what torch autograd computes."""
+"""The compiled kernels of training/common/fused_network.py compute what torch autograd computes."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ import pytest
 import torch
 
 from bot.agents.network import DeepCFRNetwork
-from training.deep_cfr_config import DeepCFRConfig
-from training.fused_network import Features, FusedNetwork, fit_weighted_mse
+from training.common.fused_network import Features, FusedNetwork, fit_weighted_mse
+from training.deep_cfr.config import DeepCFRConfig
 
 #: (card groups, bet slots): Leduc's layout and a HULH-like one (hole, flop, turn, river).
 LAYOUTS = [((1, 1), 8), ((2, 3, 1, 1), 16)]
@@ -103,7 +103,7 @@ def test_sgd_step_equals_torch_sgd() -> None:
 
 
 def test_cosine_schedule_decays_each_fit_to_zero(tmp_path) -> None:
-    from training.deep_cfr import DeepCFRTrainer
+    from training.deep_cfr.trainer import DeepCFRTrainer
 
     config = DeepCFRConfig(game="kuhn", iterations=1, learning_rate=0.01, lr_schedule="cosine", evaluate_every=0)
     rates = DeepCFRTrainer.new(config, tmp_path / "r", progress=False).fit.learning_rates(4)

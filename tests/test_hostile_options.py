@@ -72,7 +72,7 @@ def test_a_local_ray_of_absurd_size_is_refused(tmp_path) -> None:
 
 
 def test_the_worker_bound_holds_without_ray_too() -> None:
-    from training.distributed import Cluster, WorkerError
+    from training.contract.cluster import Cluster, WorkerError
 
     with pytest.raises(WorkerError, match="--workers 100000: a local Ray here runs at most"):
         Cluster.from_options({"workers": 100_000})
@@ -91,8 +91,8 @@ def test_a_config_value_of_the_wrong_type_names_its_key(tmp_path, value, text) -
 
 
 def test_an_old_runs_zero_time_budget_still_reads_as_no_limit() -> None:
-    from training.deep_cfr import TRAINERS
-    from training.run import build_config
+    from training.contract.entry import build_config
+    from training.deep_cfr.trainer import TRAINERS
 
     resolved = build_config(TRAINERS["sd-cfr"], {"game": "kuhn", "algo": "sd-cfr", "time_budget": 0.0})
     assert resolved.config.time_budget is None

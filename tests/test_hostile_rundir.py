@@ -17,7 +17,7 @@ import pytest
 
 from bot.errors import CorruptFileError, PokerbotError
 from protocol.files import OutputPathError, atomic_write_text
-from training.rundir import RunDir, RunDirError, load_torch, save_torch
+from training.contract.rundir import RunDir, RunDirError, load_torch, save_torch
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -41,7 +41,7 @@ def _run_with_checkpoints(path: Path, iterations: int = 2) -> RunDir:
 
 HOLD_LOCK = """
 import sys
-from training.rundir import RunDir
+from training.contract.rundir import RunDir
 run = RunDir.open(sys.argv[1])
 run.lock()
 print("locked", flush=True)
@@ -304,7 +304,7 @@ def test_a_failed_run_in_the_users_empty_folder_leaves_the_folder_empty(tmp_path
 def test_the_deleted_memories_error_says_why_they_are_gone(kuhn_run, tmp_path) -> None:
     import shutil
 
-    from training.deep_cfr import DeepCFRTrainer
+    from training.deep_cfr.trainer import DeepCFRTrainer
 
     run = tmp_path / "run"
     shutil.copytree(kuhn_run, run, ignore=shutil.ignore_patterns("lock"))

@@ -11,11 +11,11 @@ import json
 import pytest
 from click.testing import CliRunner
 
-import training.run
+import training.contract.entry
 from bot.cli import main
-from training.deep_cfr import TRAINERS, DeepCFRTrainer
-from training.run import StepAbandoned, StopRequest, resolve_new
-from training.rundir import RunDir
+from training.contract.entry import StepAbandoned, StopRequest, resolve_new
+from training.contract.rundir import RunDir
+from training.deep_cfr.trainer import TRAINERS, DeepCFRTrainer
 
 #: A fit far longer than any test may wait: it must be cut short.
 LONG_FIT = {"sgd_steps": 1_000_000, "fit_backend": "torch", "traversals": 20, "iterations": 3}
@@ -69,7 +69,7 @@ def test_a_step_that_ends_within_the_grace_is_finished_and_checkpointed(tmp_path
 
 
 def test_the_cli_says_the_step_was_abandoned_and_exits_0(tmp_path, monkeypatch) -> None:
-    monkeypatch.setattr(training.run, "StopRequest", lambda: CountingStop(request_at=30))
+    monkeypatch.setattr(training.contract.entry, "StopRequest", lambda: CountingStop(request_at=30))
     config = tmp_path / "long.toml"
     config.write_text("sgd_steps = 1000000\nfit_backend = \"torch\"\ntraversals = 20\n")
     result = CliRunner().invoke(main, ["train", "--algo", "sd-cfr", "--game", "kuhn", "--config", str(config),
@@ -97,7 +97,7 @@ def test_a_fused_fit_runs_in_calls_that_add_up_to_one_and_can_be_abandoned_betwe
     import numpy as np
     import torch
 
-    import training.fused_network as fused
+    import training.common.fused_network as fused
     from bot.agents.network import DeepCFRNetwork
 
     rng = np.random.default_rng(0)

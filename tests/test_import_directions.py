@@ -29,7 +29,7 @@ LAZY_EXCEPTIONS = {"bot/commands/train.py": {"training"}, "bot/commands/solve.py
                    "bot/commands/play.py": {"tui"}, "bot/commands/watch.py": {"tui"}}
 #: module -> packages it imports against the arrows today, to be removed: the FHP best
 #: response's reader of a running flop solve reads the flop trainer's checkpoint through
-#: ``training.rundir``; the run directory's names and readers are in ``bot.run_files`` (which
+#: ``training.contract.rundir``; the run directory's names and readers are in ``bot.run_files`` (which
 #: ``pokerbot watch`` and the registry use), so the next step is reading it from there.
 KNOWN_BACK_ARROWS = {"bot/flop/policies.py": {"training"}}
 
@@ -73,7 +73,7 @@ def test_imports_follow_the_arrows(package: str) -> None:
 
 def test_the_checker_sees_nested_imports(tmp_path) -> None:
     sample = tmp_path / "m.py"
-    sample.write_text("import bot.x\n\ndef f():\n    from training.run import x\n    return x\n")
+    sample.write_text("import bot.x\n\ndef f():\n    from training.contract.entry import x\n    return x\n")
     assert imports(sample) == [("bot", False, 1), ("training", True, 4)]
 
 

@@ -23,7 +23,7 @@ from protocol.cards import cards_from_str
 from protocol.evaluator import hand_strength
 from protocol.gamedef import Game, load_game, parse_gamedef
 from protocol.state import CALL, FOLD, RAISE, State
-from training.cfr import CFRConfig, TabularCFR
+from training.tabular.cfr import CFRConfig, TabularCFR
 
 LEDUC = load_game("leduc")
 #: FHP's structure (reversed blinds, two hole cards, a three-card flop, 5-card showdowns, three

@@ -1,4 +1,4 @@
-"""Incremental memory checkpoints (training/memory_log.py): replaying a chain rebuilds the memory
+"""Incremental memory checkpoints (training/deep_cfr/memory_log.py): replaying a chain rebuilds the memory
 exactly, deltas hold only changed rows, bases are rewritten when deltas pile up, and files no
 chain refers to are pruned."""
 
@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 
 from bot.errors import CorruptFileError
-from training.memory_log import MemoryLog
-from training.reservoir import Reservoir
-from training.rundir import RunDirError
+from training.common.reservoir import Reservoir
+from training.contract.rundir import RunDirError
+from training.deep_cfr.memory_log import MemoryLog
 
 FIELDS = {"x": ((), np.int64), "v": ((3,), np.float32)}
 

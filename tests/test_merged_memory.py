@@ -1,4 +1,4 @@
-"""Merged-duplicate training batches give the paper's loss exactly (training/merged_memory.py)."""
+"""Merged-duplicate training batches give the paper's loss exactly (training/deep_cfr/merged_memory.py)."""
 
 from __future__ import annotations
 
@@ -9,9 +9,9 @@ import pytest
 import torch
 
 from bot.agents.input_keys import InputKeys
-from training.deep_cfr import DeepCFRTrainer
-from training.deep_cfr_config import PRESETS, DeepCFRConfig
-from training.merged_memory import merge_rows
+from training.deep_cfr.config import PRESETS, DeepCFRConfig
+from training.deep_cfr.merged_memory import merge_rows
+from training.deep_cfr.trainer import DeepCFRTrainer
 
 NUM_NODES = 40
 
@@ -150,8 +150,8 @@ def test_normalized_targets_have_unit_weighted_rms_and_the_same_regret_matching(
 def test_merged_table_follows_the_memory_through_replacement(mode: str) -> None:
     """A table attached to a full memory (replacement, slots hit twice in one batch) equals a
     fresh merge of the stored rows, and its saved state restores it exactly."""
-    from training.merged_memory import MergedTable
-    from training.reservoir import Reservoir
+    from training.common.reservoir import Reservoir
+    from training.deep_cfr.merged_memory import MergedTable
 
     fields = {"node": ((), np.int32), "cards": ((2,), np.int8), "target": ((3,), np.float32), "iteration": ((), np.int32)}
     memory = Reservoir(500, fields, mode)

@@ -21,12 +21,12 @@ from bot.evaluation.best_response import exploitability
 from protocol.betting_tree import FOLD_END
 from protocol.gamedef import load_game
 from protocol.matchstate import parse_matchstate
-from training.nfsp import NFSP
-from training.nfsp_config import LEDUC_PAPER, NFSPConfig, make_config, preset_for
-from training.nfsp_diagnostics import best_response_quality, mixture_bias, window_q_strategy
-from training.nfsp_run import train
-from training.nfsp_steps import anticipatory, dqn_targets, q_learning_rate
-from training.rundir import RunDir
+from training.contract.rundir import RunDir
+from training.nfsp.config import LEDUC_PAPER, NFSPConfig, make_config, preset_for
+from training.nfsp.diagnostics import best_response_quality, mixture_bias, window_q_strategy
+from training.nfsp.learner import NFSP
+from training.nfsp.run import train
+from training.nfsp.steps import anticipatory, dqn_targets, q_learning_rate
 
 KUHN = make_config(preset_for("kuhn"))
 
@@ -153,7 +153,7 @@ def test_greedy_q_diagnostic_is_zero_for_exact_best_responses(monkeypatch) -> No
     player = learner.policy.infosets.player
     exact = np.where((player == 0)[:, None], best_response_strategy(game, average, 0),
                      best_response_strategy(game, average, 1))
-    monkeypatch.setattr("training.nfsp_diagnostics.greedy_q_strategy", lambda _: exact)
+    monkeypatch.setattr("training.nfsp.diagnostics.greedy_q_strategy", lambda _: exact)
     quality = best_response_quality(learner, report)
     assert [quality[k] for k in ("q_gap_mbb_0", "q_gap_mbb_1")] == pytest.approx([0.0, 0.0], abs=1e-9)
     assert [quality[k] for k in ("q_share_0", "q_share_1")] == pytest.approx([1.0, 1.0])

@@ -13,10 +13,10 @@ import torch.nn.functional as F
 
 from bot.agents.encoding import InfosetEncoder
 from protocol.gamedef import load_game
-from training.nfsp import NFSP
-from training.nfsp_config import make_config, preset_for
-from training.nfsp_counts import InputCounts, ReplayCounts
-from training.nfsp_steps import dqn_targets, supervised_loss
+from training.nfsp.config import make_config, preset_for
+from training.nfsp.counts import InputCounts, ReplayCounts
+from training.nfsp.learner import NFSP
+from training.nfsp.steps import dqn_targets, supervised_loss
 
 
 def _leduc(**changes) -> NFSP:
@@ -102,7 +102,7 @@ def test_merged_loss_and_gradient_equal_the_row_by_row_ones() -> None:
 
 def test_counts_survive_a_checkpoint(tmp_path) -> None:
     """Counts are derived state: after loading a checkpoint they are recounted from M_SL."""
-    from training.rundir import RunDir
+    from training.contract.rundir import RunDir
 
     learner = _leduc()
     for _ in range(30):

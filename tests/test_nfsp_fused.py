@@ -10,9 +10,9 @@ import numpy as np
 import pytest
 import torch
 
-from training.nfsp import NFSP
-from training.nfsp_config import NFSPConfig, make_config, preset_for
-from training.nfsp_steps import supervised_loss, supervised_loss_gradient
+from training.nfsp.config import NFSPConfig, make_config, preset_for
+from training.nfsp.learner import NFSP
+from training.nfsp.steps import supervised_loss, supervised_loss_gradient
 
 
 def _twins(**changes) -> tuple[NFSP, NFSP]:

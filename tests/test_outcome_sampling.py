@@ -18,8 +18,8 @@ from test_deep_cfr_traversal import (
 )
 
 from protocol.betting_tree import DECISION
-from training.outcome_sampling import exploration_policy, sample_trajectories
-from training.traversal import deal_batch
+from training.deep_cfr.outcome_sampling import exploration_policy, sample_trajectories
+from training.deep_cfr.traversal import deal_batch
 
 
 def exact_q(profile, traverser: int) -> dict[tuple[int, int, int], np.ndarray]:

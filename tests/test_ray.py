@@ -1,4 +1,4 @@
-"""Ray workers (training/distributed): traversal shares, network hand-off, resume, retries, and
+"""Ray workers (training/contract/cluster.py): traversal shares, network hand-off, resume, retries, and
 the merged MCCFR batches, on Kuhn and Leduc with two local workers (one Ray start per module)."""
 
 from __future__ import annotations
@@ -22,13 +22,13 @@ from bot.abstraction.spec import SPECS  # noqa: E402
 from bot.abstraction.tables import AbstractGame, Abstraction  # noqa: E402
 from bot.cli import main as pokerbot  # noqa: E402
 from bot.evaluation.best_response import exploitability  # noqa: E402
-from training import distributed  # noqa: E402
 from training.abstraction.build import build_abstraction  # noqa: E402
+from training.abstraction.ray_mccfr import RayMCCFR  # noqa: E402
 from training.abstraction.solver import batch_weight, discount_tables, run_batch, run_iterations  # noqa: E402
-from training.deep_cfr import PRESETS, DeepCFRConfig, DeepCFRTrainer  # noqa: E402
-from training.distributed.ray_mccfr import RayMCCFR  # noqa: E402
-from training.distributed.ray_traversal import RayTraversals, TraversalWorker  # noqa: E402
-from training.rundir import RunDir  # noqa: E402
+from training.contract import cluster as distributed  # noqa: E402
+from training.contract.rundir import RunDir  # noqa: E402
+from training.deep_cfr.ray_traversal import RayTraversals, TraversalWorker  # noqa: E402
+from training.deep_cfr.trainer import PRESETS, DeepCFRConfig, DeepCFRTrainer  # noqa: E402
 
 pytestmark = pytest.mark.ray
 

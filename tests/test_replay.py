@@ -1,6 +1,6 @@
 """NFSP's two memories (Heinrich & Silver 2016, sec. 4): the circular replay memory keeps exactly
 the newest transitions; the reservoir memory keeps every action it has seen with equal
-probability. Both are :class:`training.reservoir.Reservoir`, in its two modes."""
+probability. Both are :class:`training.common.reservoir.Reservoir`, in its two modes."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import numpy as np
 
 from bot.agents.encoding import InfosetEncoder
 from protocol.gamedef import load_game
-from training.nfsp_steps import replay_memory, supervised_memory
+from training.nfsp.steps import replay_memory, supervised_memory
 
 
 def _rows(encoder: InfosetEncoder, start: int, stop: int) -> dict[str, np.ndarray]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from training.reservoir import Reservoir
+from training.common.reservoir import Reservoir
 
 FIELDS = {"x": ((), np.int64), "v": ((3,), np.float32)}
 

@@ -1,4 +1,4 @@
-"""The run contract (training/run.py): one resolver, validation before anything is created,
+"""The run contract (training/contract/entry.py): one resolver, validation before anything is created,
 explicit resume rules, one device resolution, one interrupt policy, checkpoints by time."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from bot.cli import main
 from bot.commands.train import ALGORITHM_NAMES
 from bot.errors import ConfigError
 from protocol.gamedef import load_game
-from training.run import (
+from training.contract.entry import (
     ALGORITHMS,
     CheckpointClock,
     load_trainer,
@@ -21,7 +21,7 @@ from training.run import (
     resolve_resume,
     shipped_alias,
 )
-from training.rundir import RunDir
+from training.contract.rundir import RunDir
 
 
 def invoke(*args: str):
@@ -146,7 +146,7 @@ def test_resume_never_restarts_a_run_silently(tmp_path) -> None:
 
 def test_checkpoint_clock_by_count_or_time(monkeypatch) -> None:
     now = [100.0]
-    monkeypatch.setattr("training.stop.time.monotonic", lambda: now[0])
+    monkeypatch.setattr("training.contract.stop.time.monotonic", lambda: now[0])
     clock = CheckpointClock(every_steps=1000, every_seconds=60.0)
     assert not clock.due(10)
     assert clock.due(1000)

@@ -7,8 +7,8 @@ import dataclasses
 import pytest
 
 from bot.errors import PokerbotError
-from training.run import parse_duration
-from training.rundir import RunDir, RunDirError, load_torch, save_torch
+from training.contract.entry import parse_duration
+from training.contract.rundir import RunDir, RunDirError, load_torch, save_torch
 
 
 @dataclasses.dataclass(frozen=True)
@@ -89,7 +89,7 @@ def test_parse_duration_rejects_garbage(text: str) -> None:
 def test_progress_prints_a_plain_line_per_iteration_off_a_terminal() -> None:
     import io
 
-    from training.rundir import Progress
+    from training.contract.rundir import Progress
 
     stream = io.StringIO()
     progress = Progress(3, stream=stream)

@@ -1,4 +1,4 @@
-"""The strength signal of hold'em training runs (:mod:`training.strength`): NFSP, SD-CFR and
+"""The strength signal of hold'em training runs (:mod:`training.contract.strength`): NFSP, SD-CFR and
 Deep CFR runs log a duplicate head-to-head against the shipped bot (and LBR) in metrics.jsonl
 at the configured cadence, with sane values, and the training clock leaves it out."""
 
@@ -9,18 +9,18 @@ import time
 
 import pytest
 
-import training.strength
+import training.contract.strength
 from bot.agents.registry import AgentNotFound
 from bot.errors import ConfigError
 from protocol.gamedef import load_game
-from training.deep_cfr import DeepCFRTrainer
-from training.deep_cfr_config import PRESETS as DEEP_CFR_PRESETS
-from training.deep_cfr_config import DeepCFRConfig
-from training.nfsp_config import PRESETS as NFSP_PRESETS
-from training.nfsp_config import NFSPConfig
-from training.nfsp_run import train as train_nfsp
-from training.rundir import RunDir
-from training.strength import StrengthSettings, measure_strength
+from training.contract.rundir import RunDir
+from training.contract.strength import StrengthSettings, measure_strength
+from training.deep_cfr.config import PRESETS as DEEP_CFR_PRESETS
+from training.deep_cfr.config import DeepCFRConfig
+from training.deep_cfr.trainer import DeepCFRTrainer
+from training.nfsp.config import PRESETS as NFSP_PRESETS
+from training.nfsp.config import NFSPConfig
+from training.nfsp.run import train as train_nfsp
 
 #: HULH chips a hand can move at most (4 bets of 10 on the turn and river, 2 x 2 before): 48 big
 #: blinds, so any mbb/g figure lies within +-48,000.
@@ -35,7 +35,7 @@ def slow_measurements(monkeypatch):
     that counted it as training time would show it in its clock."""
     offset = [0.0]
     real_clock = time.perf_counter
-    real_measure = training.strength.measure_strength
+    real_measure = training.contract.strength.measure_strength
 
     def measure(*args, **kwargs):
         out = real_measure(*args, **kwargs)
@@ -43,7 +43,7 @@ def slow_measurements(monkeypatch):
         return out | {"strength_s": out["strength_s"] + JUMP}
 
     monkeypatch.setattr(time, "perf_counter", lambda: real_clock() + offset[0])
-    for module in ("training.nfsp_run", "training.deep_cfr"):
+    for module in ("training.nfsp.run", "training.deep_cfr.trainer"):
         monkeypatch.setattr(f"{module}.measure_strength", measure)
     return offset
 

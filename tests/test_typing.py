@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-CONTRACT_MODULES = ["training/run.py", "training/rundir.py", "training/solve.py", "bot/agents/bundle.py", "bot/errors.py",
+CONTRACT_MODULES = ["training/contract/entry.py", "training/contract/rundir.py", "training/tabular/solve.py", "bot/agents/bundle.py", "bot/errors.py",
                     "bot/run_files.py", "protocol/files.py", "protocol/errors.py"]
 
 

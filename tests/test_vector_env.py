@@ -8,7 +8,7 @@ import pytest
 from protocol.betting_tree import ACTION_INDEX
 from protocol.gamedef import load_game
 from protocol.state import ACTIONS, State
-from training.vector_env import VectorEnv
+from training.nfsp.vector_env import VectorEnv
 
 
 @pytest.mark.parametrize("name", ["kuhn", "leduc", "fhp"])

@@ -18,7 +18,7 @@ from bot.agents.network import DeepCFRNetwork
 from bot.evaluation.best_response import exploitability
 from protocol.cards import card_from_str
 from protocol.gamedef import load_game
-from training.cfr import CFRConfig, TabularCFR
+from training.tabular.cfr import CFRConfig, TabularCFR
 from tui.watch import kuhn
 from tui.watch.exact import ExactHistory
 from tui.watch.model import WatchModel

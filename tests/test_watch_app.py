@@ -87,8 +87,8 @@ async def test_the_table_shows_the_checkpoint_networks(kuhn_run) -> None:
 
 async def test_following_a_run_that_grows(kuhn_run, tmp_path) -> None:
     """New iterations appear while watching; stepping back holds the view until ``end``."""
-    from training.deep_cfr import DeepCFRTrainer
-    from training.rundir import RunDir
+    from training.contract.rundir import RunDir
+    from training.deep_cfr.trainer import DeepCFRTrainer
 
     run = tmp_path / "growing"
     shutil.copytree(kuhn_run, run)

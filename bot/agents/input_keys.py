@@ -1,8 +1,8 @@
 """One integer key per network input (betting node, card slots), and back.
 
 Every exact-objective step merges memory rows that share a network input: Deep CFR's value and
-average fits (:mod:`training.merged_memory`) and NFSP's supervised and DQN steps
-(:mod:`training.nfsp_counts`). They all key an input the same way: the node times the number of
+average fits (:mod:`training.deep_cfr.merged_memory`) and NFSP's supervised and DQN steps
+(:mod:`training.nfsp.counts`). They all key an input the same way: the node times the number of
 card combinations, plus the card slots as digits in base ``deck size + 1`` (digit 0 = "no
 card"), so keys are dense for small decks (Leduc: 4,165 possible inputs) and invertible.
 It lives in ``bot`` beside the encoding it keys, below the trainers, because ``pokerbot

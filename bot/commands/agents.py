@@ -123,7 +123,7 @@ def _published_meta(meta_path: Path) -> dict:
 
 def _solver_name(meta: dict) -> str:
     """Which solver wrote the published policy: the full-width flop solve (``fhp_lossless``,
-    training/flop_solve.py) publishes a meta with ``solver = "flop_cfr"``; the abstraction
+    training/flop/solve.py) publishes a meta with ``solver = "flop_cfr"``; the abstraction
     trainer's meta has none."""
     if meta.get("solver") == "flop_cfr":
         config = meta.get("config", {})

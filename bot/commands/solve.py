@@ -1,8 +1,8 @@
 """``pokerbot solve``: tabular CFR family on a small game, written as a run directory.
 
-The loop is :func:`training.solve.run_solve` (imported when the command runs: the CLI's one
+The loop is :func:`training.tabular.solve.run_solve` (imported when the command runs: the CLI's one
 documented exception to ``bot`` not importing ``training``, shared with ``train``). Like every
-trainer it writes a run directory (:mod:`training.rundir`: ``config.toml``, ``metrics.jsonl``,
+trainer it writes a run directory (:mod:`training.contract.rundir`: ``config.toml``, ``metrics.jsonl``,
 verified ``checkpoint/``, and the average strategy as a ``tabular`` policy bundle in
 ``policy/``), and ``--resume RUN`` continues one, as ``train --resume RUN`` does. The command
 adds a rich progress bar and prints the curve as it goes; Ctrl-C follows the run contract's
@@ -22,7 +22,7 @@ from bot.commands.options import NON_NEGATIVE, POSITIVE, SEED
 from bot.errors import ConfigError, PokerbotError
 from bot.progress import progress_bar
 
-#: ``--algo`` values (``training.solve.SOLVE_ALGORITHMS``; a test keeps the two equal).
+#: ``--algo`` values (``training.tabular.solve.SOLVE_ALGORITHMS``; a test keeps the two equal).
 ALGORITHM_NAMES = ("cfr", "cfr+", "linear-cfr", "dcfr", "es-mccfr")
 #: The options that are solve settings (the rest steer the command).
 SETTINGS = ("game", "algo", "iterations", "seed", "eval_every", "alpha", "beta", "gamma", "linear")
@@ -65,9 +65,9 @@ def solve(context: click.Context, out: str | None, resume: str | None, **options
     from bot.agents.infosets import require_tabular_size
     from bot.run_files import SOLVE_ALGO
     from protocol.gamedef import load_game
-    from training.run import require_trainable
-    from training.rundir import RunDir
-    from training.solve import SolveConfig, resume_config
+    from training.contract.entry import require_trainable
+    from training.contract.rundir import RunDir
+    from training.tabular.solve import SolveConfig, resume_config
 
     problem = old_form_error(out, resume)
     if problem is not None:
@@ -99,11 +99,11 @@ def solve(context: click.Context, out: str | None, resume: str | None, **options
 
 
 def solve_in(run: Any, config: Any, resume: bool) -> None:
-    """Run (or continue) ``config`` (a ``training.solve.SolveConfig``) in ``run`` (a
-    ``training.rundir.RunDir``; ``bot`` imports ``training`` only inside commands) with a
+    """Run (or continue) ``config`` (a ``training.tabular.solve.SolveConfig``) in ``run`` (a
+    ``training.contract.rundir.RunDir``; ``bot`` imports ``training`` only inside commands) with a
     progress bar, then publish its policy."""
-    from training.run import StopRequest
-    from training.solve import publish, run_solve
+    from training.contract.entry import StopRequest
+    from training.tabular.solve import publish, run_solve
 
     console = Console(stderr=True)
     with progress_bar(console, TextColumn("expl {task.fields[expl]}")) as progress:

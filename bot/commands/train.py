@@ -1,6 +1,6 @@
 """``pokerbot train``: one entry point for every training algorithm.
 
-The command hands its options to :func:`training.run.run_from_cli`, the run contract every
+The command hands its options to :func:`training.contract.entry.run_from_cli`, the run contract every
 algorithm follows (preset < ``--config`` TOML < flags, everything validated before the run
 directory is created, one Ctrl-C policy, verified checkpoints). ``training`` is imported inside
 the command only: torch loads when a run starts, not for ``pokerbot --help``.
@@ -13,7 +13,7 @@ import click
 from bot.commands.options import NON_NEGATIVE, POSITIVE, SEED
 from bot.errors import PokerbotError
 
-#: The ``--algo`` names (``training.run.ALGORITHMS`` maps each to its module; a test keeps the
+#: The ``--algo`` names (``training.contract.entry.ALGORITHMS`` maps each to its module; a test keeps the
 #: two lists equal, so ``--help`` need not import the training package).
 ALGORITHM_NAMES = ("abstraction", "deep-cfr", "dream", "nfsp", "os-sd-cfr", "sd-cfr")
 
@@ -51,8 +51,8 @@ def train(**options: object) -> None:
     if options.pop("watch"):
         from bot.commands.watch import train_and_watch
 
-        train_and_watch("training.run", options)
+        train_and_watch("training.contract.entry", options)
         return
-    from training.run import run_from_cli
+    from training.contract.entry import run_from_cli
 
     run_from_cli(options)

@@ -22,7 +22,7 @@ over child boards (``_Walk.child``). Terminals use card removal exactly:
 
 :meth:`PublicTree.counterfactual_values` is the one walker (a depth-first pass: reach down,
 values up): best response takes the max at the responder's
-nodes, profile evaluation the expectation, and CFR (``training.cfr``) reads every node's own
+nodes, profile evaluation the expectation, and CFR (``training.tabular.cfr``) reads every node's own
 reach and action values through its ``on_decision`` hook.
 
 Units: chips per hand; mbb/g = 1000 x chips / ``game.big_blind``. NashConv = sum of both

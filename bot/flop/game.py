@@ -438,34 +438,6 @@ def values_up(arrays, strategy, player, best_response, reach, leaf_values, valid
 
 
 @njit(cache=True)
-def update_tables(arrays, player, strategy, reach, values, valid, regrets, average, discounts,
-                  floor, average_decay):  # pragma: no cover - numba
-    """The CFR update of ``player``'s rows after a pass: regret ``r <- r x discount(sign of r)
-    + v(a) - v`` (floored at 0 for CFR+), strategy sum ``s <- s x average_decay + own reach x
-    sigma``. ``discounts`` = (positive, negative) regret factors."""
-    kind, actor, child, decision, _spent, _folder, _root, _leaf = arrays
-    for n in range(kind.shape[0]):
-        if kind[n] != DECISION or actor[n] != player:
-            continue
-        d = decision[n]
-        for h in range(valid.shape[0]):
-            if valid[h] == 0.0:
-                continue
-            v = values[n, h]
-            own = reach[n, player, h]
-            for x in range(3):
-                c = child[n, x]
-                if c < 0:
-                    continue
-                r = regrets[d, h, x]
-                r = r * (discounts[0] if r > 0 else discounts[1]) + (values[c, h] - v)
-                if floor and r < 0.0:
-                    r = 0.0
-                regrets[d, h, x] = r
-                average[d, h, x] = average[d, h, x] * average_decay + own * strategy[d, h, x]
-
-
-@njit(cache=True)
 def store_root_values(arrays, values, out):  # pragma: no cover - numba
     """out[root index, h] = values at each subtree root."""
     root = arrays[6]

@@ -166,7 +166,7 @@ def _solve_folder(path: Path) -> tuple[Path, str] | None:
     config = path / "config.toml"
     if config.is_file() and "flop_cfr" in config.read_text():
         from protocol.gamedef import load_game
-        from training.rundir import RunDir
+        from training.contract.rundir import RunDir
 
         checkpoint = RunDir.open(path).checkpoint_path
         if checkpoint is not None:

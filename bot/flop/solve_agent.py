@@ -1,7 +1,7 @@
 """The full-width flop solve's policy as an agent: the bundle kind ``flop_solve``.
 
 ``pokerbot train --algo abstraction --game fhp --size lossless --out RUN`` publishes its average
-strategy in ``RUN/policy/`` as the solver keeps it (:mod:`training.flop_solve`): the strategy
+strategy in ``RUN/policy/`` as the solver keeps it (:mod:`training.flop.solve`): the strategy
 sums ``pre_average.npy`` ``[preflop decision nodes, hands, 3]`` and ``average.npy`` ``[canonical
 flops, flop decision nodes, hands, 3]``, hands in :class:`bot.flop.game.FlopGame` order, with a
 ``bundle.json`` like every other policy. So ``--agent RUN`` plays the run itself (for FHP the

@@ -34,11 +34,11 @@ from bot.flop.game import flop_shape_error
 from bot.progress import progress_bar
 from bot.run_files import ELAPSED_METRIC
 from protocol.files import atomic_write, atomic_write_text, temporary_name
-from training import distributed
 from training.abstraction.build import build_abstraction, cached_feature_rounds
 from training.abstraction.solver import run_batch
-from training.run import CheckpointClock, StopRequest, Trainer, parse_duration
-from training.rundir import RunDir
+from training.contract import cluster as distributed
+from training.contract.entry import CheckpointClock, StopRequest, Trainer, parse_duration
+from training.contract.rundir import RunDir
 
 
 @dataclass(frozen=True)
@@ -125,7 +125,7 @@ def train(config: AbstractionConfig, run: RunDir, resume: bool = False, stop: St
     regrets, average, state = _load_or_init(run, ag, resume, config.mmap_tables, force)
     solve_batch, pool = run_batch, None
     if distributed.current().distributed:  # batches on Ray workers (training/distributed/ray_mccfr.py)
-        from training.distributed.ray_mccfr import RayMCCFR
+        from training.abstraction.ray_mccfr import RayMCCFR
 
         pool = RayMCCFR(spec.name, distributed.current(), config.merge_every)
         solve_batch = pool.run_batch

@@ -35,7 +35,7 @@ from bot.abstraction.tables import AbstractGame
 from protocol.betting_tree import DECISION, FOLD_END
 from protocol.evaluator import hand_strength_batch
 from protocol.isomorphism import index_one
-from training.mccfr import regret_matching_row
+from training.tabular.mccfr import regret_matching_row
 
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
 _MIX1 = np.uint64(0xBF58476D1CE4E5B9)

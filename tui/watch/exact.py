@@ -14,7 +14,7 @@ a positive per-infoset rescaling of linear CFR's cumulative regret: regret match
 linear CFR's strategy. :class:`ExactHistory` computes ``A^t`` exactly from the run's own
 strategies, one SD-CFR stack entry at a time, with the same public-tree walk as the tabular
 solver (:meth:`bot.evaluation.best_response.PublicTree.counterfactual_values`, the regrets exactly as
-:mod:`training.cfr` forms them), plus the exact SD-CFR average strategy after every iteration.
+:mod:`training.tabular.cfr` forms them), plus the exact SD-CFR average strategy after every iteration.
 
 **Which strategies.** Updates alternate as in the trainer: player 0 traverses iteration ``t``
 against ``sigma^t``; player 1 then traverses against player 0's refitted strategy
@@ -82,7 +82,7 @@ class ExactHistory:
 
         def add_regrets(node: int, boards: slice, own_reach: np.ndarray, action_values: np.ndarray,
                         value: np.ndarray) -> None:
-            regret = (action_values - value[..., None]) * tree.legal[node]  # as training.cfr
+            regret = (action_values - value[..., None]) * tree.legal[node]  # as training.tabular.cfr
             space.node_block(self.regret_sum, node)[boards] += weight * regret
 
         public.counterfactual_values(player, space.node_blocks(dense), on_decision=add_regrets)

@@ -2,7 +2,7 @@
 
 A trainer appends ``metrics.jsonl`` line by line, replaces ``status.json`` by a rename, swaps
 ``checkpoint/`` atomically (``checkpoint`` -> ``checkpoint.old``, ``checkpoint.tmp`` ->
-``checkpoint``, see :mod:`training.rundir`; the names and readers are :mod:`bot.run_files`) and rewrites ``policy/bundle.json`` by a rename.
+``checkpoint``, see :mod:`training.contract.rundir`; the names and readers are :mod:`bot.run_files`) and rewrites ``policy/bundle.json`` by a rename.
 A reader polling at any instant can therefore see a last metrics line without its newline (the
 writer is mid-line), or find a checkpoint directory gone between listing it and opening its file.
 :class:`RunReader` keeps the bytes after the last newline for the next poll, and when a

@@ -56,7 +56,7 @@ def timing_line(model: WatchModel, iteration: int) -> str:
 def strength_line(model: WatchModel, iteration: int) -> str | None:
     """The latest strength measurement at or before ``iteration`` (hold'em and FHP runs log a
     duplicate match against a fixed reference and LBR instead of exact exploitability:
-    ``training/strength.py``), or None."""
+    ``training/contract/strength.py``), or None."""
     measured = [r for r in model.records if int(r["iteration"]) <= iteration and ("h2h_mbb" in r or "lbr_mbb" in r)]
     if not measured:
         return None

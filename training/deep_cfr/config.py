@@ -1,0 +1,181 @@
+"""Deep CFR and SD-CFR settings: the config dataclass (one docstring per field) and the per-game
+presets (Brown et al. 2019, sec. 5.1 for FHP and HULH; Kuhn and Leduc scaled to a laptop)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from bot.errors import ConfigError
+from training.contract.entry import parse_duration, resolve_device, runs_on_cpu, worker_threads
+from training.contract.strength import StrengthOptions, StrengthSettings
+
+ALGOS = ("deep-cfr", "sd-cfr")
+
+
+@dataclass(frozen=True)
+class DeepCFRConfig(StrengthOptions):
+    """Everything a run needs; saved as the run's ``config.toml``."""
+
+    game: str = "leduc"
+    """Game name or gamedef path."""
+    algo: str = "sd-cfr"
+    """``deep-cfr`` (average-strategy network) or ``sd-cfr`` (stack of value networks)."""
+    iterations: int = 100
+    """CFR iterations T."""
+    traversals: int = 1000
+    """External-sampling traversals per player per iteration (K)."""
+    time_budget: float | None = None
+    """Stop after this many seconds of wall time (None: no limit; ``pokerbot train
+    --time-budget`` takes ``90s``, ``10m``, ``2h``); the policy is still written."""
+    seed: int = 0
+    """Seeds every random draw (see the module docstring)."""
+    device: str = "auto"
+    """``auto`` (cuda if available), ``cpu`` or ``cuda``."""
+    threads: int = 0
+    """Torch/numba CPU threads; 0 = all cores. Small networks train fastest on 1 thread (on the
+    2-core machine two threads made a width-64 Adam step 10x slower under load), so the Kuhn and
+    Leduc presets use 1."""
+    width: int = 64
+    """Hidden width of the appendix C network."""
+    advantage_memory: int = 1_000_000
+    """Capacity of each player's advantage memory (paper: 40M)."""
+    strategy_memory: int = 1_000_000
+    """Capacity of the strategy memory (paper: 40M)."""
+    sgd_steps: int = 300
+    """Adam steps per value-network training (paper: FHP 4,000, HULH 32,000)."""
+    batch_size: int = 2048
+    """Minibatch size of value-network training (paper: FHP 10,000, HULH 20,000)."""
+    average_sgd_steps: int = 2000
+    """Adam steps of the average-strategy network (Deep CFR)."""
+    average_batch_size: int = 2048
+    """Minibatch size of the average-strategy network."""
+    learning_rate: float = 1e-3
+    """Adam learning rate (paper: 0.001)."""
+    lr_schedule: str = "constant"
+    """``constant`` (the paper) or ``cosine``: each fit decays the rate from ``learning_rate`` to
+    0 along a half cosine. Full-batch fits (Leduc) end near a minimum instead of oscillating
+    around it at the final rate: on a late Leduc memory, 600 cosine steps matched the regret-
+    matching strategy of the exact targets 1.4x closer than 600 constant ones."""
+    grad_clip: float = 1.0
+    """Gradient-norm clip (paper: 1)."""
+    traversal_batch: int = 2048
+    """Traversals advanced together in one batch."""
+    from_scratch: bool = True
+    """Retrain value networks from scratch each iteration (False: the fine-tuning ablation)."""
+    argmax_fallback: bool = True
+    """Play the highest-advantage action when none is positive (False: the uniform ablation)."""
+    memory_mode: str = "reservoir"
+    """``reservoir`` or ``window`` (the sliding-window ablation)."""
+    linear_weighting: bool = True
+    """Linear CFR: weight samples by their iteration, batch weights rescaled by 2/T."""
+    normalize_targets: bool = False
+    """Divide the value network's targets by their weighted RMS before each fit. Regret matching
+    is invariant to scaling advantages, so the policy means the same; Adam then fits every
+    iteration's regrets to the same relative precision (at Leduc's iteration ~200, 300 steps
+    fit 3.5x tighter, and its strategies disagree with the exact regret-matching ones about
+    1.5x less)."""
+    merge_duplicates: bool = False
+    """Train on the memory's distinct inputs with their weighted mean targets: the same loss as
+    the paper's, with exact (full-batch) gradients when the distinct inputs fit in a batch
+    (:mod:`training.deep_cfr.merged_memory`). Pays off where inputs repeat (Kuhn, Leduc)."""
+    fit_backend: str = "auto"
+    """How value networks train on merged batches: ``torch`` (autograd + torch Adam), ``fused``
+    (the same maths and update rule in compiled numba kernels, :mod:`training.common.fused_network`;
+    CPU only, needs ``merge_duplicates``; ~4x faster steps on Leduc), or ``auto`` (``fused``
+    exactly when the device is the CPU and ``merge_duplicates`` is on). Average networks and
+    row batches always use torch."""
+    canonical_suits: bool = False
+    """Feed the networks suit-canonical cards (:func:`bot.agents.network.canonical_suit_cards`: the
+    suit renaming that makes the infoset's cards smallest), so every policy of the run is
+    suit-invariant and its exact FHP evaluation walks the 1,755 canonical flops instead of all
+    22,100. Recorded in the bundle's ``architecture``; runs without it load as before."""
+    evaluate_every: int = 1
+    """Exact exploitability every this many iterations on small games (0: never)."""
+    average_every: int = 0
+    """Deep CFR: also train and evaluate the average network every this many iterations (0: end only)."""
+    checkpoint_every: int = 1
+    """Write a checkpoint every this many iterations (and at the end)..."""
+    checkpoint_seconds: float = 60.0
+    """... or after an iteration that ends this many seconds after the last checkpoint,
+    whichever comes first (0: by count only)."""
+    keep_memories: bool = True
+    """Keep ``memories/`` when ``pokerbot train`` ends normally (iterations or time budget
+    reached). Only a run that keeps them can be extended with ``--resume``; an interrupted run
+    always keeps them. The Kuhn and Leduc presets drop them: a Leduc run's memories reach
+    ~750 MB and the run takes minutes to redo, while FHP/HULH runs take hours to redo."""
+
+    def __post_init__(self) -> None:
+        # time budgets in old run directories (and the benchmarks) are strings such as "10m"
+        object.__setattr__(self, "time_budget", parse_duration(self.time_budget))
+        self.validate()
+
+    def validate(self) -> DeepCFRConfig:
+        """Raise :class:`~bot.errors.ConfigError` naming the first invalid setting."""
+        if self.algo not in ALGOS:
+            raise ConfigError(f"algo must be one of {', '.join(ALGOS)}, got {self.algo!r}")
+        if self.memory_mode not in ("reservoir", "window"):
+            raise ConfigError(f"memory_mode must be reservoir or window, got {self.memory_mode!r}")
+        if self.lr_schedule not in ("constant", "cosine"):
+            raise ConfigError(f"lr_schedule must be constant or cosine, got {self.lr_schedule!r}")
+        if self.fit_backend not in ("auto", "torch", "fused"):
+            raise ConfigError(f"fit_backend must be auto, torch or fused, got {self.fit_backend!r}")
+        if self.fit_backend == "fused" and not self.merge_duplicates:
+            raise ConfigError("fit_backend = fused trains on merged batches: it needs merge_duplicates = true")
+        if self.fit_backend == "fused" and self.canonical_suits:
+            raise ConfigError("fit_backend = fused reads raw cards: canonical_suits = true needs fit_backend = torch")
+        if self.fit_backend == "fused" and not runs_on_cpu(self.device):
+            raise ConfigError("fit_backend = fused runs on the CPU: use --device cpu, or fit_backend = torch for cuda")
+        resolve_device(self.device)
+        worker_threads(self.threads)
+        StrengthSettings.of(self)
+        for name in ("iterations", "traversals", "width", "advantage_memory", "strategy_memory", "sgd_steps",
+                     "batch_size", "average_sgd_steps", "average_batch_size", "traversal_batch", "checkpoint_every"):
+            if getattr(self, name) <= 0:
+                raise ConfigError(f"{name} must be positive, got {getattr(self, name)}")
+        return self
+
+
+#: Shared by the paper's FHP and HULH runs (sec. 5.1: 40M memories, 10,000 traversals). Targets
+#: are normalised (``normalize_targets``): regrets in chips run to hundreds (FHP's big blind is
+#: 100 chips, HULH's 10), which Adam at lr 1e-3 would spend thousands of steps scaling up to.
+_PAPER = dict(iterations=450, traversals=10_000, width=96, advantage_memory=40_000_000,
+              strategy_memory=40_000_000, average_sgd_steps=32_000, evaluate_every=0, normalize_targets=True,
+              strength_every=1, strength_hands=100)  # no exact exploitability: a strength signal per iteration
+#: The paper's settings for FHP and HULH (sec. 5.1), for machines with many cores or a GPU (pass
+#: them with ``--config``); HULH's preset below is this one.
+PAPER_PRESETS: dict[str, dict] = {
+    "fhp": dict(_PAPER, sgd_steps=4000, batch_size=10_000, average_batch_size=10_000, traversal_batch=2000),
+    "holdem": dict(_PAPER, sgd_steps=32_000, batch_size=20_000, average_batch_size=20_000, traversal_batch=500),
+}
+#: Per-game presets. HULH is the paper's settings (sec. 5.1); Kuhn/Leduc are scaled down to
+#: converge on a laptop in minutes, FHP to make progress on 2 CPU cores.
+PRESETS: dict[str, dict] = {
+    "kuhn": dict(iterations=60, traversals=400, width=32, sgd_steps=150, batch_size=512,
+                 advantage_memory=200_000, strategy_memory=200_000, average_sgd_steps=1500,
+                 average_batch_size=512, traversal_batch=400, threads=1, merge_duplicates=True,
+                 normalize_targets=True, keep_memories=False),
+    # Leduc, tuned for exploitability per wall-clock second on 2 CPU cores. The exact-regret
+    # oracle (benchmarks/bench_deep_cfr_oracle.py) reaches 5.9 mbb/g at iteration 640 with
+    # K = 10,000, so iterations must be cheap and each network must fit well: a player's memory
+    # holds only ~470 distinct inputs, and merge_duplicates trains on them with the exact
+    # full-memory gradient (training/deep_cfr/merged_memory.py), in the compiled kernels of
+    # training/common/fused_network.py (~0.3 ms a step), so 10M-row memories cost no extra SGD. Fit
+    # quality decides the rest: on a late memory, regret matching on width-64 networks after
+    # 600 cosine-decayed steps disagreed with the exact targets' 2.3x less than width 32 after
+    # 600 constant steps (weighted L1 0.09 vs 0.21), and the 10-minute curve went from 15.7 to
+    # 10.7 mbb/g at equal load. Checkpoints are incremental (training/deep_cfr/memory_log.py).
+    "leduc": dict(iterations=600, traversals=10_000, width=64, sgd_steps=600, batch_size=2048, learning_rate=2e-3,
+                  lr_schedule="cosine", advantage_memory=10_000_000, strategy_memory=10_000_000,
+                  average_sgd_steps=3000, average_batch_size=2048, traversal_batch=5000, threads=1,
+                  merge_duplicates=True, normalize_targets=True, keep_memories=False),
+    # FHP on 2 CPU cores (docs/benchmarks/fhp-sd-cfr.md has its exact curve): small networks on
+    # suit-canonical inputs (each infoset's suits relabelled, so the policy is suit-invariant and
+    # its exact evaluation walks the 1,755 canonical flops), few traversals and Adam steps so an
+    # iteration takes well under a minute, exact exploitability every 5 iterations (off the
+    # training clock, training/flop/evaluation.py). The paper's settings: PAPER_PRESETS["fhp"].
+    "fhp": dict(iterations=10_000, traversals=1000, width=32, sgd_steps=200, batch_size=1024, learning_rate=2e-3,
+                lr_schedule="cosine", advantage_memory=4_000_000, strategy_memory=4_000_000, average_sgd_steps=2000,
+                average_batch_size=2048, traversal_batch=1000, threads=1, normalize_targets=True, canonical_suits=True,
+                evaluate_every=5, checkpoint_every=5, checkpoint_seconds=300.0),
+    "holdem": PAPER_PRESETS["holdem"],
+}

@@ -1,0 +1,213 @@
+"""Fitting Deep CFR's networks: the weighted MSE of Brown et al. 2019 (algorithm 1), in one place.
+
+A value network fits the sampled instantaneous regrets of its player's advantage memory, an
+average network (Deep CFR) the strategy vectors of the strategy memory; both minimise the mean
+squared error over legal actions, each row weighted by its iteration under linear CFR (sec.
+5.2, batch weights rescaled by ``2 / T``), with Adam and a gradient-norm clip. The batches come
+in three forms with one loss (:mod:`training.merged_memory`): ``rows`` (uniform minibatches of
+memory rows, the paper), ``full`` (every distinct input each step: the exact full-memory
+gradient) and ``weighted`` (distinct inputs drawn by total weight). With ``fit_backend``
+resolved to ``fused``, value networks train in the compiled kernels of
+:mod:`training.fused_network` instead of torch autograd (the same maths and update rule).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import torch
+
+from bot.agents.encoding import InfosetEncoder
+from bot.agents.input_keys import InputKeys
+from bot.agents.network import DeepCFRNetwork, masked_softmax
+from training.common.fused_network import Features, fit_weighted_mse
+from training.common.reservoir import Reservoir
+from training.deep_cfr.config import DeepCFRConfig
+from training.deep_cfr.merged_memory import MergedRows, merge_rows, row_weights
+
+
+@dataclass(frozen=True)
+class MergedProblem:
+    """One fit's loss over a memory's distinct inputs, in numpy, for either training backend."""
+
+    merged: MergedRows
+    target: np.ndarray
+    """Weighted mean targets (normalised if asked), float32 ``[distinct, 3]``."""
+    weight: np.ndarray
+    """Per distinct input: its loss weight (linear weighting and ``2 / T`` included)."""
+    denominator: float
+    picks: np.ndarray | None
+    """``weighted`` form: the rows of every step ``[steps, batch]``; ``None``: ``full``."""
+    form: str
+
+    def torch_batches(self, device: torch.device, bets: torch.Tensor, legal: torch.Tensor, steps: int):
+        """``steps`` batches ``(cards, bets, legal, target, weight, denominator)`` on ``device``."""
+        node = torch.from_numpy(self.merged.node.astype(np.int64)).to(device)
+        cards = torch.from_numpy(self.merged.cards).to(device)
+        target = torch.from_numpy(self.target).to(device)
+        weight = torch.from_numpy(self.weight).to(device)
+        if self.picks is None:
+            full = (cards, bets[node], legal[node], target, weight, self.denominator)
+            return (full for _ in range(steps))
+        picks = torch.from_numpy(self.picks).to(device)
+        return ((cards[p], bets[node[p]], legal[node[p]], target[p], weight[p], self.denominator) for p in picks)
+
+
+class NetworkFit:
+    """Trains a network on a memory for one Deep CFR run (its config, encoder and device)."""
+
+    def __init__(self, config: DeepCFRConfig, encoder: InfosetEncoder, device: torch.device, input_keys: InputKeys) -> None:
+        self.config = config
+        self.encoder = encoder
+        self.device = device
+        self.input_keys = input_keys
+        self.bets = torch.from_numpy(encoder.bets).to(device)
+        self.legal = torch.from_numpy(encoder.legal).to(device)
+        #: Value networks train in training.fused_network's kernels (see ``fit_backend``).
+        self.fused = (config.merge_duplicates and device.type == "cpu" and config.fit_backend != "torch"
+                      and not config.canonical_suits)  # the kernels read raw cards
+        #: The divisor of the last fit's targets (``normalize_targets``; 1.0 otherwise): network
+        #: outputs times it are chips, logged as ``target_scale_p<player>`` for ``pokerbot watch``.
+        self.target_scale = 1.0
+        #: Where torch fits report their steps (the trainer sets its progress display here).
+        self.progress: Any = None
+        #: The run's stop policy (:class:`training.run.StopRequest`): checked every step, so a
+        #: stop request or the end of the time budget abandons a fit of hours within seconds.
+        self.stop: Any = None
+
+    def fit(self, net: DeepCFRNetwork, optimizer: torch.optim.Optimizer, memory: Reservoir, steps: int,
+             batch_size: int, rng: np.random.Generator, average: bool, iteration: int,
+             label: str = "SGD") -> tuple[float, str]:
+        """Weighted MSE over legal actions (Brown et al. 2019, algorithm 1 losses).
+
+        Returns the mean loss of the last 10% of steps and the batch form used: ``rows`` (uniform
+        minibatches of memory rows, the paper), or with ``merge_duplicates`` ``full`` (every
+        distinct input each step: the exact full-memory gradient) or ``weighted`` (distinct
+        inputs drawn by total weight); see :mod:`training.merged_memory`. Value networks on
+        merged batches train in the compiled kernels of :mod:`training.fused_network` when
+        ``fit_backend`` resolves to ``fused`` (a fresh Adam state, like ``optimizer`` here).
+        Torch steps are reported to :attr:`progress` as ``label`` (FHP/HULH fits take minutes)
+        and each ends with :attr:`stop`'s check (which may abandon the fit); a fused fit checks
+        it between compiled calls of :data:`training.fused_network.STEPS_PER_CALL` steps."""
+        cfg = self.config
+        normalize = cfg.normalize_targets and not average
+        if self.fused and not average:
+            return self.fit_fused(net, self.merged_problem(memory, steps, batch_size, rng, iteration, normalize), steps)
+        batches, form = self.batches(memory, steps, batch_size, rng, iteration, normalize)
+        net.train()
+        rates = self.learning_rates(steps).tolist()
+        tail_from = _tail_start(steps)
+        losses = []
+        parameters = list(net.parameters())  # once: ``net.parameters()`` walks the modules each call
+        full_batch_features = None  # the full form repeats one batch: its inputs are embedded once
+        for step, (cards, bets, legal, target, weight, denominator) in enumerate(batches):
+            if form == "full":
+                full_batch_features = full_batch_features or net.input_features(cards, bets)
+                outputs = net.forward_features(full_batch_features)
+            else:
+                outputs = net(cards, bets)
+            if average:
+                outputs = masked_softmax(outputs, legal).nan_to_num(0.0)
+            per_row = ((outputs - target) ** 2 * legal).sum(dim=1)
+            loss = (per_row * weight).sum() / denominator
+            optimizer.zero_grad(set_to_none=True)
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(parameters, cfg.grad_clip, foreach=True)
+            for group in optimizer.param_groups:
+                group["lr"] = rates[step]
+            optimizer.step()
+            if step >= tail_from:  # read back only then, so a step costs no synchronisation
+                losses.append(loss.item())
+            if self.progress is not None:
+                self.progress.advance_iteration(step + 1, steps, label)
+            if self.stop is not None:
+                self.stop.check()
+        net.eval()
+        return float(np.mean(losses)), form
+
+    def learning_rates(self, steps: int) -> np.ndarray:
+        """The learning rate of each of a fit's ``steps`` (see ``lr_schedule``)."""
+        rate = self.config.learning_rate
+        if self.config.lr_schedule == "cosine":
+            return rate * 0.5 * (1.0 + np.cos(np.pi * np.arange(steps) / steps))
+        return np.full(steps, rate)
+
+    def fit_fused(self, net: DeepCFRNetwork, problem: MergedProblem, steps: int) -> tuple[float, str]:
+        """:meth:`fit` of a value network in :func:`training.fused_network.fit_weighted_mse`."""
+        cfg = self.config
+        features = Features.build(problem.merged.cards, self.encoder.bets[problem.merged.node], self.encoder.group_sizes)
+        losses = fit_weighted_mse(net, features, problem.target, self.encoder.legal[problem.merged.node],
+                                  problem.weight, problem.denominator, steps, self.learning_rates(steps), cfg.grad_clip,
+                                  picks=problem.picks, threads=cfg.threads or os.cpu_count() or 1,
+                                  check=self.stop.check if self.stop is not None else None)
+        net.eval()
+        return float(np.mean(losses[_tail_start(steps):])), problem.form
+
+    def batches(self, memory: Reservoir, steps: int, batch_size: int, rng: np.random.Generator, iteration: int,
+                normalize: bool = False) -> tuple[Iterable[tuple], str]:
+        """``steps`` torch batches ``(cards, bets, legal, target, weight, denominator)`` and their form."""
+        if self.config.merge_duplicates:
+            problem = self.merged_problem(memory, steps, batch_size, rng, iteration, normalize)
+            return problem.torch_batches(self.device, self.bets, self.legal, steps), problem.form
+        return self.row_batches(memory, steps, batch_size, rng, iteration, normalize), "rows"
+
+    def merged_problem(self, memory: Reservoir, steps: int, batch_size: int, rng: np.random.Generator,
+                       iteration: int, normalize: bool) -> MergedProblem:
+        """The memory's loss over its distinct inputs (:mod:`training.merged_memory`).
+
+        Linear CFR weights a row by its iteration times ``2 / T`` (sec. 5.2). ``full`` when the
+        distinct inputs fit in a batch; otherwise ``weighted``: every step's rows are drawn at
+        once with probability proportional to their total weight. ``normalize`` divides the
+        targets by their weighted RMS over legal actions (see ``normalize_targets``)."""
+        cfg = self.config
+        scale = 2.0 / max(iteration, 1) if cfg.linear_weighting else 1.0
+        if memory.listener is not None:
+            merged = memory.listener.merged()
+        else:
+            merged = merge_rows(memory.stored(), self.input_keys, cfg.linear_weighting)
+        divisor = _rms(merged.target, self.encoder.legal[merged.node], merged.weight) if normalize else 1.0
+        self.target_scale = divisor
+        target = (merged.target / divisor).astype(np.float32)
+        if len(merged) <= batch_size:
+            return MergedProblem(merged, target, (merged.weight * scale).astype(np.float32), merged.rows, None, "full")
+        probabilities = merged.weight.astype(np.float64) / merged.weight.sum()
+        picks = rng.choice(len(merged), size=(steps, batch_size), p=probabilities)
+        weight = np.full(len(merged), scale * float(merged.weight.sum()) / merged.rows, np.float32)
+        return MergedProblem(merged, target, weight, batch_size, picks, "weighted")
+
+    def row_batches(self, memory: Reservoir, steps: int, batch_size: int, rng: np.random.Generator, iteration: int,
+                    normalize: bool):
+        """``steps`` uniform minibatches of memory rows ``(cards, bets, legal, target, weight,
+        denominator)`` on the device, the paper's form. Indices for all steps are drawn at once
+        and the batches gathered on the device from the memory's rows, moved there once per fit
+        (on the CPU zero-copy views): a step costs no numpy round trip and, on a GPU, no host
+        copy (HULH's 40M-row memory is ~1 GB, copied once per fit instead of 32,000 batches)."""
+        cfg, device = self.config, self.device
+        scale = 2.0 / max(iteration, 1) if cfg.linear_weighting else 1.0
+        raw = memory.stored()
+        stored = {name: torch.from_numpy(raw[name]).to(device) for name in ("node", "cards", "target")}
+        weights = row_weights(raw, cfg.linear_weighting)
+        row_weight = torch.from_numpy((weights * scale).astype(np.float32)).to(device)
+        picks = torch.from_numpy(rng.integers(0, len(memory), size=(steps, batch_size))).to(device)
+        divisor = _rms(raw["target"], self.encoder.legal[raw["node"]], weights) if normalize else 1.0
+        self.target_scale = divisor
+        for p in picks:
+            node = stored["node"][p].long()
+            yield (stored["cards"][p], self.bets[node], self.legal[node], stored["target"][p] / divisor, row_weight[p],
+                   batch_size)
+
+
+def _tail_start(steps: int) -> int:
+    """First step of a fit's last 10%, whose mean loss is the fit's reported loss."""
+    return steps - max(1, steps // 10)
+
+
+def _rms(target: np.ndarray, legal: np.ndarray, weight: np.ndarray) -> float:
+    """Weighted root mean square of ``target`` over legal actions (1.0 for an all-zero memory)."""
+    squares = (target.astype(np.float64) ** 2 * legal).sum(axis=1)
+    value = float(np.sqrt((weight * squares).sum() / max((weight * legal.sum(axis=1)).sum(), 1e-30)))
+    return value if value > 0 else 1.0

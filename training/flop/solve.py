@@ -1,0 +1,289 @@
+"""``pokerbot train --algo abstraction --game fhp --size lossless``: the full-width FHP solve.
+
+The run loop around :class:`training.flop.cfr.FlopCFR`: a rich progress bar that moves flop by
+flop inside an iteration (with the ETA and the last exact exploitability), exact
+exploitability of the average strategy every ``eval_every`` iterations (off the solve clock:
+``elapsed_s`` counts only CFR time; ``nodes_touched`` per iteration), ``metrics.jsonl``, atomic checkpoints every
+``checkpoint_seconds`` and on Ctrl-C, ``--resume``, and publication of the average strategy:
+
+* ``<run>/policy/``: ``pre_average.npy`` and ``average.npy`` (the solver's own tables over the
+  canonical flops, read by :func:`bot.flop.policies.load_flop_policy` for exact evaluation);
+* the agent named ``fhp_lossless``: the same strategy as rows of the lossless abstraction
+  (decision node x suit-isomorphism class of hole cards + board), which
+  :class:`bot.abstraction.agent.AbstractionAgent` plays.
+"""
+
+from __future__ import annotations
+
+import json
+import resource
+import signal
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import numba
+import numpy as np
+from rich.console import Console
+from rich.progress import TextColumn
+
+from bot.abstraction.spec import SPECS, policy_path, resolve_size, spec_dir
+from bot.abstraction.tables import AbstractGame, Abstraction
+from bot.agents.bundle import write_bundle
+from bot.errors import PokerbotError
+from bot.flop.solve_agent import FLOP_FILE, PREFLOP_FILE
+from bot.flop.solve_agent import KIND as FLOP_SOLVE_KIND
+from bot.progress import progress_bar
+from bot.run_files import ELAPSED_METRIC
+from protocol.files import atomic_write
+from protocol.gamedef import load_game
+from training.contract.rundir import RunDir
+from training.flop.cfr import FlopCFR, FlopCFRConfig
+
+#: The abstraction name the full-width solve publishes.
+LOSSLESS_NAME = "fhp_lossless"
+#: Key that marks a run directory as a flop solve (for ``--resume``).
+SOLVER_KEY = "flop_cfr"
+
+
+@dataclass(frozen=True)
+class FlopSolveConfig:
+    """One full-width flop solve (the run's config.toml)."""
+
+    game: str = "fhp"
+    """The game (FHP, or a flop-hold'em-shaped gamedef path)."""
+    flop_cfr: str = "dcfr"
+    """``cfr+`` or ``dcfr`` (DCFR reached a reduced deck's 0.5 mbb/g in half CFR+'s iterations)."""
+    average_exponent: float = 2.0
+    """CFR+: average weight t^k."""
+    alpha: float = 1.5
+    beta: float = 0.0
+    gamma: float = 2.0
+    iterations: int = 1000
+    """Stop after this many iterations (``--iterations``)."""
+    time_budget: float | None = None
+    """Stop after this many seconds of solving."""
+    target_mbb: float = 0.0
+    """Stop once the measured exploitability (NashConv/2) is below this (0: never)."""
+    eval_every: int = 25
+    """Exact exploitability every this many iterations (and at the end)."""
+    checkpoint_seconds: float = 600.0
+    """Wall time between checkpoints."""
+    threads: int = 0
+    """numba threads; 0 = all cores."""
+    seed: int = 0
+    """Recorded for the record: full-width CFR is deterministic."""
+
+    def cfr_config(self) -> FlopCFRConfig:
+        return FlopCFRConfig(self.flop_cfr, self.average_exponent, self.alpha, self.beta, self.gamma, True)
+
+
+def is_flop_run(config: dict) -> bool:
+    return SOLVER_KEY in config
+
+
+def make_config(values: dict) -> FlopSolveConfig:
+    known = set(FlopSolveConfig.__dataclass_fields__)
+    unknown = set(values) - known
+    if unknown:
+        raise PokerbotError(f"unknown flop-solve config keys: {', '.join(sorted(unknown))} (known: {', '.join(sorted(known))})")
+    config = FlopSolveConfig(**values)
+    config.cfr_config()  # validates the variant
+    if config.iterations < 1 or config.eval_every < 1:
+        raise PokerbotError("iterations and eval_every must be positive")
+    return config
+
+
+def _rss_gb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20
+
+
+def solve(config: FlopSolveConfig, run: RunDir, resume: bool = False, console: Console | None = None) -> FlopCFR:
+    """Run (or continue) the solve to its stopping rule; checkpoint and publish on the way out."""
+    console = console or Console(stderr=True)
+    if config.threads:
+        numba.set_num_threads(config.threads)
+    solver = FlopCFR(load_game(config.game), config.cfr_config())
+    state = {"iteration": 0, "solve_s": 0.0, "eval_s": 0.0, "exploitability_mbb": None}
+    if resume:
+        state = _restore(run, solver)
+    fg = solver.fg
+    console.print(f"{config.game}: {fg.num_flops:,} flops x {fg.flop.num_decisions} flop decision nodes x "
+                  f"{fg.num_hands:,} hands; tables {solver.table_bytes / 2**30:.2f} GiB; "
+                  f"{config.flop_cfr}, {numba.get_num_threads()} threads")  # fmt: skip
+    last_checkpoint = time.monotonic()
+    interrupted = False
+    previous_handler = signal.signal(signal.SIGTERM, _interrupt)  # kill = Ctrl-C: checkpoint, then stop
+    status = TextColumn("{task.fields[status]}")
+    try:
+        with progress_bar(console, status) as bar:
+            task = bar.add_task("flop CFR", total=config.iterations, completed=solver.iteration,
+                                status=_status(state))  # fmt: skip
+            while not _done(config, solver, state):
+                t0 = time.monotonic()
+                solver.iterate(lambda done, total, start=solver.iteration: bar.update(task, completed=start + done / total))
+                state["solve_s"] += time.monotonic() - t0
+                state["iteration"] = solver.iteration
+                record = {"iteration": solver.iteration, ELAPSED_METRIC: round(state["solve_s"], 2),
+                          "iteration_s": round(time.monotonic() - t0, 3), "nodes_touched": solver.nodes_per_iteration,
+                          "rss_gb": round(_rss_gb(), 3)}  # fmt: skip
+                if solver.iteration % config.eval_every == 0 or solver.iteration >= config.iterations:
+                    record |= _evaluate(solver, state, bar, task)
+                run.append_metrics(record)
+                bar.update(task, completed=solver.iteration, status=_status(state))
+                if time.monotonic() - last_checkpoint >= config.checkpoint_seconds:
+                    _checkpoint(run, solver, state)
+                    last_checkpoint = time.monotonic()
+    except KeyboardInterrupt:
+        interrupted = True
+    finally:
+        signal.signal(signal.SIGTERM, previous_handler)
+    _checkpoint(run, solver, state)
+    publish(run, solver, state)
+    console.print(f"{solver.iteration:,} iterations, {state['solve_s']:.0f} s solving; {_status(state)}; "
+                  f"policy in {run.policy_path}")  # fmt: skip
+    if interrupted:
+        raise PokerbotError(f"interrupted; continue with --resume {run.path}")
+    return solver
+
+
+def _interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
+
+
+def _done(config: FlopSolveConfig, solver: FlopCFR, state: dict) -> bool:
+    if solver.iteration >= config.iterations:
+        return True
+    if config.time_budget is not None and state["solve_s"] >= config.time_budget:
+        return True
+    measured = state["exploitability_mbb"]
+    return measured is not None and measured < config.target_mbb
+
+
+def _status(state: dict) -> str:
+    measured = state["exploitability_mbb"]
+    return "exploitability: not measured yet" if measured is None else f"exploitability {measured:.3f} mbb/g"
+
+
+def _evaluate(solver: FlopCFR, state: dict, bar, task) -> dict:
+    t0 = time.monotonic()
+    bar.update(task, status="measuring exploitability")
+    report = solver.exploitability()
+    seconds = time.monotonic() - t0
+    state["eval_s"] += seconds
+    state["exploitability_mbb"] = report.mbb(report.exploitability)
+    return {"exploitability_mbb": report.mbb(report.exploitability), "nash_conv_mbb": report.mbb(report.nash_conv),
+            "game_value": report.game_value, "eval_s": round(seconds, 2)}  # fmt: skip
+
+
+def _checkpoint(run: RunDir, solver: FlopCFR, state: dict) -> None:
+    with run.writing_checkpoint() as directory:
+        for name, table in solver.tables().items():
+            np.save(directory / f"{name}.npy", table)
+        (directory / "state.json").write_text(json.dumps(state))
+
+
+def _restore(run: RunDir, solver: FlopCFR) -> dict:
+    checkpoint = run.checkpoint_path
+    if checkpoint is None:
+        raise PokerbotError(f"{run.path} has no checkpoint to resume from")
+    try:
+        state = json.loads((checkpoint / "state.json").read_text())
+        solver.restore(lambda name: np.load(checkpoint / f"{name}.npy", mmap_mode="r"), int(state["iteration"]))
+    except (OSError, ValueError, KeyError) as error:
+        raise PokerbotError(f"{checkpoint}: damaged checkpoint: {error}") from None
+    run.truncate_metrics(solver.iteration)
+    return state
+
+
+def publish(run: RunDir, solver: FlopCFR, state: dict) -> None:
+    """Write the average strategy into the run, and as the ``fhp_lossless`` agent's policy when
+    the game is FHP."""
+    run.policy_path.mkdir(parents=True, exist_ok=True)
+    atomic_write(run.policy_path / PREFLOP_FILE, lambda h: np.save(h, solver.pre_average))
+    atomic_write(run.policy_path / FLOP_FILE, lambda h: np.save(h, solver.average))
+    meta = {"solver": SOLVER_KEY, "game": solver.fg.game.name, "iteration": solver.iteration,
+            "config": asdict(solver.config), "state": state, "run": str(run.path.resolve())}  # fmt: skip
+    atomic_write(run.policy_path / "meta.json", lambda h: h.write(json.dumps(meta).encode()))
+    provenance = {"algorithm": f"full-width {solver.config.algo}", "config": asdict(solver.config),
+                  "iterations": solver.iteration, "exploitability_mbb": state["exploitability_mbb"]}  # fmt: skip
+    write_bundle(run.policy_path, FLOP_SOLVE_KIND, solver.fg.game, [PREFLOP_FILE, FLOP_FILE], provenance)
+    spec = SPECS[LOSSLESS_NAME]
+    if solver.fg.game.name != spec.load_game().name:
+        return
+    from training.abstraction.build import build_abstraction
+
+    build_abstraction(spec)  # lossless rounds: only the meta file
+    rows = lossless_rows(solver)
+    target = policy_path(spec)
+    atomic_write(target, lambda h: np.save(h, rows))
+    atomic_write(spec_dir(spec) / "policy.json", lambda h: h.write(json.dumps(meta).encode()))
+    Console(stderr=True).print(f"published as the agent {LOSSLESS_NAME!r} ({target})")
+
+
+def lossless_rows(solver: FlopCFR) -> np.ndarray:
+    """The average strategy as ``fhp_lossless`` rows (float32 ``[rows, 3]``): each (node, class
+    of hole cards + board) row gets the normalised average of a canonical representative."""
+    from bot.flop.game import match_strategy
+
+    fg = solver.fg
+    ag = AbstractGame.build(Abstraction.load(SPECS[LOSSLESS_NAME]))
+    rows = np.zeros((ag.num_rows, 3), dtype=np.float32)
+    pre = np.empty(solver.pre_average.shape)
+    match_strategy(solver.pre_average, fg.preflop.legal, pre)
+    pre_class = ag.abstraction.indexers[0].index_batch(fg.hands)
+    for d, node in enumerate(fg.preflop.decision_nodes):
+        rows[ag.row_offset[node] + pre_class] = pre[d]
+    indexer = ag.abstraction.indexers[1]
+    offsets = ag.row_offset[fg.flop.decision_nodes]
+    strategy = np.empty(solver.average.shape[1:])
+    for c in range(fg.num_flops):
+        valid = fg.valid[c] > 0
+        hands = fg.hands[valid]
+        cards = np.concatenate([hands, np.broadcast_to(fg.flops[c], (len(hands), fg.flops.shape[1]))], axis=1)
+        classes = indexer.index_batch(cards)
+        match_strategy(solver.average[c], fg.flop.legal, strategy)
+        rows[offsets[:, None] + classes[None, :]] = strategy[:, valid]
+    return rows
+
+
+def claims(options: dict) -> bool:
+    """Whether ``train --algo abstraction`` options name a lossless FHP solve (new or resumed):
+    full-width CFR on the real game, not MCCFR over sampled buckets."""
+    if options.get("resume"):
+        return is_flop_run(RunDir.open(options["resume"]).config())
+    size, game = options.get("size"), options.get("game")
+    return bool(size and game) and resolve_size(str(game), str(size)).name == LOSSLESS_NAME
+
+
+def run_from_cli(options: dict) -> None:
+    """``train --algo abstraction --size lossless --game fhp`` (or ``--resume`` of such a run):
+    preset < ``--config`` TOML < flags; ``--resume`` may change iterations, time budget, threads."""
+    from training.contract.entry import parse_duration
+
+    if options.get("traversals") is not None:
+        raise PokerbotError("--traversals does not apply to --algo abstraction")
+    flags: dict = {}
+    if options.get("iterations") is not None:
+        flags["iterations"] = int(options["iterations"])
+    if options.get("time_budget") is not None:
+        flags["time_budget"] = parse_duration(options["time_budget"])
+    if options.get("threads"):
+        flags["threads"] = int(options["threads"])
+    if options.get("resume"):
+        if options.get("seed") is not None or options.get("config_path") or options.get("size"):
+            raise PokerbotError("--seed, --size and --config cannot change a run on --resume (its config.toml is kept)")
+        run = RunDir.open(options["resume"])
+        config = make_config(run.config() | flags)
+        run.save_config(config)
+        solve(config, run, resume=True)
+        return
+    values: dict = {"game": str(options.get("game") or "fhp")}
+    if options.get("config_path"):
+        from training.contract.rundir import read_toml
+
+        values |= read_toml(Path(options["config_path"]))
+    if options.get("seed") is not None:
+        flags = flags | {"seed": int(options["seed"])}
+    config = make_config(values | flags)
+    solve(config, RunDir.create(options["out"], config, algo="abstraction"))

@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from bot.agents.infosets import InfosetSpace, space_for
+from bot.agents.registry import register_strategy_loader
 from bot.evaluation.best_response import (
     PublicTree,
     best_response_strategy,
@@ -14,7 +15,6 @@ from bot.evaluation.best_response import (
     exploitability_of_blocks,
     head_to_head,
     load_strategy,
-    register_strategy_loader,
     uniform_blocks,
 )
 from protocol.gamedef import load_game

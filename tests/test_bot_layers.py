@@ -1,7 +1,7 @@
 """Inside ``bot`` the sub-packages' import arrows run one way, lowest first:
 
     helpers  <-  agents  <-  shipped  <-  abstraction | evaluation  <-  flop
-             <-  cli  <-  commands  <-  __main__
+             <-  catalogue  <-  cli  <-  commands  <-  __main__
 
 The helpers are ``bot``'s top-level modules other than the CLI (``errors``, ``progress``, ...);
 they import no other part of ``bot``. A module may import its own sub-package and any lower
@@ -27,14 +27,11 @@ ROOT = Path(__file__).resolve().parents[1]
 HELPERS = {"__init__", "errors", "progress", "run_files"}
 #: Groups of ``bot`` (a sub-package or a top-level module), lowest layer first.
 LAYERS: list[set[str]] = [HELPERS, {"agents"}, {"shipped"}, {"abstraction", "evaluation"}, {"flop"},
-                          {"cli"}, {"commands"}, {"__main__"}]
+                          {"catalogue"}, {"cli"}, {"commands"}, {"__main__"}]
 LEVEL = {group: level for level, groups in enumerate(LAYERS) for group in groups}
-#: module -> groups it imports against the arrows today, to be removed: the NFSP agent and the
-#: bundle loader register their strategy loaders with ``bot.evaluation.best_response``
-#: (``register_strategy_loader``); the next step is moving that loader table
-#: (``register_strategy_loader``, ``load_strategy``, ``PolicyNotFound``) into
-#: ``bot.agents.registry`` beside the agent loaders, so agents register one level down.
-KNOWN_BACK_ARROWS = {"bot/agents/nfsp.py": {"evaluation"}, "bot/agents/bundle.py": {"evaluation"}}
+#: module -> groups it imports against the arrows today, to be removed (none: the strategy
+#: loaders register in ``bot.agents.registry`` beside the agent loaders, one layer down).
+KNOWN_BACK_ARROWS: dict[str, set[str]] = {}
 
 
 def group_of(relative: str) -> str:

@@ -8,10 +8,10 @@ import json
 import pytest
 from click.testing import CliRunner
 
+from bot import catalogue
 from bot.agents.bundle import manifest
 from bot.agents.registry import known_names, load_plugins
 from bot.cli import main
-from bot.commands import agents as agents_command
 from bot.commands import exploit as exploit_command
 from protocol.gamedef import load_game
 
@@ -22,7 +22,7 @@ def invoke(*args: str, **kwargs):
 
 def test_help_lists_every_registered_name() -> None:
     load_plugins()
-    assert sorted(agents_command.agent_names()) == known_names()
+    assert sorted(catalogue.agent_names()) == known_names()
     for command in ("match", "play", "connect"):
         text = " ".join(invoke(command, "--help", env={"COLUMNS": "200"}).output.split())
         assert "abstraction_3e6," in text and "default," in text and "pokerbot agents" in text, command

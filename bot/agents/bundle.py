@@ -251,8 +251,7 @@ def load_network(architecture: dict[str, Any], weights: Path | dict[str, Any], s
 
 
 def _register() -> None:
-    from bot.agents.registry import register_path_loader
-    from bot.evaluation.best_response import register_strategy_loader
+    from bot.agents.registry import register_path_loader, register_strategy_loader
 
     register_path_loader(load_bundle_agent)
     register_strategy_loader(load_bundle_strategy)

@@ -29,8 +29,12 @@ from bot.agents.bundle import Bundle, bundle_root, game_difference, load_network
 from bot.agents.deep_cfr import InfosetBatch
 from bot.agents.encoding import ENCODER_VERSION, InfosetEncoder
 from bot.agents.network import DeepCFRNetwork, masked_softmax
-from bot.agents.registry import AgentNotFound, register_name, register_path_loader
-from bot.evaluation.best_response import register_strategy_loader
+from bot.agents.registry import (
+    AgentNotFound,
+    register_name,
+    register_path_loader,
+    register_strategy_loader,
+)
 from protocol.gamedef import GAME_ALIASES, Game, parse_gamedef
 from protocol.matchstate import MatchState
 from protocol.state import ACTIONS

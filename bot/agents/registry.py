@@ -9,11 +9,15 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from bot.agents.base import Agent, CallAgent, RaiseAgent, RandomAgent
 from bot.errors import PokerbotError
 from bot.run_files import continue_command
 from protocol.gamedef import Game
+
+if TYPE_CHECKING:
+    import numpy as np
 
 
 class AgentNotFound(PokerbotError, LookupError):
@@ -31,6 +35,10 @@ _NAMED: dict[str, AgentFactory] = {
 }
 #: Loaders for paths, tried in order; each returns None when the path is not its kind.
 _PATH_LOADERS: list[Callable[[Game, Path], Agent | None]] = []
+#: ``(game or None, path) -> (game, strategy array) | None`` (None: not this loader's kind).
+StrategyLoader = Callable[[Game | None, Path], "tuple[Game, np.ndarray] | None"]
+#: Strategy loaders for paths, tried in order by ``load_strategy`` after the policy JSON reader.
+_STRATEGY_LOADERS: list[StrategyLoader] = []
 
 
 def register_name(name: str, factory: AgentFactory) -> None:
@@ -39,6 +47,19 @@ def register_name(name: str, factory: AgentFactory) -> None:
 
 def register_path_loader(loader: Callable[[Game, Path], Agent | None]) -> None:
     _PATH_LOADERS.append(loader)
+
+
+def register_strategy_loader(loader: StrategyLoader) -> None:
+    """Teach :func:`bot.evaluation.best_response.load_strategy` (and ``pokerbot exploit``) a new
+    kind of path. The table lives here, beside the agent loaders, so the modules that play a kind
+    register both one layer below the evaluation that reads them."""
+    _STRATEGY_LOADERS.append(loader)
+
+
+def strategy_loaders() -> list[StrategyLoader]:
+    """Every registered strategy loader, in registration order (plugins loaded first)."""
+    load_plugins()
+    return list(_STRATEGY_LOADERS)
 
 
 def known_names() -> list[str]:

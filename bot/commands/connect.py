@@ -6,7 +6,7 @@ import click
 from rich.console import Console
 
 from bot.agents.registry import resolve_agent
-from bot.commands.agents import AGENT_HELP
+from bot.catalogue import AGENT_HELP
 from bot.commands.options import SEED
 from bot.evaluation.match import require_playable, run_as_client
 from protocol.acpc_client import DEFAULT_READ_TIMEOUT

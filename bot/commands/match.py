@@ -20,7 +20,7 @@ from rich.progress import (
 
 from bot.agents.base import Agent
 from bot.agents.registry import resolve_agent
-from bot.commands.agents import AGENT_HELP
+from bot.catalogue import AGENT_HELP
 from bot.commands.options import SEED
 from bot.errors import PokerbotError
 from bot.evaluation.aivat import aivat_values

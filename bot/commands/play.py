@@ -2,12 +2,12 @@
 through the same TUI as an ACPC client of a dealer (``--connect HOST PORT``).
 
 Without ``--opponent`` the strongest agent available locally is used: the registry is asked for
-the candidates in :data:`STRONGEST_FIRST` (the shipped bot ``default`` first, then registered
+the candidates in :data:`bot.catalogue.STRONGEST_FIRST` (the shipped bot ``default`` first, then registered
 names and the run directories the train commands write) and the first that resolves plays; a
 :class:`Notice` names it and its headline figure in one line (the table's side panel) with the
 whole provenance as details (the ``?`` screen) when it is the shipped bot. When none resolves,
 the fallback is :data:`FALLBACK`, and the notice names the cheapest real opponent for the game
-and what building it costs (:data:`CHEAPEST`), not a training run that takes hours.
+and what building it costs (:data:`bot.catalogue.CHEAPEST`), not a training run that takes hours.
 """
 
 from __future__ import annotations
@@ -20,47 +20,14 @@ import click
 
 from bot.agents.base import Agent
 from bot.agents.registry import AgentNotFound, resolve_agent
-from bot.commands.agents import AGENT_HELP
+from bot.catalogue import AGENT_HELP, CHEAPEST, STRONGEST_FIRST, cheapest_hint
 from bot.commands.options import SEED
 from bot.errors import PokerbotError
 from protocol.gamedef import GAME_ALIASES, Game, load_game
 
-#: Candidates per game, strongest first: the shipped bot, then registered names and the run
-#: directories the train commands write. Deep CFR / SD-CFR beat abstractions and NFSP in HULH
-#: (Brown et al. 2019, table 2); bigger abstractions beat smaller ones; lossless abstractions
-#: and tabular CFR+ solves are near-exact.
-STRONGEST_FIRST: dict[str, list[str]] = {
-    "holdem": ["default", "runs/sd-cfr-holdem", "runs/deep-cfr-holdem", "abstraction_3e8", "abstraction_3e7", "abstraction_3e6", "nfsp"],
-    "fhp": ["default", "fhp_lossless", "runs/sd-cfr-fhp", "runs/deep-cfr-fhp", "fhp_abstraction_3.6e6", "fhp_abstraction_4e4", "nfsp"],
-    "leduc": ["default", "leduc_lossless", "runs/cfr-leduc", "runs/cfr-leduc.json", "runs/sd-cfr-leduc", "runs/deep-cfr-leduc", "leduc_merged", "nfsp"],
-    "kuhn": ["default", "runs/cfr-kuhn", "runs/cfr-kuhn.json", "runs/sd-cfr-kuhn", "runs/deep-cfr-kuhn", "nfsp"],
-}
 #: The documented simple opponent when nothing trained exists: the calling station never folds
 #: and never raises, so a person learns to value-bet against it.
 FALLBACK = "call"
-#: Per game, the cheapest real opponent among the candidates: an abstraction name (its build
-#: command and estimated cost come from ``pokerbot agents``) or a command with its measured cost
-#: on the 2-core development machine (docs/getting-started.md).
-CHEAPEST: dict[str, str | tuple[str, str]] = {
-    "holdem": "abstraction_3e6",
-    "fhp": "fhp_abstraction_4e4",
-    "leduc": ("pokerbot solve --game leduc --out runs/cfr-leduc", "a CFR+ solve to 0.12 mbb/g, 4 s of CPU"),
-    "kuhn": ("pokerbot solve --game kuhn --out runs/cfr-kuhn", "a CFR+ solve to 0.09 mbb/g, 1 s of CPU"),
-}
-
-
-def cheapest_hint(alias: str) -> str:
-    """``The cheapest real opponent is <what>, <cost>: <command>``."""
-    from bot.commands.agents import abstraction_info
-
-    entry = CHEAPEST[alias]
-    if isinstance(entry, str):
-        info = abstraction_info(entry)
-        entry = (info.build or f"pokerbot play --game {alias} --opponent {entry}", f"{entry}, {info.cost or info.status}")
-    command, cost = entry
-    return f"The cheapest real opponent is {cost}: {command}"
-
-
 class Notice(NamedTuple):
     """What the player is told about the opponent ``play`` chose: ``line`` fits the side panel
     (who it is and its headline figure), ``details`` is the whole story (the ``?`` screen and

@@ -437,30 +437,21 @@ def best_response_strategy(game: Game, strategy: np.ndarray, player: int) -> np.
 
 # -- loading strategies from files ---------------------------------------------------------
 
-#: ``(game or None, path) -> (game, strategy array) | None`` (None: not this loader's kind).
 class PolicyNotFound(PokerbotError, LookupError, ValueError):
     """A path that is not there or holds nothing :func:`load_strategy` can evaluate (``ValueError``
     as before the one error root, ``LookupError`` as a name that resolves to nothing)."""
 
 
-StrategyLoader = Callable[[Game | None, Path], "tuple[Game, np.ndarray] | None"]
-_STRATEGY_LOADERS: list[StrategyLoader] = []
-
-
-def register_strategy_loader(loader: StrategyLoader) -> None:
-    """Teach :func:`load_strategy` (and ``pokerbot exploit``) a new kind of path."""
-    _STRATEGY_LOADERS.append(loader)
-
-
 def load_strategy(path: Path, game: Game | None = None) -> tuple[Game, np.ndarray]:
-    """The game and strategy array stored at ``path`` (a policy JSON or a registered kind)."""
-    from bot.agents.registry import load_plugins
+    """The game and strategy array stored at ``path`` (a policy JSON or a kind registered with
+    :func:`bot.agents.registry.register_strategy_loader`)."""
+    from bot.agents.registry import strategy_loaders
     from bot.agents.tabular import load_policy_strategy
 
-    load_plugins()
+    loaders = strategy_loaders()  # loads the plugins that register them
     if not path.exists():
         raise PolicyNotFound(f"{path}: no such file or directory")
-    for loader in [load_policy_strategy, *_STRATEGY_LOADERS]:
+    for loader in [load_policy_strategy, *loaders]:
         found = loader(game, path)
         if found is not None:
             return found

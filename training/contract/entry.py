@@ -37,7 +37,6 @@ from __future__ import annotations
 import dataclasses
 import importlib
 import os
-import re
 import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -48,7 +47,13 @@ from bot.errors import ConfigError, UnsupportedGameError
 from protocol.gamedef import GAME_ALIASES, Game, load_game
 from training.contract import cluster as distributed
 from training.contract.rundir import RunDir, read_toml
-from training.contract.stop import CheckpointClock, RunInterrupted, StepAbandoned, StopRequest  # noqa: F401 (trainers' import)
+from training.contract.stop import (  # noqa: F401 (trainers' import)
+    CheckpointClock,
+    RunInterrupted,
+    StepAbandoned,
+    StopRequest,
+    parse_duration,
+)
 
 #: ``--algo`` -> the module whose ``TRAINER`` attribute describes it.
 ALGORITHMS: dict[str, str] = {
@@ -107,29 +112,6 @@ def load_trainer(algo: str) -> Trainer:
 
 
 # -- field types ---------------------------------------------------------------------------------
-
-def parse_duration(text: str | float | int | None, stored: bool = False) -> float | None:
-    """Seconds in ``90``, ``90s``, ``10m``, ``2h`` or ``1h30m`` (numbers are seconds already);
-    None means no limit. Zero, a negative or a non-finite time is a one-line error (leave the
-    budget out for no limit): a ``--time-budget 0`` that silently meant "no limit" surprised
-    users. ``stored``: a value read back from a run's own ``config.toml``, where old runs wrote
-    0 for no limit (read as None)."""
-    if text is None:
-        return None
-    if stored and isinstance(text, int | float) and not isinstance(text, bool) and text <= 0:
-        return None
-    if isinstance(text, int | float) and not isinstance(text, bool):
-        total = float(text)
-    else:
-        parts = re.fullmatch(r"\s*(?:(\d+(?:\.\d+)?)h)?\s*(?:(\d+(?:\.\d+)?)m)?\s*(?:(\d+(?:\.\d+)?)s?)?\s*", str(text))
-        if not parts or not any(parts.groups()):
-            raise ConfigError(f"time budget {text!r}: use e.g. 90s, 10m, 2h or 1h30m")
-        hours, minutes, seconds = (float(g) if g else 0.0 for g in parts.groups())
-        total = hours * 3600 + minutes * 60 + seconds
-    if not 0 < total < float("inf"):
-        raise ConfigError(f"time budget {text!r}: must be more than 0 (leave --time-budget out for no limit)")
-    return total
-
 
 DEVICES = ("auto", "cpu", "cuda")
 

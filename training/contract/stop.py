@@ -1,10 +1,11 @@
 """Interrupts, the time budget and checkpoint timing of every trainer (the run contract's
 policy, :mod:`training.contract.entry`): :class:`StopRequest` for Ctrl-C, SIGTERM and the end of the time
-budget, :class:`StepAbandoned` when a step runs on past its grace period, and
-:class:`CheckpointClock` for checkpoints by count or time."""
+budget (:func:`parse_duration` reads it), :class:`StepAbandoned` when a step runs on past its
+grace period, and :class:`CheckpointClock` for checkpoints by count or time."""
 
 from __future__ import annotations
 
+import re
 import signal
 import sys
 import time
@@ -12,7 +13,31 @@ from collections.abc import Callable
 from types import FrameType
 from typing import Any
 
-from bot.errors import PokerbotError
+from bot.errors import ConfigError, PokerbotError
+
+
+def parse_duration(text: str | float | int | None, stored: bool = False) -> float | None:
+    """Seconds in ``90``, ``90s``, ``10m``, ``2h`` or ``1h30m`` (numbers are seconds already);
+    None means no limit. Zero, a negative or a non-finite time is a one-line error (leave the
+    budget out for no limit): a ``--time-budget 0`` that silently meant "no limit" surprised
+    users. ``stored``: a value read back from a run's own ``config.toml``, where old runs wrote
+    0 for no limit (read as None)."""
+    if text is None:
+        return None
+    if stored and isinstance(text, int | float) and not isinstance(text, bool) and text <= 0:
+        return None
+    if isinstance(text, int | float) and not isinstance(text, bool):
+        total = float(text)
+    else:
+        parts = re.fullmatch(r"\s*(?:(\d+(?:\.\d+)?)h)?\s*(?:(\d+(?:\.\d+)?)m)?\s*(?:(\d+(?:\.\d+)?)s?)?\s*", str(text))
+        if not parts or not any(parts.groups()):
+            raise ConfigError(f"time budget {text!r}: use e.g. 90s, 10m, 2h or 1h30m")
+        hours, minutes, seconds = (float(g) if g else 0.0 for g in parts.groups())
+        total = hours * 3600 + minutes * 60 + seconds
+    if not 0 < total < float("inf"):
+        raise ConfigError(f"time budget {text!r}: must be more than 0 (leave --time-budget out for no limit)")
+    return total
+
 
 #: Seconds the step in progress may still run after a stop request or the end of the time
 #: budget before it is abandoned (a Leduc iteration finishes well within it; a hold'em SGD fit

@@ -29,7 +29,7 @@ from bot.agents.encoding import InfosetEncoder
 from bot.agents.network import DeepCFRNetwork, regret_matching
 from protocol.gamedef import load_game
 from training.contract.cluster import DEFAULT_TIMEOUT_S, ActorPool, Cluster, Worker, shares, start
-from training.deep_cfr.trainer import Stream
+from training.deep_cfr.streams import Stream
 from training.deep_cfr.traversal import TraversalResult, deal_batch, traverse
 
 if TYPE_CHECKING:

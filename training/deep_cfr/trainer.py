@@ -21,7 +21,7 @@ network is evaluated whenever it is trained. Flop hold'em-shaped games too large
 (:mod:`training.flop.evaluation`).
 
 Randomness: every random draw of iteration ``t``/player ``p`` comes from a named stream
-(:class:`Stream`) seeded by ``(seed, t, p, stream)``, so a resumed run repeats exactly what the
+(:class:`~training.deep_cfr.streams.Stream`) seeded by ``(seed, t, p, stream)``, so a resumed run repeats exactly what the
 killed one would have done.
 
 The run follows :mod:`training.contract.entry`'s contract (config resolution, Ctrl-C, checkpoints by
@@ -37,7 +37,6 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator
-from enum import IntEnum
 from pathlib import Path
 from types import SimpleNamespace
 from typing import TYPE_CHECKING
@@ -72,29 +71,12 @@ from training.deep_cfr.files import RunFiles
 from training.deep_cfr.fit import NetworkFit
 from training.deep_cfr.memory_log import MEMORY_DIR, MemoryLog
 from training.deep_cfr.merged_memory import MergedTable
+from training.deep_cfr.streams import Stream
 from training.deep_cfr.traversal import TraversalResult, deal_batch, traverse
 from training.flop.evaluation import FlopRunEvaluation
 
 if TYPE_CHECKING:
     from training.deep_cfr.ray_traversal import RayTraversals
-
-
-class Stream(IntEnum):
-    """The random streams of one iteration and player (values are the seeds' last component,
-    unchanged from when they were numbered, so runs reproduce exactly)."""
-
-    TRAVERSAL = 0
-    """Deals and sampled actions of the traversals."""
-    RESERVOIR = 1
-    """Reservoir sampling of the memories."""
-    VALUE_INIT = 2
-    """Initial weights of the value network."""
-    VALUE_BATCHES = 3
-    """Minibatches of the value network's fit."""
-    AVERAGE_INIT = 4
-    """Initial weights of the average network (player slot 2)."""
-    AVERAGE_BATCHES = 5
-    """Minibatches of the average network's fit (player slot 2)."""
 
 
 class DeepCFRTrainer(RunFiles):

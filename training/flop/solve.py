@@ -259,7 +259,7 @@ def claims(options: dict) -> bool:
 def run_from_cli(options: dict) -> None:
     """``train --algo abstraction --size lossless --game fhp`` (or ``--resume`` of such a run):
     preset < ``--config`` TOML < flags; ``--resume`` may change iterations, time budget, threads."""
-    from training.contract.entry import parse_duration
+    from training.contract.stop import parse_duration
 
     if options.get("traversals") is not None:
         raise PokerbotError("--traversals does not apply to --algo abstraction")

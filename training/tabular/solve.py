@@ -31,8 +31,8 @@ from bot.evaluation.best_response import exploitability
 from bot.run_files import ELAPSED_METRIC
 from protocol.files import atomic_write
 from protocol.gamedef import Game, load_game
-from training.contract.entry import CheckpointClock, StopRequest
 from training.contract.rundir import RunDir
+from training.contract.stop import CheckpointClock, StopRequest
 
 SOLVE_ALGORITHMS = ("cfr", "cfr+", "linear-cfr", "dcfr", "es-mccfr")
 #: MCCFR iterations per numba call between progress updates.

@@ -1,0 +1,220 @@
+"""The agent catalogue: every agent name, what it is, where it plays, whether it exists here,
+how strong it measured, the command and cost to build it, and which candidates ``pokerbot
+play`` tries per game, strongest first. ``pokerbot agents`` prints it, ``pokerbot play`` picks
+its opponent from it and the commands' ``--help`` texts name its agents.
+
+Names come from the registry (:mod:`bot.agents.registry`), so an agent a plugin registers is listed
+too; what this module knows about a kind (the shipped bot's manifest, an abstraction's spec
+and cost estimate, NFSP's run directory) only adds detail. Nothing is loaded: status comes
+from which files exist, so the listing is instant even for multi-GB agents. It sits above the
+agent kinds it describes (``shipped``, ``abstraction``) and below the commands that use it.
+"""
+
+from __future__ import annotations
+
+import json
+import textwrap
+from dataclasses import dataclass
+from pathlib import Path
+
+from bot.agents.registry import factory_of, known_names, load_plugins
+from protocol.gamedef import load_game
+
+#: The games ``--game`` accepts here, target games first.
+GAMES = ("holdem", "fhp", "leduc", "kuhn")
+#: Built-in baselines (the registry's own names), the shipped bot and NFSP; the abstraction
+#: names come from :data:`bot.abstraction.spec.SPECS`. ``tests/test_cli_newcomer.py`` checks
+#: that this covers every registered name, so the ``--help`` texts stay complete.
+BASELINES = ("random", "call", "raise")
+WIDTH = 80
+
+
+def agent_names() -> list[str]:
+    """Every agent name, for ``--help`` texts (no plugin import: ``--help`` stays instant)."""
+    from bot.abstraction.spec import SPECS
+
+    return ["default", *BASELINES, "nfsp", *SPECS]
+
+
+#: The ``--agent``/``--opponent`` help of match, play, connect and lbr.
+AGENT_HELP = (
+    "A name, or a path (policy file, run directory, policy bundle). Names: "
+    + ", ".join(agent_names())
+    + ". `pokerbot agents` says which are built, their strength and build cost."
+)
+
+
+@dataclass(frozen=True)
+class AgentInfo:
+    """One name's entry in the listing."""
+
+    name: str
+    what: str
+    games: str
+    status: str
+    strength: str = ""
+    build: str = ""
+    cost: str = ""
+
+    def lines(self) -> list[str]:
+        head = f"{self.name}  [{self.games}]  {self.status}"
+        body = [self.what]
+        body += [f"strength: {self.strength}"] if self.strength else []
+        body += [f"build: {self.build}"] if self.build else []
+        body += [f"cost: {self.cost}"] if self.cost else []
+        wrapped = textwrap.wrap(head, WIDTH, subsequent_indent="      ")
+        for line in body:
+            wrapped += textwrap.wrap(line, WIDTH, initial_indent="    ", subsequent_indent="      ",
+                                     break_on_hyphens=False)
+        return wrapped
+
+
+def _shipped(games: tuple[str, ...]) -> AgentInfo:
+    from bot.shipped import SHIPPED_GAMES, shipped_manifest
+
+    statuses, strengths, whats = [], [], []
+    for alias in (g for g in SHIPPED_GAMES if g in games):
+        manifest = shipped_manifest(load_game(alias))
+        if manifest is None:
+            statuses.append(f"{alias}: not shipped yet")
+            continue
+        statuses.append(f"{alias}: shipped ({manifest.get('name', 'default')})")
+        whats.append(f"{alias}: {manifest.get('description', '')}")
+        figures = "; ".join(f"{k} {v}" for k, v in dict(manifest.get("strength", {})).items())
+        strengths.append(f"{alias}: {figures or 'not measured'}")
+    what = "The bot that ships inside pokerbot for the game (no training needed)."
+    served = ", ".join(g for g in SHIPPED_GAMES if g in games)
+    return AgentInfo("default", " ".join([what, *whats]), served or ", ".join(games),
+                     "; ".join(statuses) or f"no bot ships for {', '.join(games)}", "; ".join(strengths))
+
+
+def abstraction_info(name: str) -> AgentInfo:
+    from bot.abstraction.cost import duration, estimate, size
+    from bot.abstraction.spec import SPECS, policy_path, size_name, spec_dir
+
+    spec = SPECS[name]
+    built = (spec_dir(spec) / "meta.json").exists()
+    solved = policy_path(spec).exists()
+    status = "built" if solved else "buckets built, not solved" if built else "not built"
+    buckets = "/".join("lossless" if b is None else f"{b:,}" for b in spec.buckets)
+    methods = "/".join(m for m in spec.round_methods if m != "lossless")
+    what = f"Card abstraction, buckets per round {buckets}" + (f" ({methods})" if methods else "")
+    if solved:
+        meta = _published_meta(policy_path(spec).with_name("policy.json"))
+        what += f", solved by {_solver_name(meta)}."
+        return AgentInfo(name, what, spec.game, status, _abstraction_strength(meta))
+    what += ", solved by ES Linear MCCFR."
+    cost = estimate(spec, built=built)
+    seconds = cost.feature_seconds + cost.cluster_seconds + cost.solve_seconds
+    hours = f"~{duration(seconds)}" if seconds >= 60 else "under a minute"  # start-up included
+    return AgentInfo(name, what, spec.game, status, "",
+                     f"pokerbot train --algo abstraction --game {spec.game} --size {size_name(spec)} --out runs/{spec.name}",
+                     f"{hours} on this 2-core machine ({cost.iterations:,} iterations), "
+                     f"{size(cost.table_bytes)} RAM, {size(cost.disk_bytes)} disk")
+
+
+def _published_meta(meta_path: Path) -> dict:
+    """The published policy's meta (empty when unreadable: the agent then says "not measured")."""
+    try:
+        meta = json.loads(meta_path.read_text())
+    except (OSError, ValueError):
+        return {}
+    return meta if isinstance(meta, dict) else {}
+
+
+def _solver_name(meta: dict) -> str:
+    """Which solver wrote the published policy: the full-width flop solve (``fhp_lossless``,
+    training/flop/solve.py) publishes a meta with ``solver = "flop_cfr"``; the abstraction
+    trainer's meta has none."""
+    if meta.get("solver") == "flop_cfr":
+        config = meta.get("config", {})
+        return f"full-width {str(config.get('algo', 'cfr')).upper()} over every flop"
+    return "ES Linear MCCFR"
+
+
+def _abstraction_strength(meta: dict) -> str:
+    """What the published policy's meta and its run's metrics record (exploitability where the
+    solver could measure it exactly)."""
+    if not meta:
+        return "not measured"
+    text = f"{meta.get('iterations', meta.get('iteration', 0)):,} iterations"
+    measured = meta.get("state", {}).get("exploitability_mbb") if isinstance(meta.get("state"), dict) else None
+    metrics = Path(str(meta.get("run", ""))) / "metrics.jsonl"
+    if metrics.is_file():
+        records = [json.loads(line) for line in metrics.read_text().splitlines() if "exploitability_mbb" in line]
+        if records:
+            measured = records[-1]["exploitability_mbb"]
+    if measured is not None:
+        text += f"; exploitability {measured:.3g} mbb/g (exact, NashConv/2)"
+    return text
+
+
+def _nfsp(games: tuple[str, ...]) -> AgentInfo:
+    from bot.agents.nfsp import default_run_dir, policy_file
+
+    built = [g for g in games if policy_file(default_run_dir(load_game(g))) is not None]
+    status = f"built for {', '.join(built)}" if built else "not built"
+    missing = [g for g in games if g not in built]
+    build = (f"pokerbot train --algo nfsp --game {missing[0]} --out runs/nfsp-{missing[0]}" if missing else "")
+    return AgentInfo("nfsp", "Neural Fictitious Self-Play (Heinrich & Silver 2016): the average policy of "
+                     "runs/nfsp-<game> ($POKERBOT_RUNS overrides runs/).", ", ".join(games), status, "",
+                     build, "Leduc: 37 mbb/g after ~20 min on 2 cores; hold'em/FHP: many hours" if build else "")
+
+
+def _generic(name: str) -> AgentInfo:
+    doc = (factory_of(name).__doc__ or "").strip().splitlines()
+    kind = "Baseline: " if name in BASELINES else ""
+    return AgentInfo(name, kind + (doc[0] if doc else "(no description)"), "any game", "built in")
+
+
+def agent_infos(game: str | None = None) -> list[AgentInfo]:
+    """One entry per registered name (those that play ``game`` when it is given): the shipped
+    bot, the baselines, NFSP, then the abstractions by game and size."""
+    from bot.abstraction.spec import SPECS
+
+    load_plugins()
+    games = GAMES if game is None else (game,)
+    stems = [load_game(g).name for g in games]
+    infos = [_shipped(games)] if "default" in known_names() else []
+    infos += [_generic(name) for name in BASELINES]
+    infos += [_nfsp(games)] if "nfsp" in known_names() else []
+    infos += [abstraction_info(name) for stem in stems for name, spec in SPECS.items() if spec.load_game().name == stem]
+    listed = {info.name for info in infos} | set(SPECS)
+    infos += [_generic(name) for name in known_names() if name not in listed]  # a plugin's own names
+    return infos
+
+
+def run_paths(game: str) -> list[tuple[str, bool]]:
+    """The run directories ``pokerbot play`` also looks for, and whether each exists here."""
+    return [(p, Path(p).exists()) for p in STRONGEST_FIRST.get(game, []) if "/" in p]
+
+
+#: Candidates per game, strongest first: the shipped bot, then registered names and the run
+#: directories the train commands write. Deep CFR / SD-CFR beat abstractions and NFSP in HULH
+#: (Brown et al. 2019, table 2); bigger abstractions beat smaller ones; lossless abstractions
+#: and tabular CFR+ solves are near-exact.
+STRONGEST_FIRST: dict[str, list[str]] = {
+    "holdem": ["default", "runs/sd-cfr-holdem", "runs/deep-cfr-holdem", "abstraction_3e8", "abstraction_3e7", "abstraction_3e6", "nfsp"],
+    "fhp": ["default", "fhp_lossless", "runs/sd-cfr-fhp", "runs/deep-cfr-fhp", "fhp_abstraction_3.6e6", "fhp_abstraction_4e4", "nfsp"],
+    "leduc": ["default", "leduc_lossless", "runs/cfr-leduc", "runs/cfr-leduc.json", "runs/sd-cfr-leduc", "runs/deep-cfr-leduc", "leduc_merged", "nfsp"],
+    "kuhn": ["default", "runs/cfr-kuhn", "runs/cfr-kuhn.json", "runs/sd-cfr-kuhn", "runs/deep-cfr-kuhn", "nfsp"],
+}
+#: Per game, the cheapest real opponent among the candidates: an abstraction name (its build
+#: command and estimated cost come from ``pokerbot agents``) or a command with its measured cost
+#: on the 2-core development machine (docs/getting-started.md).
+CHEAPEST: dict[str, str | tuple[str, str]] = {
+    "holdem": "abstraction_3e6",
+    "fhp": "fhp_abstraction_4e4",
+    "leduc": ("pokerbot solve --game leduc --out runs/cfr-leduc", "a CFR+ solve to 0.12 mbb/g, 4 s of CPU"),
+    "kuhn": ("pokerbot solve --game kuhn --out runs/cfr-kuhn", "a CFR+ solve to 0.09 mbb/g, 1 s of CPU"),
+}
+
+
+def cheapest_hint(alias: str) -> str:
+    """``The cheapest real opponent is <what>, <cost>: <command>``."""
+    entry = CHEAPEST[alias]
+    if isinstance(entry, str):
+        info = abstraction_info(entry)
+        entry = (info.build or f"pokerbot play --game {alias} --opponent {entry}", f"{entry}, {info.cost or info.status}")
+    command, cost = entry
+    return f"The cheapest real opponent is {cost}: {command}"

@@ -1,6 +1,6 @@
 """Playing: every agent, how strong it is, and the ``pokerbot`` CLI, in sub-packages by job.
 
-Lowest first; each imports only those below it (``tests/test_bot_layers.py`` checks every
+Lowest first; each imports only those below it (``tests/architecture/test_bot_layers.py`` checks every
 arrow, with its documented exceptions):
 
 * ``bot.errors``, ``bot.progress``: the error root (from ``protocol.errors``) and progress bars.
@@ -13,6 +13,6 @@ arrow, with its documented exceptions):
 * ``bot.cli`` and ``bot.commands``: the ``pokerbot`` command line, one module per command.
 
 ``bot`` imports ``protocol``, never ``training`` or ``tui``, except where
-``tests/test_import_directions.py`` documents it (the CLI's commands that run training or the
+``tests/architecture/test_import_directions.py`` documents it (the CLI's commands that run training or the
 table import them inside the command function).
 """

@@ -23,7 +23,7 @@ from protocol.gamedef import load_game
 #: The games ``--game`` accepts here, target games first.
 GAMES = ("holdem", "fhp", "leduc", "kuhn")
 #: Built-in baselines (the registry's own names), the shipped bot and NFSP; the abstraction
-#: names come from :data:`bot.abstraction.spec.SPECS`. ``tests/test_cli_newcomer.py`` checks
+#: names come from :data:`bot.abstraction.spec.SPECS`. ``tests/bot/commands/test_cli_newcomer.py`` checks
 #: that this covers every registered name, so the ``--help`` texts stay complete.
 BASELINES = ("random", "call", "raise")
 WIDTH = 80

@@ -5,7 +5,7 @@ MATCHSTATE parser and network client raise it too, and ``protocol`` imports noth
 Every error a user can cause (a bad option, file, protocol line or corrupt checkpoint) is a
 subclass, mixing in ``ValueError``/``OSError``/``LookupError`` where callers catch those; the CLI
 prints exactly these as one line, so anything else (a ``KeyError`` from a bug) keeps its
-traceback. The fuzz tests (``tests/test_fuzz_*.py``) check that no input to a parser raises
+traceback. The fuzz tests (``tests/protocol/test_fuzz_parsers.py``) check that no input to a parser raises
 anything else.
 """
 

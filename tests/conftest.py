@@ -42,9 +42,9 @@ FIXED_TIMINGS = {"traversal_s": 0.05, "training_s": 0.1, "evaluation_s": 0.01, "
 def write_frozen_kuhn_run(target: Path = FROZEN_KUHN_RUN) -> Path:
     """Train :data:`WATCH_RUN` into ``target`` with its wall-clock figures fixed (no memories or
     plot: the watch tabs read metrics, checkpoints and the policy stack). Regenerate after a
-    change of the run format with ``python -c "import sys; sys.path.insert(0, 'tests');
-    import conftest; conftest.write_frozen_kuhn_run()"``, then ``pytest
-    tests/test_watch_snapshots.py --snapshot-update``, and look at the SVGs."""
+    change of the run format with ``python -c "from tests import conftest;
+    conftest.write_frozen_kuhn_run()"``, then ``pytest
+    tests/tui/watch/test_watch_snapshots.py --snapshot-update``, and look at the SVGs."""
     shutil.rmtree(target, ignore_errors=True)
     train_kuhn(target)
     shutil.rmtree(target / "memories")

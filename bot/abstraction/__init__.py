@@ -5,5 +5,5 @@ buckets computed from the cards at decision time, the tabular abstraction agents
 
 Building and solving an abstraction is ``training.abstraction``'s job. Imports ``bot.agents``,
 ``bot.shipped`` and the helpers (``bot.errors``, ``bot.progress``); never ``bot.evaluation``
-or ``bot.flop`` (``tests/test_bot_layers.py``).
+or ``bot.flop`` (``tests/architecture/test_bot_layers.py``).
 """

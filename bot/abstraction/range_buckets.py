@@ -22,7 +22,7 @@ sorting each card's 46 pairs once per runout.
 ``(less + 0.5 equal) / total``; each hand's sum runs over the runouts of its board's canonical
 representative in the build's lexicographic order, skipping those that hit the hand, exactly as
 :func:`bot.abstraction.runtime_buckets.runout_features` sums for the pair :func:`build_order_hand` gives;
-the float32 features, and so the buckets, are the same bits (``tests/test_range_buckets.py``).
+the float32 features, and so the buckets, are the same bits (``tests/bot/abstraction/test_range_buckets.py``).
 """
 
 from __future__ import annotations

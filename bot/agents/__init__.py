@@ -5,7 +5,7 @@ tabular policies over the dense infoset index of a small game.
 
 The lowest layer of ``bot``: imports ``protocol`` and ``bot.errors`` / ``bot.progress`` only.
 Agents defined higher up (``bot.abstraction``, ``bot.flop``, ``bot.shipped``) join the registry
-through its plugin list (module names imported lazily), so no import runs up. One documented
-exception (``tests/test_bot_layers.py``): ``nfsp`` and ``bundle`` register their strategy
-loaders with ``bot.evaluation.best_response``.
+through its plugin list (module names imported lazily), so no import runs up
+(``tests/architecture/test_bot_layers.py``); the loaders of strategy files register in the
+registry too, where ``bot.evaluation.best_response.load_strategy`` reads them.
 """

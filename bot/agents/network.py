@@ -14,7 +14,7 @@ Parameter count: ``embeddings 69*w*groups + w*w*(groups + 7) + w*(2*bet_slots + 
 actions) width 96 gives 99,555 parameters, +0.6% against the paper's 98,948; no integer width
 and no natural choice of groups/bet inputs/actions reproduces 98,948 exactly with the appendix
 code's layer shapes, so the paper's run differed in some detail it does not state (see
-``tests/test_network.py``).
+``tests/bot/agents/test_network.py``).
 
 >>> from protocol.gamedef import load_game
 >>> net = DeepCFRNetwork.for_game(load_game("fhp"), width=96, bet_slots=12)

@@ -4,5 +4,5 @@ variance-aware statistics and the match report.
 
 Measures agents through the :class:`~bot.agents.base.Agent` interface and the registry, so it
 imports ``bot.agents`` and the helpers (``bot.errors``, ``bot.progress``) only, never a
-particular kind of agent elsewhere (``tests/test_bot_layers.py``).
+particular kind of agent elsewhere (``tests/architecture/test_bot_layers.py``).
 """

@@ -1,7 +1,7 @@
 """Head-to-head matches between two agents: in-process (fast) or through our dealer (``--wire``).
 
 Both ways deal with :func:`protocol.dealing.deal_hand` and give each agent the same views, so for
-one seed they produce the same hands, hand for hand (``tests/test_match.py`` proves it).
+one seed they produce the same hands, hand for hand (``tests/bot/evaluation/test_match.py`` proves it).
 
 Randomness is *common random numbers*: the agent in position ``p`` of deal ``d`` samples from
 ``np.random.default_rng([seed, d, p])``. A client derives the same key from the MATCHSTATE it

@@ -4,5 +4,5 @@ network bot.
 
 The top of the playing layers: imports ``bot.agents``, ``bot.shipped``, ``bot.abstraction``,
 ``bot.evaluation`` and the helpers (``bot.errors``, ``bot.progress``);
-``tests/test_bot_layers.py`` checks it.
+``tests/architecture/test_bot_layers.py`` checks it.
 """

@@ -95,7 +95,7 @@ class NFSPConfig(StrengthOptions):
     fused: bool = False
     """Run the exact SL and Q steps (``sl_full_batch``, ``rl_full_batch``) in the compiled
     kernels of :mod:`training.common.fused_network` instead of torch autograd: the same loss, gradient,
-    clip and SGD update (``tests/test_nfsp_fused.py``), several times cheaper per step on Leduc's
+    clip and SGD update (``tests/training/nfsp/test_nfsp_fused.py``), several times cheaper per step on Leduc's
     few hundred distinct inputs, so more exact Q steps per learning round cost the same time.
     CPU and SGD only; the torch networks share the kernels' weight buffer (no copies)."""
     grad_clip: float = 10.0

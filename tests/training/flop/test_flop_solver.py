@@ -1,0 +1,184 @@
+"""The full-width flop solver and the per-flop best response on a reduced-deck FHP.
+
+The game is FHP's betting (2 rounds, blinds 50/100, raise 100, 3 raises a round, 3 flop
+cards) on a 10-card deck (2 suits x 5 ranks), small enough that :mod:`bot.evaluation.best_response`
+walks every infoset and :mod:`training.tabular.cfr` solves it tabularly.
+"""
+
+import numpy as np
+import pytest
+
+from bot.agents.infosets import space_for
+from bot.evaluation.best_response import exploitability
+from bot.flop.best_response import flop_exploitability, flop_game_for, uniform_policy
+from bot.flop.game import FlopGameError
+from bot.flop.policies import expand_canonical, policy_strategy, strategy_policy
+from protocol.gamedef import load_game, parse_gamedef
+from training.flop.cfr import FlopCFR, FlopCFRConfig
+
+#: FHP's betting on a 10-card deck (2 suits x 5 ranks): small enough for the dense best response.
+TINY_FHP_TEXT = """GAMEDEF
+limit
+numPlayers = 2
+numRounds = 2
+blind = 100 50
+raiseSize = 100 100
+firstPlayer = 2 1
+maxRaises = 3 3
+numSuits = 2
+numRanks = 5
+numHoleCards = 2
+numBoardCards = 0 3
+END GAMEDEF
+"""
+TINY_FHP = parse_gamedef(TINY_FHP_TEXT, name="tiny_fhp")
+#: Seat 0's game value (chips/hand) by tabular CFR+ (training.tabular.cfr, 600 iterations, exploitability
+#: 0.255 mbb/g): the solver below must find the same value.
+TABULAR_VALUE = -3.3277
+
+
+def same_report(a, b, tol=1e-6):
+    assert a.best_response_values == pytest.approx(b.best_response_values, abs=tol)
+    assert a.game_value == pytest.approx(b.game_value, abs=tol)
+
+
+@pytest.mark.parametrize("canonical", [False, True])
+def test_uniform_equals_brute_force(canonical):
+    fg = flop_game_for(TINY_FHP, canonical)
+    brute = exploitability(TINY_FHP, space_for(TINY_FHP).uniform_strategy())
+    same_report(flop_exploitability(fg, uniform_policy(fg), chunk=7), brute)
+
+
+def test_random_tabular_policy_equals_brute_force():
+    space = space_for(TINY_FHP)
+    weights = np.random.default_rng(3).random((space.num_infosets, 3)) * space.legal
+    strategy = weights / weights.sum(axis=1, keepdims=True)
+    fg = flop_game_for(TINY_FHP, False)
+    policy = strategy_policy(fg, strategy)
+    same_report(flop_exploitability(fg, policy), exploitability(TINY_FHP, strategy))
+    assert np.allclose(policy_strategy(fg, policy), strategy, atol=1e-6)
+
+
+def test_canonical_path_refuses_a_policy_that_is_not_suit_invariant():
+    fg = flop_game_for(TINY_FHP, True)
+    policy = uniform_policy(fg)
+    with pytest.raises(ValueError, match="suit-invariant"):
+        flop_exploitability(fg, type(policy)(policy.preflop, policy.flop, False))
+
+
+@pytest.fixture(scope="module")
+def solved():
+    solver = FlopCFR(TINY_FHP, FlopCFRConfig("dcfr"))
+    for _ in range(150):
+        solver.iterate()
+    return solver
+
+
+def test_solver_converges_to_the_tabular_value(solved):
+    report = solved.exploitability()
+    assert report.mbb(report.exploitability) < 1.5
+    assert report.game_value == pytest.approx(TABULAR_VALUE, abs=0.01)
+
+
+def test_canonical_solution_measured_by_brute_force(solved):
+    """The canonical tables read on every raw flop give a full-game strategy whose exact
+    exploitability (bot.evaluation.best_response, every infoset) is the canonical path's."""
+    raw = flop_game_for(TINY_FHP, False)
+    expanded = expand_canonical(solved.fg, solved.average_policy(), raw)
+    strategy = policy_strategy(raw, expanded)
+    same_report(exploitability(TINY_FHP, strategy), solved.exploitability(), tol=1e-5)
+
+
+def test_canonical_solve_equals_all_flops_solve():
+    """Iterate for iterate, solving 60 canonical flops with weights equals solving all 120.
+    (Only the first iterations are compared: later, a regret that is exactly 0 on one path is
+    1e-16 on the other, and regret matching turns that into a different strategy.)"""
+    canonical, raw = (FlopCFR(TINY_FHP, FlopCFRConfig("dcfr", canonical=c)) for c in (True, False))
+    assert canonical.fg.num_flops < raw.fg.num_flops == 120
+    for _ in range(3):
+        canonical.iterate()
+        raw.iterate()
+        same_report(canonical.exploitability(), raw.exploitability(), tol=1e-9)
+
+
+def test_cfr_plus_keeps_regrets_non_negative(solved):
+    solver = FlopCFR(TINY_FHP, FlopCFRConfig("cfr+"))
+    for _ in range(3):
+        solver.iterate()
+    assert solver.regrets.min() >= 0 and solver.pre_regrets.min() >= 0
+    assert solver.regrets.max() > 0
+
+
+def test_games_of_another_shape_are_refused():
+    with pytest.raises(FlopGameError, match="two rounds"):
+        flop_game_for(load_game("holdem"), True)
+
+
+def test_solve_run_logs_exact_points_nodes_and_resumes_to_the_same_tables(tmp_path):
+    """The run loop (training/flop/solve.py) on the 10-card game: exact exploitability every
+    ``eval_every`` iterations, the training clock under the one metric name, nodes touched per
+    iteration as every pass's (decision node, live hand) pairs; a run stopped at 6 iterations
+    and resumed to 12 ends with the tables of an uninterrupted 12-iteration run, and its
+    published policy measures what the run logged."""
+    from bot.flop.policies import solve_policy
+    from bot.run_files import ELAPSED_METRIC
+    from training.contract.rundir import RunDir
+    from training.flop.solve import FlopSolveConfig, solve
+
+    gamedef = tmp_path / "tiny_fhp.game"
+    gamedef.write_text(TINY_FHP_TEXT)
+    config = FlopSolveConfig(game=str(gamedef), iterations=12, eval_every=6, threads=1)
+    whole = solve(config, RunDir.create(tmp_path / "whole", config))
+    part = RunDir.create(tmp_path / "part", config)
+    solve(FlopSolveConfig(game=str(gamedef), iterations=6, eval_every=6, threads=1), part)
+    resumed = solve(config, RunDir.open(part.path), resume=True)
+    assert np.array_equal(resumed.average, whole.average) and np.array_equal(resumed.pre_average, whole.pre_average)
+    records = RunDir.open(part.path).read_metrics()
+    assert [r["iteration"] for r in records] == list(range(1, 13))
+    fg = whole.fg
+    live_pairs = int((fg.valid > 0).sum())  # (flop, hand) pairs with no shared card
+    assert live_pairs == 60 * 21  # 10 cards: each 3-card flop leaves C(7, 2) hands
+    per_pass = fg.preflop.num_decisions * fg.num_hands + fg.flop.num_decisions * live_pairs
+    assert all(r["nodes_touched"] == 2 * per_pass for r in records)
+    assert all(r[ELAPSED_METRIC] > 0 for r in records) and records[-1][ELAPSED_METRIC] > records[0][ELAPSED_METRIC]
+    measured = [r for r in records if "exploitability_mbb" in r]
+    assert [r["iteration"] for r in measured] == [6, 12] and measured[1]["exploitability_mbb"] < measured[0]["exploitability_mbb"]
+    report = flop_exploitability(fg, solve_policy(fg, part.path))
+    assert report.mbb(report.exploitability) == pytest.approx(measured[1]["exploitability_mbb"], abs=1e-6)
+
+
+def test_solve_run_is_an_agent_playing_its_canonical_tables_on_every_raw_flop(tmp_path):
+    """``--agent RUN`` on a flop solve: its bundle (kind ``flop_solve``) loads, and on every raw
+    flop and hand the agent plays the canonical tables read through the suit renaming that
+    ``expand_canonical`` (checked against brute force above) uses; legal and suit-invariant."""
+    from bot.agents.bundle import read_bundle
+    from bot.agents.registry import resolve_agent
+    from bot.flop.solve_agent import FlopSolveAgent
+    from tests.bot.flop.test_flop_network import check_agent
+    from training.contract.rundir import RunDir
+    from training.flop.solve import FlopSolveConfig, solve
+
+    gamedef = tmp_path / "tiny_fhp.game"
+    gamedef.write_text(TINY_FHP_TEXT)
+    game = load_game(str(gamedef))
+    config = FlopSolveConfig(game=str(gamedef), iterations=8, eval_every=8, threads=1)
+    solver = solve(config, RunDir.create(tmp_path / "run", config))
+    assert read_bundle(tmp_path / "run").kind == "flop_solve"
+    agent = resolve_agent(str(tmp_path / "run"), game)
+    assert isinstance(agent, FlopSolveAgent)
+    raw = flop_game_for(game, False)
+    tables = expand_canonical(solver.fg, solver.average_policy(), raw).flop(0, raw.num_flops)
+    node, d = int(raw.flop.decision_nodes[2]), 2
+    checked = 0
+    for b, flop in enumerate(raw.flops.tolist()):
+        for h in np.flatnonzero(raw.valid[b] > 0):
+            hole = tuple(raw.hands[h].tolist())
+            played = agent.strategy_sums(node, hole, tuple(flop))
+            expected = tables[b, d, h]
+            assert played / played.sum() == pytest.approx(expected / expected.sum(), abs=1e-6)
+            checked += 1
+    assert checked == 120 * 21
+    for d, node in enumerate(raw.preflop.decision_nodes.tolist()):
+        for h, hole in enumerate(raw.hands.tolist()):
+            assert np.array_equal(agent.strategy_sums(node, tuple(hole), ()), solver.pre_average[d, h])
+    check_agent(agent, game)

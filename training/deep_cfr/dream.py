@@ -39,8 +39,8 @@ from training.deep_cfr.config import DeepCFRConfig
 from training.deep_cfr.files import config_dict
 from training.deep_cfr.outcome_sampling import sample_trajectories
 from training.deep_cfr.q_baseline import QBaseline
-from training.deep_cfr.trainer import DeepCFRTrainer
 from training.deep_cfr.streams import Stream
+from training.deep_cfr.trainer import DeepCFRTrainer
 from training.deep_cfr.traversal import deal_batch
 
 ALGOS = ("dream", "os-sd-cfr")

@@ -42,6 +42,14 @@ ELAPSED_METRIC = "elapsed_s"
 METRIC_ALIASES = {"train_seconds": ELAPSED_METRIC, "wall_s": ELAPSED_METRIC, "solve_s": ELAPSED_METRIC}
 #: The ``run.json`` algorithm of runs that ``pokerbot solve`` (tabular CFR) writes and continues.
 SOLVE_ALGO = "solve"
+#: ``pokerbot train --algo`` names (:data:`training.contract.entry.ALGORITHMS` maps each to its
+#: module; a test keeps the two equal). Here, below the CLI and the trainers, so ``--help``
+#: lists them without importing the training package.
+TRAIN_ALGORITHMS = ("abstraction", "deep-cfr", "dream", "nfsp", "os-sd-cfr", "sd-cfr")
+#: The full-width CFR variants of :mod:`training.tabular.cfr`.
+CFR_VARIANTS = ("cfr", "cfr+", "linear-cfr", "dcfr")
+#: ``pokerbot solve --algo`` names: the CFR variants, then external-sampling MCCFR.
+SOLVE_ALGORITHMS = (*CFR_VARIANTS, "es-mccfr")
 
 
 def recorded_algo(path: Path) -> str | None:

@@ -1,1 +1,4 @@
-"""Producing policies: tabular CFR family, Deep CFR, SD-CFR, NFSP, card abstraction, run directories."""
+"""Producing policies, one folder per family: the run contract every trainer follows
+(``contract``), tabular CFR (``tabular``), the lossless FHP solve (``flop``), Deep CFR / SD-CFR /
+DREAM (``deep_cfr``), NFSP (``nfsp``), card abstractions and their MCCFR (``abstraction``), and
+the pieces more than one family shares (``common``)."""

@@ -21,9 +21,8 @@ from rich.progress import TextColumn
 from bot.commands.options import NON_NEGATIVE, POSITIVE, SEED
 from bot.errors import ConfigError, PokerbotError
 from bot.progress import progress_bar
+from bot.run_files import SOLVE_ALGORITHMS
 
-#: ``--algo`` values (``training.tabular.solve.SOLVE_ALGORITHMS``; a test keeps the two equal).
-ALGORITHM_NAMES = ("cfr", "cfr+", "linear-cfr", "dcfr", "es-mccfr")
 #: The options that are solve settings (the rest steer the command).
 SETTINGS = ("game", "algo", "iterations", "seed", "eval_every", "alpha", "beta", "gamma", "linear")
 
@@ -44,7 +43,7 @@ def old_form_error(out: str | None, resume: str | None) -> str | None:
 
 @click.command(context_settings={"show_default": True})
 @click.option("--game", default="leduc", help="kuhn, leduc, or a gamedef path of a small game (the default is not holdem, as elsewhere: hold'em and FHP are too large to tabulate).")
-@click.option("--algo", default="cfr+", help="One of: " + ", ".join(ALGORITHM_NAMES) + ".")
+@click.option("--algo", default="cfr+", help="One of: " + ", ".join(SOLVE_ALGORITHMS) + ".")
 @click.option("--iterations", default=1000, type=POSITIVE, help="Iterations (one update per player each).")
 @click.option("--out", help="Run directory to create (config.toml, metrics.jsonl, checkpoint/, policy/).")
 @click.option("--seed", default=0, type=SEED, help="Seed (es-mccfr sampling; recorded in config.toml).")

@@ -12,16 +12,13 @@ import click
 
 from bot.commands.options import NON_NEGATIVE, POSITIVE, SEED
 from bot.errors import PokerbotError
-
-#: The ``--algo`` names (``training.contract.entry.ALGORITHMS`` maps each to its module; a test keeps the
-#: two lists equal, so ``--help`` need not import the training package).
-ALGORITHM_NAMES = ("abstraction", "deep-cfr", "dream", "nfsp", "os-sd-cfr", "sd-cfr")
+from bot.run_files import TRAIN_ALGORITHMS
 
 
 @click.command(context_settings={"show_default": True})
 @click.option("--game", help="kuhn, leduc, fhp, holdem, or a gamedef path. Required for a new run (or from the "
               "--config file): no default, as a run's cost differs by hours between games.")
-@click.option("--algo", required=True, help="Training algorithm: " + ", ".join(ALGORITHM_NAMES) + ".")
+@click.option("--algo", required=True, help="Training algorithm: " + ", ".join(TRAIN_ALGORITHMS) + ".")
 @click.option("--config", "config_path", type=click.Path(dir_okay=False), help="TOML file of settings (flags override it, it overrides the game's preset).")
 @click.option("--iterations", type=POSITIVE, help="CFR iterations (Deep CFR / SD-CFR / abstraction) or self-play steps (NFSP).")
 @click.option("--traversals", type=POSITIVE, help="Traversals per player per iteration (Deep CFR / SD-CFR).")
@@ -44,8 +41,8 @@ def train(**options: object) -> None:
     Settings come from the game's preset, then the --config file, then the flags. Ctrl-C (or
     SIGTERM) finishes the step in progress and checkpoints; --resume continues the run.
     """
-    if options["algo"] not in ALGORITHM_NAMES:
-        raise PokerbotError(f"unknown --algo {options['algo']!r}; known: {', '.join(ALGORITHM_NAMES)}")
+    if options["algo"] not in TRAIN_ALGORITHMS:
+        raise PokerbotError(f"unknown --algo {options['algo']!r}; known: {', '.join(TRAIN_ALGORITHMS)}")
     if options["resume"] is None and options["game"] is None and options["config_path"] is None:
         raise PokerbotError("--game is required for a new run: kuhn, leduc (minutes), fhp, holdem (hours), or a gamedef path")
     if options.pop("watch"):

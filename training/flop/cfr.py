@@ -50,6 +50,7 @@ from bot.flop.game import (
 )
 from protocol.betting_tree import DECISION
 from protocol.gamedef import Game
+from training.tabular.cfr import DCFR_ALPHA, DCFR_BETA, DCFR_GAMMA
 
 FLOP_ALGORITHMS = ("cfr+", "dcfr")
 
@@ -90,11 +91,11 @@ class FlopCFRConfig:
     """``cfr+`` or ``dcfr``."""
     average_exponent: float = 2.0
     """CFR+: iteration t's weight in the average is t^k (1 linear, 2 quadratic)."""
-    alpha: float = 1.5
+    alpha: float = DCFR_ALPHA
     """DCFR: positive regrets x t^alpha / (t^alpha + 1)."""
-    beta: float = 0.0
+    beta: float = DCFR_BETA
     """DCFR: negative regrets x t^beta / (t^beta + 1)."""
-    gamma: float = 2.0
+    gamma: float = DCFR_GAMMA
     """DCFR: the strategy sum x (t / (t + 1))^gamma."""
     canonical: bool = True
     """Solve the canonical flops only (suit isomorphism); False walks every raw flop."""

@@ -39,6 +39,7 @@ from protocol.files import atomic_write
 from protocol.gamedef import load_game
 from training.contract.rundir import RunDir
 from training.flop.cfr import FlopCFR, FlopCFRConfig
+from training.tabular.cfr import DCFR_ALPHA, DCFR_BETA, DCFR_GAMMA
 
 #: The abstraction name the full-width solve publishes.
 LOSSLESS_NAME = "fhp_lossless"
@@ -56,9 +57,9 @@ class FlopSolveConfig:
     """``cfr+`` or ``dcfr`` (DCFR reached a reduced deck's 0.5 mbb/g in half CFR+'s iterations)."""
     average_exponent: float = 2.0
     """CFR+: average weight t^k."""
-    alpha: float = 1.5
-    beta: float = 0.0
-    gamma: float = 2.0
+    alpha: float = DCFR_ALPHA
+    beta: float = DCFR_BETA
+    gamma: float = DCFR_GAMMA
     iterations: int = 1000
     """Stop after this many iterations (``--iterations``)."""
     time_budget: float | None = None

@@ -29,10 +29,15 @@ import numpy as np
 
 from bot.agents.infosets import normalise_average
 from bot.evaluation.best_response import PublicTree, public_tree_for
+from bot.run_files import CFR_VARIANTS
 from protocol.gamedef import Game
 
-#: Algorithms this module runs (``pokerbot solve --algo``).
-ALGORITHMS = ("cfr", "cfr+", "linear-cfr", "dcfr")
+#: Algorithms this module runs (``pokerbot solve --algo``; the list is bot.run_files').
+ALGORITHMS = CFR_VARIANTS
+#: DCFR's discounts, the paper's recommended (alpha, beta, gamma) = (1.5, 0, 2) (Brown &
+#: Sandholm 2019, "Solving Imperfect-Information Games via Discounted Regret Minimization"):
+#: the defaults of every DCFR here (tabular, the ``pokerbot solve`` config, the FHP solve).
+DCFR_ALPHA, DCFR_BETA, DCFR_GAMMA = 1.5, 0.0, 2.0
 
 
 @dataclass(frozen=True)
@@ -41,11 +46,11 @@ class CFRConfig:
 
     algo: str = "cfr+"
     """One of ``cfr``, ``cfr+``, ``linear-cfr``, ``dcfr``."""
-    alpha: float = 1.5
+    alpha: float = DCFR_ALPHA
     """DCFR: positive regrets are discounted by t^alpha / (t^alpha + 1)."""
-    beta: float = 0.0
+    beta: float = DCFR_BETA
     """DCFR: negative regrets are discounted by t^beta / (t^beta + 1)."""
-    gamma: float = 2.0
+    gamma: float = DCFR_GAMMA
     """DCFR: the strategy sum is discounted by (t / (t + 1))^gamma."""
 
     def __post_init__(self) -> None:

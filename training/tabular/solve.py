@@ -28,13 +28,13 @@ from bot.agents.infosets import require_tabular_size
 from bot.agents.tabular import save_policy_bundle
 from bot.errors import ConfigError, CorruptFileError, PokerbotError
 from bot.evaluation.best_response import exploitability
-from bot.run_files import ELAPSED_METRIC
+from bot.run_files import ELAPSED_METRIC, SOLVE_ALGORITHMS
 from protocol.files import atomic_write
 from protocol.gamedef import Game, load_game
 from training.contract.rundir import RunDir
 from training.contract.stop import CheckpointClock, StopRequest
+from training.tabular.cfr import DCFR_ALPHA, DCFR_BETA, DCFR_GAMMA
 
-SOLVE_ALGORITHMS = ("cfr", "cfr+", "linear-cfr", "dcfr", "es-mccfr")
 #: MCCFR iterations per numba call between progress updates.
 _MCCFR_CHUNK = 20_000
 #: The solver tables inside a checkpoint directory (its format number and checksums are in
@@ -60,11 +60,11 @@ class SolveConfig:
     """Seed of the sampling algorithms (the full-width ones are deterministic)."""
     eval_every: int = 0
     """Measure exploitability every this many iterations (0: about 20 times per run)."""
-    alpha: float = 1.5
+    alpha: float = DCFR_ALPHA
     """DCFR positive-regret discount exponent."""
-    beta: float = 0.0
+    beta: float = DCFR_BETA
     """DCFR negative-regret discount exponent."""
-    gamma: float = 2.0
+    gamma: float = DCFR_GAMMA
     """DCFR strategy-sum discount exponent."""
     linear: bool = True
     """ES-MCCFR: weight iteration t by t (Linear MCCFR)."""

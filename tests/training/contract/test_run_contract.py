@@ -9,8 +9,8 @@ import pytest
 from click.testing import CliRunner
 
 from bot.cli import main
-from bot.commands.train import ALGORITHM_NAMES
 from bot.errors import ConfigError
+from bot.run_files import TRAIN_ALGORITHMS
 from protocol.gamedef import load_game
 from training.contract.entry import (
     ALGORITHMS,
@@ -29,7 +29,7 @@ def invoke(*args: str):
 
 
 def test_train_help_lists_every_algorithm_and_no_internal_text() -> None:
-    assert sorted(ALGORITHM_NAMES) == sorted(ALGORITHMS)
+    assert sorted(TRAIN_ALGORITHMS) == sorted(ALGORITHMS)
     result = invoke("train", "--help")
     assert result.exit_code == 0
     assert "Options left out are None" not in result.output and "resolves them" not in result.output

@@ -4,7 +4,7 @@ The run loop around :class:`training.flop.cfr.FlopCFR`: a rich progress bar that
 flop inside an iteration (with the ETA and the last exact exploitability), exact
 exploitability of the average strategy every ``eval_every`` iterations (off the solve clock:
 ``elapsed_s`` counts only CFR time; ``nodes_touched`` per iteration), ``metrics.jsonl``, atomic checkpoints every
-``checkpoint_seconds`` and on Ctrl-C, ``--resume``, and publication of the average strategy:
+``checkpoint_seconds`` and at a stop request (the run contract's interrupt policy), ``--resume``, and publication of the average strategy:
 
 * ``<run>/policy/``: ``pre_average.npy`` and ``average.npy`` (the solver's own tables over the
   canonical flops, read by :func:`bot.flop.policies.load_flop_policy` for exact evaluation);
@@ -17,10 +17,12 @@ from __future__ import annotations
 
 import json
 import resource
-import signal
+import sys
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Any
 
 import numba
 import numpy as np
@@ -38,6 +40,7 @@ from bot.run_files import ELAPSED_METRIC
 from protocol.files import atomic_write
 from protocol.gamedef import load_game
 from training.contract.rundir import RunDir
+from training.contract.stop import RunInterrupted, StepAbandoned, StopRequest, parse_duration
 from training.flop.cfr import FlopCFR, FlopCFRConfig
 from training.tabular.cfr import DCFR_ALPHA, DCFR_BETA, DCFR_GAMMA
 
@@ -99,9 +102,18 @@ def _rss_gb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20
 
 
-def solve(config: FlopSolveConfig, run: RunDir, resume: bool = False, console: Console | None = None) -> FlopCFR:
-    """Run (or continue) the solve to its stopping rule; checkpoint and publish on the way out."""
+def solve(config: FlopSolveConfig, run: RunDir, resume: bool = False, console: Console | None = None,
+          stop: StopRequest | None = None) -> FlopCFR:
+    """Run (or continue) the solve to its stopping rule; checkpoint and publish on the way out.
+
+    Interrupts follow the run contract (:class:`~training.contract.stop.StopRequest`): the
+    first Ctrl-C or SIGTERM lets the iteration in progress finish (for up to the grace period),
+    then the solve checkpoints, publishes and returns; an iteration still running after the
+    grace period, or at a second signal, is abandoned (:class:`StepAbandoned`,
+    ``KeyboardInterrupt``) and the last checkpoint stands: a half-done iteration's tables are
+    never saved."""
     console = console or Console(stderr=True)
+    stop = stop or StopRequest()
     if config.threads:
         numba.set_num_threads(config.threads)
     solver = FlopCFR(load_game(config.game), config.cfr_config())
@@ -113,16 +125,22 @@ def solve(config: FlopSolveConfig, run: RunDir, resume: bool = False, console: C
                   f"{fg.num_hands:,} hands; tables {solver.table_bytes / 2**30:.2f} GiB; "
                   f"{config.flop_cfr}, {numba.get_num_threads()} threads")  # fmt: skip
     last_checkpoint = time.monotonic()
-    interrupted = False
-    previous_handler = signal.signal(signal.SIGTERM, _interrupt)  # kill = Ctrl-C: checkpoint, then stop
     status = TextColumn("{task.fields[status]}")
-    try:
+
+    def advance(bar: Any, task: Any, start: int) -> Callable[[int, int], None]:
+        def report(done: int, total: int) -> None:
+            bar.update(task, completed=start + done / total)
+            stop.check()  # abandons the iteration once past the grace period
+
+        return report
+
+    with stop:
         with progress_bar(console, status) as bar:
             task = bar.add_task("flop CFR", total=config.iterations, completed=solver.iteration,
                                 status=_status(state))  # fmt: skip
-            while not _done(config, solver, state):
+            while not _done(config, solver, state) and not stop.requested:
                 t0 = time.monotonic()
-                solver.iterate(lambda done, total, start=solver.iteration: bar.update(task, completed=start + done / total))
+                solver.iterate(advance(bar, task, solver.iteration))
                 state["solve_s"] += time.monotonic() - t0
                 state["iteration"] = solver.iteration
                 record = {"iteration": solver.iteration, ELAPSED_METRIC: round(state["solve_s"], 2),
@@ -135,21 +153,29 @@ def solve(config: FlopSolveConfig, run: RunDir, resume: bool = False, console: C
                 if time.monotonic() - last_checkpoint >= config.checkpoint_seconds:
                     _checkpoint(run, solver, state)
                     last_checkpoint = time.monotonic()
-    except KeyboardInterrupt:
-        interrupted = True
-    finally:
-        signal.signal(signal.SIGTERM, previous_handler)
     _checkpoint(run, solver, state)
     publish(run, solver, state)
     console.print(f"{solver.iteration:,} iterations, {state['solve_s']:.0f} s solving; {_status(state)}; "
                   f"policy in {run.policy_path}")  # fmt: skip
-    if interrupted:
-        raise PokerbotError(f"interrupted; continue with --resume {run.path}")
+    if stop.requested:
+        console.print(f"stopped on request; checkpoint saved; continue with: {_resume_command(run)}")
     return solver
 
 
-def _interrupt(signum: int, frame: object) -> None:
-    raise KeyboardInterrupt
+def _resume_command(run: RunDir) -> str:
+    return f"pokerbot train --algo abstraction --resume {run.path}"
+
+
+def _run(config: FlopSolveConfig, run: RunDir, resume: bool) -> None:
+    """:func:`solve` under the contract's exits: a stop request returns (exit 0), an abandoned
+    iteration says the last checkpoint stands (exit 0), a second Ctrl-C exits 130."""
+    try:
+        solve(config, run, resume=resume)
+    except StepAbandoned as abandoned:
+        print(f"{abandoned.reason}: the iteration in progress was abandoned; the last checkpoint stands; "
+              f"continue with: {_resume_command(run)}", file=sys.stderr)
+    except KeyboardInterrupt:
+        raise RunInterrupted(f"interrupted; the last checkpoint stands; continue with: {_resume_command(run)}") from None
 
 
 def _done(config: FlopSolveConfig, solver: FlopCFR, state: dict) -> bool:
@@ -260,8 +286,6 @@ def claims(options: dict) -> bool:
 def run_from_cli(options: dict) -> None:
     """``train --algo abstraction --size lossless --game fhp`` (or ``--resume`` of such a run):
     preset < ``--config`` TOML < flags; ``--resume`` may change iterations, time budget, threads."""
-    from training.contract.stop import parse_duration
-
     if options.get("traversals") is not None:
         raise PokerbotError("--traversals does not apply to --algo abstraction")
     flags: dict = {}
@@ -277,7 +301,7 @@ def run_from_cli(options: dict) -> None:
         run = RunDir.open(options["resume"])
         config = make_config(run.config() | flags)
         run.save_config(config)
-        solve(config, run, resume=True)
+        _run(config, run, resume=True)
         return
     values: dict = {"game": str(options.get("game") or "fhp")}
     if options.get("config_path"):
@@ -287,4 +311,4 @@ def run_from_cli(options: dict) -> None:
     if options.get("seed") is not None:
         flags = flags | {"seed": int(options["seed"])}
     config = make_config(values | flags)
-    solve(config, RunDir.create(options["out"], config, algo="abstraction"))
+    _run(config, RunDir.create(options["out"], config, algo="abstraction"), resume=False)

@@ -182,3 +182,61 @@ def test_solve_run_is_an_agent_playing_its_canonical_tables_on_every_raw_flop(tm
         for h, hole in enumerate(raw.hands.tolist()):
             assert np.array_equal(agent.strategy_sums(node, tuple(hole), ()), solver.pre_average[d, h])
     check_agent(agent, game)
+
+
+def _stop_during_iteration(monkeypatch, stop, iteration: int) -> None:
+    """A Ctrl-C (``stop.request()``) while the solver runs iteration ``iteration + 1``."""
+    original = FlopCFR.iterate
+
+    def iterate(self, progress):
+        if self.iteration == iteration:
+            stop.request()
+        return original(self, progress)
+
+    monkeypatch.setattr(FlopCFR, "iterate", iterate)
+
+
+def test_a_stop_request_finishes_the_iteration_then_checkpoints_and_resumes_exactly(tmp_path, monkeypatch):
+    """The run contract's interrupt policy on the FHP solve: a stop request during iteration 3
+    lets it finish, checkpoints and publishes at 3 and returns (exit 0, not an error); resumed
+    to 8 the tables equal an uninterrupted 8-iteration run's."""
+    import io
+
+    from training.contract.rundir import RunDir
+    from training.contract.stop import StopRequest
+    from training.flop.solve import FlopSolveConfig, solve
+
+    gamedef = tmp_path / "tiny_fhp.game"
+    gamedef.write_text(TINY_FHP_TEXT)
+    config = FlopSolveConfig(game=str(gamedef), iterations=8, eval_every=8, threads=1)
+    whole = solve(config, RunDir.create(tmp_path / "whole", config))
+    stop = StopRequest(stream=io.StringIO())
+    stop.clock = lambda: 0.0  # the grace period never runs out: the iteration finishes
+    _stop_during_iteration(monkeypatch, stop, 2)
+    part = RunDir.create(tmp_path / "part", config)
+    stopped = solve(config, part, stop=stop)
+    assert stopped.iteration == 3 and part.policy_path.is_dir()
+    monkeypatch.undo()
+    resumed = solve(config, RunDir.open(part.path), resume=True)
+    assert np.array_equal(resumed.average, whole.average) and np.array_equal(resumed.regrets, whole.regrets)
+
+
+def test_an_iteration_past_the_grace_period_is_abandoned_and_the_last_checkpoint_stands(tmp_path, monkeypatch, capsys):
+    """When the iteration in progress runs past the grace period it is abandoned: nothing of it
+    is saved (no checkpoint of half-updated tables), the command says so and exits 0."""
+    from training.contract.rundir import RunDir
+    from training.contract.stop import StopRequest
+    from training.flop import solve as flop_solve
+
+    gamedef = tmp_path / "tiny_fhp.game"
+    gamedef.write_text(TINY_FHP_TEXT)
+    config = flop_solve.FlopSolveConfig(game=str(gamedef), iterations=8, eval_every=8, threads=1)
+    ticks = iter(range(0, 10_000, 100))  # every clock reading is 100 s after the last
+    stop = StopRequest()
+    stop.clock = lambda: float(next(ticks))
+    _stop_during_iteration(monkeypatch, stop, 2)
+    monkeypatch.setattr(flop_solve, "StopRequest", lambda: stop)
+    run = RunDir.create(tmp_path / "run", config)
+    flop_solve._run(config, run, resume=False)  # returns: exit 0
+    assert "the iteration in progress was abandoned; the last checkpoint stands" in capsys.readouterr().err
+    assert RunDir.open(run.path).checkpoint_path is None  # checkpoint_seconds not reached: none written

@@ -1,0 +1,234 @@
+"""Numba kernels of Public Chance Sampling: one board, every hole-card pair at once.
+
+For one full board (every round's public cards), :func:`prepare_board` lists the hands that
+share no card with it (the *live* hands), each one's bucket in every round (imperfect recall:
+hole cards plus the board visible in that round, through the suit-isomorphism index and the
+bucket table) and the live hands in ascending showdown strength. :func:`walk` is then one
+depth-first pass over the betting tree (:class:`protocol.betting_tree.BettingTree` arrays)
+carrying vectors over the live hands: both players' reach on the way down, the updating
+player's counterfactual values on the way up (Johanson, Bard, Lanctot, Gibson & Bowling 2012,
+"Efficient Nash Equilibrium Approximation through Monte Carlo Counterfactual Regret
+Minimization", sec. 3, vector form). Terminal values use exact card removal in O(V): a fold
+by inclusion-exclusion over the hands holding each of h's cards, a showdown by the
+sort-by-strength sweep (Johanson, Waugh, Bowling & Zinkevich 2011, "Accelerating Best Response
+Calculation in Large Extensive Games", sec. 4.2). The pass keeps one row of vectors per *depth*
+(not per node), so its working set is depth x V (HULH: ~20 x 1,081 doubles per array) and
+stays in cache; a node-indexed layout would be 6,378+ x V per array.
+
+These are generalisations of :mod:`bot.flop.game`'s ``fold_values``/``showdown_values`` to one
+or two hole cards and to a compact live-hand index (that module stays FHP-only).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from protocol.betting_tree import DECISION, FOLD_END
+from protocol.isomorphism import index_one
+
+NUM_CARDS = 52
+
+
+@njit(cache=True)
+def prepare_board(board, hands, strengths, board_through, groups, binom, suit_size, class_keys, class_offsets,
+                  num_ranks, num_suits, tables, lossless, live, live_cards, bucket, order, sorted_strength):  # fmt: skip
+    """Fill the per-board arrays for ``board`` (all rounds' cards); returns V, the live hands.
+
+    ``hands [H, hole]``, ``strengths [H]`` (hole + full board; read for live hands only);
+    outputs over the first V entries: ``live`` (hand rows), ``live_cards [V, hole]``,
+    ``bucket [rounds, V]``, ``order`` (live positions by ascending strength) and
+    ``sorted_strength``."""
+    num_hole = hands.shape[1]
+    mask = np.int64(0)
+    for c in board:
+        mask |= np.int64(1) << np.int64(c)
+    v = 0
+    for h in range(hands.shape[0]):
+        ok = True
+        for j in range(num_hole):
+            if (mask >> np.int64(hands[h, j])) & 1:
+                ok = False
+        if ok:
+            live[v] = h
+            for j in range(num_hole):
+                live_cards[v, j] = hands[h, j]
+            v += 1
+    cards = np.empty(num_hole + board.shape[0], dtype=np.int64)
+    for r in range(board_through.shape[0]):
+        for j in range(board_through[r]):
+            cards[num_hole + j] = board[j]
+        for i in range(v):
+            for j in range(num_hole):
+                cards[j] = live_cards[i, j]
+            index = index_one(cards[: num_hole + board_through[r]], groups[r], binom, suit_size[r], class_keys[r],
+                              class_offsets[r], num_ranks, num_suits)  # fmt: skip
+            bucket[r, i] = index if lossless[r] else tables[r][index]
+    live_strength = np.empty(v, dtype=np.int64)
+    for i in range(v):
+        live_strength[i] = strengths[live[i]]
+    ranked = np.argsort(live_strength, kind="mergesort")
+    for i in range(v):
+        order[i] = ranked[i]
+        sorted_strength[i] = live_strength[ranked[i]]
+    return v
+
+
+@njit(cache=True, inline="always")
+def _fold(won, reach, cards, v, per_card, out):
+    """out[i] = won x (reach of live hands sharing no card with hand i)."""
+    num_hole = cards.shape[1]
+    per_card[:] = 0.0
+    total = 0.0
+    for i in range(v):
+        r = reach[i]
+        total += r
+        for j in range(num_hole):
+            per_card[cards[i, j]] += r
+    for i in range(v):
+        disjoint = total
+        for j in range(num_hole):
+            disjoint -= per_card[cards[i, j]]
+        if num_hole == 2:  # the one hand holding both cards (i itself) was subtracted twice
+            disjoint += reach[i]
+        out[i] = won * disjoint
+
+
+@njit(cache=True, inline="always")
+def _showdown(win, lose, reach, cards, v, order, strength, per_card, out):
+    """out[i] = win x (reach of weaker disjoint hands) - lose x (reach of stronger ones): the
+    ascending sweep passes the weaker hands, the descending one the stronger (ties count for
+    neither; a hand sharing a card with i is never strictly weaker or stronger than i when it
+    is i itself, and is removed through ``per_card`` otherwise)."""
+    num_hole = cards.shape[1]
+    per_card[:] = 0.0
+    total = 0.0
+    i = 0
+    while i < v:
+        j = i
+        while j < v and strength[j] == strength[i]:
+            j += 1
+        for m in range(i, j):
+            h = order[m]
+            below = total
+            for k in range(num_hole):
+                below -= per_card[cards[h, k]]
+            out[h] = win * below
+        for m in range(i, j):
+            h = order[m]
+            total += reach[h]
+            for k in range(num_hole):
+                per_card[cards[h, k]] += reach[h]
+        i = j
+    per_card[:] = 0.0
+    total = 0.0
+    j = v
+    while j > 0:
+        i = j
+        while i > 0 and strength[i - 1] == strength[j - 1]:
+            i -= 1
+        for m in range(i, j):
+            h = order[m]
+            above = total
+            for k in range(num_hole):
+                above -= per_card[cards[h, k]]
+            out[h] -= lose * above
+        for m in range(i, j):
+            h = order[m]
+            total += reach[h]
+            for k in range(num_hole):
+                per_card[cards[h, k]] += reach[h]
+        j = i
+
+
+@njit(cache=True)
+def walk(player, v, live_cards, bucket, order, sorted_strength, kind, actor, rnd, child, legal, folder, spent,
+         row_offset, regrets, regret_out, average, regret_weight, average_weight, floor,
+         node_at, action_at, own, opp, value, sigma, child_value, per_card):  # fmt: skip
+    """One PCS pass for ``player`` on a prepared board: regret increments ``regret_weight x
+    (v(I, a) - v(I))`` of every live hand at the player's nodes are added into ``regret_out``
+    at row (node, bucket) (floored at 0 if ``floor``); ``average_weight x own reach x sigma``
+    into ``average``. Strategies are read from ``regrets`` by regret matching (pass the same
+    array as ``regret_out`` for immediate updates, a zeroed one to collect one iteration's
+    increments against fixed strategies). Work arrays are per depth (``[max_depth + 1, ...]``).
+    Returns the (decision node, live hand) pairs evaluated."""
+    other = 1 - player
+    touched = 0
+    d = 0
+    node_at[0] = 0
+    for i in range(v):
+        own[0, i] = 1.0
+        opp[0, i] = 1.0
+    entering = True
+    while d >= 0:
+        n = node_at[d]
+        if entering:
+            if kind[n] != DECISION:
+                if kind[n] == FOLD_END:
+                    won = -spent[n, player] if folder[n] == player else spent[n, other]
+                    _fold(won, opp[d], live_cards, v, per_card, value[d])
+                else:
+                    _showdown(spent[n, other], spent[n, player], opp[d], live_cards, v, order, sorted_strength,
+                              per_card, value[d])  # fmt: skip
+                d -= 1
+                entering = False
+                continue
+            touched += v
+            offset = row_offset[n]
+            r = rnd[n]
+            count = legal[n, 0] + legal[n, 1] + legal[n, 2]
+            for i in range(v):
+                row = offset + bucket[r, i]
+                total = 0.0
+                for x in range(3):
+                    s = max(regrets[row, x], 0.0) if legal[n, x] else 0.0
+                    sigma[d, i, x] = s
+                    total += s
+                for x in range(3):
+                    if total > 0.0:
+                        sigma[d, i, x] /= total
+                    elif legal[n, x]:
+                        sigma[d, i, x] = 1.0 / count
+            if actor[n] != player:
+                value[d, :v] = 0.0
+            action_at[d] = -1
+        else:
+            x = action_at[d]
+            if actor[n] == player:
+                child_value[d, :v, x] = value[d + 1, :v]
+            else:
+                value[d, :v] += value[d + 1, :v]
+        x = action_at[d] + 1
+        while x < 3 and not legal[n, x]:
+            x += 1
+        if x < 3:
+            action_at[d] = x
+            if actor[n] == player:
+                for i in range(v):
+                    own[d + 1, i] = own[d, i] * sigma[d, i, x]
+                    opp[d + 1, i] = opp[d, i]
+            else:
+                for i in range(v):
+                    own[d + 1, i] = own[d, i]
+                    opp[d + 1, i] = opp[d, i] * sigma[d, i, x]
+            node_at[d + 1] = child[n, x]
+            d += 1
+            entering = True
+            continue
+        if actor[n] == player:
+            offset = row_offset[n]
+            r = rnd[n]
+            for i in range(v):
+                row = offset + bucket[r, i]
+                expected = 0.0
+                for x in range(3):
+                    expected += sigma[d, i, x] * child_value[d, i, x]
+                value[d, i] = expected
+                for x in range(3):
+                    if legal[n, x]:
+                        updated = regret_out[row, x] + regret_weight * (child_value[d, i, x] - expected)
+                        regret_out[row, x] = max(updated, 0.0) if floor else updated
+                        average[row, x] += average_weight * own[d, i] * sigma[d, i, x]
+        d -= 1
+        entering = False
+    return touched

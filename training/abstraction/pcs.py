@@ -120,6 +120,7 @@ class PCSGame:
 
     ag: AbstractGame
     hands: np.ndarray  # int64 [H, hole]: every hole-card combination of the deck
+    preflop_bucket: np.ndarray  # int64 [H]: bucket of the rounds before any board card
     board_cards: int
     card_args: tuple  # prepare_board's indexer and bucket-table arguments
     tree_args: tuple  # walk's tree arguments
@@ -135,7 +136,11 @@ class PCSGame:
         tree_args = (t.kind, t.actor, t.round.astype(np.int64), t.child, t.legal.astype(np.int64), t.folder,
                      t.spent.astype(np.float64), ag.row_offset)  # fmt: skip
         _, board_through, *rest = kernel_args(ag)
-        return cls(ag, hands, game.total_board_cards, (board_through, *rest), tree_args, int(t.depth.max()))
+        a = ag.abstraction
+        preflop = a.indexers[0].index_batch(hands)
+        if a.tables[0] is not None:
+            preflop = np.asarray(a.tables[0])[preflop].astype(np.int64)
+        return cls(ag, hands, preflop, game.total_board_cards, (board_through, *rest), tree_args, int(t.depth.max()))
 
     @property
     def num_hands(self) -> int:
@@ -171,7 +176,7 @@ def showdown_strengths(pg: PCSGame, boards: np.ndarray) -> np.ndarray:
 
 
 @njit(cache=True, parallel=True)
-def _walk_boards(boards, strengths, players, num_chunks, hands, max_depth, board_through, groups, binom, suit_size,
+def _walk_boards(boards, strengths, players, num_chunks, hands, preflop_bucket, max_depth, board_through, groups, binom, suit_size,
                  class_keys, class_offsets, num_ranks, num_suits, tables, lossless,
                  kind, actor, rnd, child, legal, folder, spent, row_offset,
                  regrets, regret_out, average, regret_weight, average_weight, floor):  # pragma: no cover - numba  # fmt: skip
@@ -180,28 +185,26 @@ def _walk_boards(boards, strengths, players, num_chunks, hands, max_depth, board
     depth = max_depth + 1
     touched = np.zeros(num_chunks, dtype=np.int64)
     for c in prange(num_chunks):
-        live = np.empty(num_hands, dtype=np.int64)
         live_cards = np.empty((num_hands, num_hole), dtype=np.int64)
         bucket = np.empty((board_through.shape[0], num_hands), dtype=np.int64)
-        order = np.empty(num_hands, dtype=np.int64)
         sorted_strength = np.empty(num_hands, dtype=np.int64)
         node_at = np.empty(depth, dtype=np.int64)
         action_at = np.empty(depth, dtype=np.int64)
-        own = np.empty((depth, num_hands))
-        opp = np.empty((depth, num_hands))
+        own_at = np.empty(depth, dtype=np.int64)
+        opp_at = np.empty(depth, dtype=np.int64)
+        reach = np.empty((depth, num_hands))
         value = np.empty((depth, num_hands))
-        sigma = np.zeros((depth, num_hands, 3))
-        child_value = np.zeros((depth, num_hands, 3))
+        sigma = np.zeros((depth, 3, num_hands))
+        child_value = np.zeros((depth, 3, num_hands))
         per_card = np.zeros(NUM_CARDS)
         for i in range(c * count // num_chunks, (c + 1) * count // num_chunks):
-            v = prepare_board(boards[i], hands, strengths[i], board_through, groups, binom, suit_size, class_keys,
-                              class_offsets, num_ranks, num_suits, tables, lossless, live, live_cards, bucket, order,
-                              sorted_strength)  # fmt: skip
+            v = prepare_board(boards[i], hands, strengths[i], preflop_bucket, board_through, groups, binom, suit_size, class_keys,
+                              class_offsets, num_ranks, num_suits, tables, lossless, live_cards, bucket, sorted_strength)  # fmt: skip
             for p in players:
-                touched[c] += walk(p, v, live_cards, bucket, order, sorted_strength, kind, actor, rnd, child, legal,
+                touched[c] += walk(p, v, live_cards, bucket, sorted_strength, kind, actor, rnd, child, legal,
                                    folder, spent, row_offset, regrets, regret_out, average, regret_weight,
-                                   average_weight, floor, node_at, action_at, own, opp, value, sigma, child_value,
-                                   per_card)  # fmt: skip
+                                   average_weight, floor, node_at, action_at, own_at, opp_at, reach, value, sigma,
+                                   child_value, per_card)  # fmt: skip
     return touched.sum()
 
 
@@ -214,7 +217,7 @@ def walk_boards(pg: PCSGame, regrets: np.ndarray, regret_out: np.ndarray, averag
     numba.set_num_threads(threads)
     boards = np.ascontiguousarray(boards, dtype=np.int8)
     return int(_walk_boards(boards, showdown_strengths(pg, boards), np.array(players, dtype=np.int64),
-                            max(1, min(threads, len(boards))), pg.hands, pg.max_depth, *pg.card_args, *pg.tree_args,
+                            max(1, min(threads, len(boards))), pg.hands, pg.preflop_bucket, pg.max_depth, *pg.card_args, *pg.tree_args,
                             regrets, regret_out, average, float(regret_weight), float(average_weight), bool(floor)))  # fmt: skip
 
 

@@ -31,18 +31,20 @@ NUM_CARDS = 52
 
 
 @njit(cache=True)
-def prepare_board(board, hands, strengths, board_through, groups, binom, suit_size, class_keys, class_offsets,
-                  num_ranks, num_suits, tables, lossless, live, live_cards, bucket, order, sorted_strength):  # fmt: skip
+def prepare_board(board, hands, strengths, preflop_bucket, board_through, groups, binom, suit_size, class_keys, class_offsets,
+                  num_ranks, num_suits, tables, lossless, live_cards, bucket, sorted_strength):  # fmt: skip
     """Fill the per-board arrays for ``board`` (all rounds' cards); returns V, the live hands.
 
-    ``hands [H, hole]``, ``strengths [H]`` (hole + full board; read for live hands only);
-    outputs over the first V entries: ``live`` (hand rows), ``live_cards [V, hole]``,
-    ``bucket [rounds, V]``, ``order`` (live positions by ascending strength) and
+    ``hands [H, hole]``, ``strengths [H]`` (hole + full board; read for live hands only),
+    ``preflop_bucket [H]`` (the bucket of rounds without board cards, computed once). The
+    live hands are numbered by ascending showdown strength, so a showdown sweeps them in order;
+    outputs over the first V entries: ``live_cards [V, hole]``, ``bucket [rounds, V]`` and
     ``sorted_strength``."""
     num_hole = hands.shape[1]
     mask = np.int64(0)
     for c in board:
         mask |= np.int64(1) << np.int64(c)
+    live = np.empty(hands.shape[0], dtype=np.int64)
     v = 0
     for h in range(hands.shape[0]):
         ok = True
@@ -51,11 +53,21 @@ def prepare_board(board, hands, strengths, board_through, groups, binom, suit_si
                 ok = False
         if ok:
             live[v] = h
-            for j in range(num_hole):
-                live_cards[v, j] = hands[h, j]
             v += 1
+    live_strength = np.empty(v, dtype=np.int64)
+    for i in range(v):
+        live_strength[i] = strengths[live[i]]
+    ranked = np.argsort(live_strength, kind="mergesort")
+    for i in range(v):
+        sorted_strength[i] = live_strength[ranked[i]]
+        for j in range(num_hole):
+            live_cards[i, j] = hands[live[ranked[i]], j]
     cards = np.empty(num_hole + board.shape[0], dtype=np.int64)
     for r in range(board_through.shape[0]):
+        if board_through[r] == 0:
+            for i in range(v):
+                bucket[r, i] = preflop_bucket[live[ranked[i]]]
+            continue
         for j in range(board_through[r]):
             cards[num_hole + j] = board[j]
         for i in range(v):
@@ -64,17 +76,10 @@ def prepare_board(board, hands, strengths, board_through, groups, binom, suit_si
             index = index_one(cards[: num_hole + board_through[r]], groups[r], binom, suit_size[r], class_keys[r],
                               class_offsets[r], num_ranks, num_suits)  # fmt: skip
             bucket[r, i] = index if lossless[r] else tables[r][index]
-    live_strength = np.empty(v, dtype=np.int64)
-    for i in range(v):
-        live_strength[i] = strengths[live[i]]
-    ranked = np.argsort(live_strength, kind="mergesort")
-    for i in range(v):
-        order[i] = ranked[i]
-        sorted_strength[i] = live_strength[ranked[i]]
     return v
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, inline="always", fastmath=True, error_model="numpy")
 def _fold(won, reach, cards, v, per_card, out):
     """out[i] = won x (reach of live hands sharing no card with hand i)."""
     num_hole = cards.shape[1]
@@ -94,10 +99,10 @@ def _fold(won, reach, cards, v, per_card, out):
         out[i] = won * disjoint
 
 
-@njit(cache=True, inline="always")
-def _showdown(win, lose, reach, cards, v, order, strength, per_card, out):
-    """out[i] = win x (reach of weaker disjoint hands) - lose x (reach of stronger ones): the
-    ascending sweep passes the weaker hands, the descending one the stronger (ties count for
+@njit(cache=True, inline="always", fastmath=True, error_model="numpy")
+def _showdown(win, lose, reach, cards, v, strength, per_card, out):
+    """out[i] = win x (reach of weaker disjoint hands) - lose x (reach of stronger ones), hands
+    numbered by ascending ``strength``: the ascending sweep passes the weaker hands, the descending one the stronger (ties count for
     neither; a hand sharing a card with i is never strictly weaker or stronger than i when it
     is i itself, and is removed through ``per_card`` otherwise)."""
     num_hole = cards.shape[1]
@@ -109,13 +114,13 @@ def _showdown(win, lose, reach, cards, v, order, strength, per_card, out):
         while j < v and strength[j] == strength[i]:
             j += 1
         for m in range(i, j):
-            h = order[m]
+            h = m
             below = total
             for k in range(num_hole):
                 below -= per_card[cards[h, k]]
             out[h] = win * below
         for m in range(i, j):
-            h = order[m]
+            h = m
             total += reach[h]
             for k in range(num_hole):
                 per_card[cards[h, k]] += reach[h]
@@ -128,37 +133,39 @@ def _showdown(win, lose, reach, cards, v, order, strength, per_card, out):
         while i > 0 and strength[i - 1] == strength[j - 1]:
             i -= 1
         for m in range(i, j):
-            h = order[m]
+            h = m
             above = total
             for k in range(num_hole):
                 above -= per_card[cards[h, k]]
             out[h] -= lose * above
         for m in range(i, j):
-            h = order[m]
+            h = m
             total += reach[h]
             for k in range(num_hole):
                 per_card[cards[h, k]] += reach[h]
         j = i
 
 
-@njit(cache=True)
-def walk(player, v, live_cards, bucket, order, sorted_strength, kind, actor, rnd, child, legal, folder, spent,
+@njit(cache=True, fastmath=True, error_model="numpy")
+def walk(player, v, live_cards, bucket, sorted_strength, kind, actor, rnd, child, legal, folder, spent,
          row_offset, regrets, regret_out, average, regret_weight, average_weight, floor,
-         node_at, action_at, own, opp, value, sigma, child_value, per_card):  # fmt: skip
+         node_at, action_at, own_at, opp_at, reach, value, sigma, child_value, per_card):  # fmt: skip
     """One PCS pass for ``player`` on a prepared board: regret increments ``regret_weight x
     (v(I, a) - v(I))`` of every live hand at the player's nodes are added into ``regret_out``
     at row (node, bucket) (floored at 0 if ``floor``); ``average_weight x own reach x sigma``
     into ``average``. Strategies are read from ``regrets`` by regret matching (pass the same
     array as ``regret_out`` for immediate updates, a zeroed one to collect one iteration's
-    increments against fixed strategies). Work arrays are per depth (``[max_depth + 1, ...]``).
-    Returns the (decision node, live hand) pairs evaluated."""
+    increments against fixed strategies). Work arrays are per depth (``[max_depth + 1, ...]``;
+    ``reach`` has a row per depth, and ``own_at``/``opp_at`` say which row holds each player's
+    reach at a depth: an action changes only its actor's reach, the other row is shared, not
+    copied). Returns the (decision node, live hand) pairs evaluated."""
     other = 1 - player
     touched = 0
     d = 0
     node_at[0] = 0
-    for i in range(v):
-        own[0, i] = 1.0
-        opp[0, i] = 1.0
+    reach[0, :v] = 1.0
+    own_at[0] = 0
+    opp_at[0] = 0
     entering = True
     while d >= 0:
         n = node_at[d]
@@ -166,9 +173,9 @@ def walk(player, v, live_cards, bucket, order, sorted_strength, kind, actor, rnd
             if kind[n] != DECISION:
                 if kind[n] == FOLD_END:
                     won = -spent[n, player] if folder[n] == player else spent[n, other]
-                    _fold(won, opp[d], live_cards, v, per_card, value[d])
+                    _fold(won, reach[opp_at[d]], live_cards, v, per_card, value[d])
                 else:
-                    _showdown(spent[n, other], spent[n, player], opp[d], live_cards, v, order, sorted_strength,
+                    _showdown(spent[n, other], spent[n, player], reach[opp_at[d]], live_cards, v, sorted_strength,
                               per_card, value[d])  # fmt: skip
                 d -= 1
                 entering = False
@@ -179,23 +186,25 @@ def walk(player, v, live_cards, bucket, order, sorted_strength, kind, actor, rnd
             count = legal[n, 0] + legal[n, 1] + legal[n, 2]
             for i in range(v):
                 row = offset + bucket[r, i]
-                total = 0.0
-                for x in range(3):
-                    s = max(regrets[row, x], 0.0) if legal[n, x] else 0.0
-                    sigma[d, i, x] = s
-                    total += s
-                for x in range(3):
-                    if total > 0.0:
-                        sigma[d, i, x] /= total
-                    elif legal[n, x]:
-                        sigma[d, i, x] = 1.0 / count
+                s0 = max(regrets[row, 0], 0.0) if legal[n, 0] else 0.0
+                s1 = max(regrets[row, 1], 0.0) if legal[n, 1] else 0.0
+                s2 = max(regrets[row, 2], 0.0) if legal[n, 2] else 0.0
+                total = s0 + s1 + s2
+                if total > 0.0:
+                    sigma[d, 0, i] = s0 / total
+                    sigma[d, 1, i] = s1 / total
+                    sigma[d, 2, i] = s2 / total
+                else:
+                    sigma[d, 0, i] = legal[n, 0] / count
+                    sigma[d, 1, i] = legal[n, 1] / count
+                    sigma[d, 2, i] = legal[n, 2] / count
             if actor[n] != player:
                 value[d, :v] = 0.0
             action_at[d] = -1
         else:
             x = action_at[d]
             if actor[n] == player:
-                child_value[d, :v, x] = value[d + 1, :v]
+                child_value[d, x, :v] = value[d + 1, :v]
             else:
                 value[d, :v] += value[d + 1, :v]
         x = action_at[d] + 1
@@ -203,14 +212,11 @@ def walk(player, v, live_cards, bucket, order, sorted_strength, kind, actor, rnd
             x += 1
         if x < 3:
             action_at[d] = x
-            if actor[n] == player:
-                for i in range(v):
-                    own[d + 1, i] = own[d, i] * sigma[d, i, x]
-                    opp[d + 1, i] = opp[d, i]
-            else:
-                for i in range(v):
-                    own[d + 1, i] = own[d, i]
-                    opp[d + 1, i] = opp[d, i] * sigma[d, i, x]
+            source = own_at[d] if actor[n] == player else opp_at[d]
+            for i in range(v):
+                reach[d + 1, i] = reach[source, i] * sigma[d, x, i]
+            own_at[d + 1] = d + 1 if actor[n] == player else own_at[d]
+            opp_at[d + 1] = opp_at[d] if actor[n] == player else d + 1
             node_at[d + 1] = child[n, x]
             d += 1
             entering = True
@@ -218,17 +224,17 @@ def walk(player, v, live_cards, bucket, order, sorted_strength, kind, actor, rnd
         if actor[n] == player:
             offset = row_offset[n]
             r = rnd[n]
+            own = reach[own_at[d]]
             for i in range(v):
                 row = offset + bucket[r, i]
-                expected = 0.0
-                for x in range(3):
-                    expected += sigma[d, i, x] * child_value[d, i, x]
+                expected = sigma[d, 0, i] * child_value[d, 0, i] + sigma[d, 1, i] * child_value[d, 1, i] \
+                    + sigma[d, 2, i] * child_value[d, 2, i]
                 value[d, i] = expected
                 for x in range(3):
                     if legal[n, x]:
-                        updated = regret_out[row, x] + regret_weight * (child_value[d, i, x] - expected)
+                        updated = regret_out[row, x] + regret_weight * (child_value[d, x, i] - expected)
                         regret_out[row, x] = max(updated, 0.0) if floor else updated
-                        average[row, x] += average_weight * own[d, i] * sigma[d, i, x]
+                        average[row, x] += average_weight * own[i] * sigma[d, x, i]
         d -= 1
         entering = False
     return touched

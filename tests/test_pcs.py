@@ -178,3 +178,9 @@ def test_one_thread_is_reproducible_and_batches_split_freely():
         run_iterations(pg, regrets, average, 3, first, 30, weights, 1)
         run_iterations(pg, regrets, average, 3, first + 30, 70, weights, 1)
     assert np.array_equal(regrets, a[0]) and np.array_equal(average, a[1])
+
+
+def test_two_threads_update_the_shared_tables_and_converge():
+    ag = named("leduc_lossless")
+    _, average = solve(ag, "dcfr", 3000, 100, threads=2)
+    assert leduc_mbb(ag, average) < 30.0

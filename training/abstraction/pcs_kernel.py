@@ -79,71 +79,67 @@ def prepare_board(board, hands, strengths, preflop_bucket, board_through, groups
     return v
 
 
+@njit(cache=True, inline="always")
+def _outside(total, per_card, cards, h):
+    """Reach of the hands sharing no card with hand ``h``, from the total and the reach through
+    each card (with two hole cards, h itself is the one hand through both and is subtracted
+    twice: the caller adds its reach back when h is among the counted hands)."""
+    mass = total
+    for k in range(cards.shape[1]):
+        mass -= per_card[cards[h, k]]
+    return mass
+
+
+@njit(cache=True, inline="always")
+def _count(reach, cards, h, per_card):
+    for k in range(cards.shape[1]):
+        per_card[cards[h, k]] += reach[h]
+    return reach[h]
+
+
 @njit(cache=True, inline="always", fastmath=True, error_model="numpy")
 def _fold(won, reach, cards, v, per_card, out):
     """out[i] = won x (reach of live hands sharing no card with hand i)."""
-    num_hole = cards.shape[1]
     per_card[:] = 0.0
     total = 0.0
     for i in range(v):
-        r = reach[i]
-        total += r
-        for j in range(num_hole):
-            per_card[cards[i, j]] += r
+        total += _count(reach, cards, i, per_card)
     for i in range(v):
-        disjoint = total
-        for j in range(num_hole):
-            disjoint -= per_card[cards[i, j]]
-        if num_hole == 2:  # the one hand holding both cards (i itself) was subtracted twice
-            disjoint += reach[i]
-        out[i] = won * disjoint
+        mass = _outside(total, per_card, cards, i)
+        if cards.shape[1] == 2:
+            mass += reach[i]
+        out[i] = won * mass
+
+
+@njit(cache=True, inline="always", fastmath=True, error_model="numpy")
+def _sweep(coef, ascending, reach, cards, v, strength, per_card, out):
+    """out[h] += coef x (reach of the disjoint hands strictly before h in the sweep): ascending,
+    the weaker hands; descending, the stronger (hands numbered by ascending ``strength``; ties
+    are passed as a group, so they count for neither). A hand sharing a card with h is never h
+    itself here (h is not strictly weaker or stronger than itself), so no add-back."""
+    per_card[:] = 0.0
+    total = 0.0
+    start = 0
+    while start < v:
+        first = start if ascending else v - 1 - start
+        end = start
+        while end < v and strength[end if ascending else v - 1 - end] == strength[first]:
+            end += 1
+        for p in range(start, end):
+            h = p if ascending else v - 1 - p
+            out[h] += coef * _outside(total, per_card, cards, h)
+        for p in range(start, end):
+            total += _count(reach, cards, p if ascending else v - 1 - p, per_card)
+        start = end
 
 
 @njit(cache=True, inline="always", fastmath=True, error_model="numpy")
 def _showdown(win, lose, reach, cards, v, strength, per_card, out):
-    """out[i] = win x (reach of weaker disjoint hands) - lose x (reach of stronger ones), hands
-    numbered by ascending ``strength``: the ascending sweep passes the weaker hands, the descending one the stronger (ties count for
-    neither; a hand sharing a card with i is never strictly weaker or stronger than i when it
-    is i itself, and is removed through ``per_card`` otherwise)."""
-    num_hole = cards.shape[1]
-    per_card[:] = 0.0
-    total = 0.0
-    i = 0
-    while i < v:
-        j = i
-        while j < v and strength[j] == strength[i]:
-            j += 1
-        for m in range(i, j):
-            h = m
-            below = total
-            for k in range(num_hole):
-                below -= per_card[cards[h, k]]
-            out[h] = win * below
-        for m in range(i, j):
-            h = m
-            total += reach[h]
-            for k in range(num_hole):
-                per_card[cards[h, k]] += reach[h]
-        i = j
-    per_card[:] = 0.0
-    total = 0.0
-    j = v
-    while j > 0:
-        i = j
-        while i > 0 and strength[i - 1] == strength[j - 1]:
-            i -= 1
-        for m in range(i, j):
-            h = m
-            above = total
-            for k in range(num_hole):
-                above -= per_card[cards[h, k]]
-            out[h] -= lose * above
-        for m in range(i, j):
-            h = m
-            total += reach[h]
-            for k in range(num_hole):
-                per_card[cards[h, k]] += reach[h]
-        j = i
+    """out[i] = win x (reach of weaker disjoint hands) - lose x (reach of stronger ones): the
+    sort-by-strength sweep, both directions."""
+    out[:v] = 0.0
+    _sweep(win, True, reach, cards, v, strength, per_card, out)
+    _sweep(-lose, False, reach, cards, v, strength, per_card, out)
 
 
 @njit(cache=True, fastmath=True, error_model="numpy")

@@ -184,3 +184,13 @@ def test_two_threads_update_the_shared_tables_and_converge():
     ag = named("leduc_lossless")
     _, average = solve(ag, "dcfr", 3000, 100, threads=2)
     assert leduc_mbb(ag, average) < 30.0
+
+
+def test_kuhn_without_board_cards_reaches_the_game_value():
+    """No public chance at all: every iteration is a full CFR iteration of Kuhn poker."""
+    spec = AbstractionSpec("kuhn_test", "kuhn", (None,))
+    build_abstraction(spec)
+    ag = AbstractGame.build(Abstraction.load(spec))
+    _, average = solve(ag, "dcfr", 2000, 10)
+    report = exploitability(ag.abstraction.game, full_game_strategy(ag, average))
+    assert report.exploitability < 0.002 and report.game_value == pytest.approx(-1 / 18, abs=0.002)

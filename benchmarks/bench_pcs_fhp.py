@@ -36,14 +36,14 @@ def exploitability_mbb(ag: AbstractGame, average: np.ndarray) -> float:
     return report.mbb(report.exploitability)
 
 
-def run(ag: AbstractGame, solver: BatchSolver, budget: float, first_check: float) -> list[dict]:
+def run(ag: AbstractGame, solver: BatchSolver, budget: float, first_check: float, batch: int = 0) -> list[dict]:
     """Solve until ``budget`` solve-seconds, measuring at first_check, 2x, 4x, ... and the end."""
     regrets = np.zeros((ag.num_rows, 3), np.float32)
     average = np.zeros_like(regrets)
     solver.run_batch(regrets, average, 1, 4, 1, lambda _done: True)  # compile (or load) the kernels off the clock
     regrets[:] = 0.0
     average[:] = 0.0
-    batch = solver.default_batch()
+    batch = batch or solver.default_batch()
     points, iterations, batches, work, wall, cpu = [], 0, 0, 0, 0.0, 0.0
     check = first_check
     while True:
@@ -78,13 +78,15 @@ def plot(results: dict, path: Path) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, axes = plt.subplots(1, 2, figsize=(13, 5))
+    fig, axes = plt.subplots(1, 3, figsize=(18, 5))
     for (name, label), points in results.items():
         style = "--" if label.startswith("ES") else "-"
-        for ax, key in zip(axes, ("seconds", "updates"), strict=True):
+        for ax, key in zip(axes, ("seconds", "cpu_seconds", "updates"), strict=True):
             ax.plot([p[key] for p in points], [p["exploitability_mbb"] for p in points], style, marker="o", ms=3,
                     label=f"{name} {label}")  # fmt: skip
-    for ax, xlabel in zip(axes, ("solve wall seconds (2 threads)", "(decision node, hand) updates"), strict=True):
+    labels = ("solve wall seconds (2 threads, shared machine)", "solve CPU seconds (both threads)",
+              "(decision node, hand) updates")
+    for ax, xlabel in zip(axes, labels, strict=True):
         ax.set_xscale("log")
         ax.set_yscale("log")
         ax.set_xlabel(xlabel)
@@ -104,11 +106,21 @@ def main() -> None:
     parser.add_argument("--budget", type=float, default=340.0, help="solve seconds per solver")
     parser.add_argument("--first-check", type=float, default=2.0)
     parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--batch", type=int, default=0, help="PCS iterations per batch (0: the solver's default)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out", type=Path, default=Path("/tmp/bench_pcs_fhp.jsonl"))
     parser.add_argument("--plot", type=Path, default=Path("docs/pcs_fhp.png"))
+    parser.add_argument("--replot", type=Path, nargs="+", help="only plot the points of earlier --out files")
     args = parser.parse_args()
     results: dict = {}
+    if args.replot:
+        for path in args.replot:
+            for line in path.read_text().splitlines():
+                row = json.loads(line)
+                results[(row["abstraction"], row["solver"])] = row["points"]
+        plot(results, args.plot)
+        print(f"plot: {args.plot}")
+        return
     for name in args.abstractions:
         build_abstraction(SPECS[name])
         ag = AbstractGame.build(Abstraction.load(SPECS[name]))
@@ -117,7 +129,7 @@ def main() -> None:
             solvers.append(ESSolver(ag, args.seed, args.threads))
         print(f"{name}: {ag.num_rows:,} rows", flush=True)
         for solver in solvers:
-            points = run(ag, solver, args.budget, args.first_check)
+            points = run(ag, solver, args.budget, args.first_check, args.batch if isinstance(solver, PCSSolver) else 0)
             results[(name, solver.label)] = points
             with args.out.open("a") as handle:
                 handle.write(json.dumps({"abstraction": name, "solver": solver.label, "threads": args.threads,

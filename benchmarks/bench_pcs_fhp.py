@@ -135,8 +135,11 @@ def main() -> None:
                 handle.write(json.dumps({"abstraction": name, "solver": solver.label, "threads": args.threads,
                                          "points": points}) + "\n")  # fmt: skip
         es = results.get((name, "ES Linear MCCFR"))
-        floor = {label: min(p["exploitability_mbb"] for p in pts) for (n, label), pts in results.items() if n == name}
-        print(f"{name}: best exploitability per solver (mbb/g): " + ", ".join(f"{k} {v:.2f}" for k, v in floor.items()))
+        for (n, label), pts in results.items():
+            if n == name:
+                best = min(pts, key=lambda p: p["exploitability_mbb"])
+                print(f"{name} {label}: best {best['exploitability_mbb']:.2f} mbb/g at {best['seconds']:.1f} s "
+                      f"({best['iterations']:,} it); {pts[-1]['updates'] / pts[-1]['cpu_seconds']:.3g} updates per CPU s")
         if es:
             best = min(p["exploitability_mbb"] for p in es)
             t_es = first_time_below(es, best)

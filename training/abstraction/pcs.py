@@ -37,10 +37,14 @@ is the winner there.
 **Batch structure and threads.** :func:`run_iterations` samples one board per iteration from a
 splitmix64 stream keyed by (seed, iteration), evaluates every (hand, board) showdown strength in
 one vectorised call, then a ``prange`` over ``threads`` contiguous shares of the iterations runs
-each share's boards one after another; every thread owns its work arrays and updates the shared
-tables without locks (Hogwild-style, as the ES solver: two threads rarely touch one row at the
-same instant, and a lost update is noise far below the sampling's). One thread is reproducible
-bit for bit, and any split of a batch samples the same boards.
+each share's boards one after another; every thread owns its work arrays (depth x hands, ~2 MB
+on hold'em) and updates the shared tables without locks (Hogwild-style, as the ES solver: two
+threads rarely write one row at the same instant, and a lost update is noise far below the
+board sampling's). Per-thread accumulation was rejected: a delta table per thread costs the
+tables' size again per thread (abstraction_3e8: 7.9 GB each) and an O(rows) merge per call. One
+thread is reproducible bit for bit, and any split of a batch into calls samples the same boards
+(``tests/test_pcs.py``). The run loop (:mod:`training.abstraction.batches`) cuts a batch into
+calls of ~0.5 s for its progress bar and stop checks.
 
 **Clusters.** The unit of work is :func:`walk_boards`: (tables to read, table to add into,
 boards, weights) -> (node, hand) pairs. A Ray worker (as :mod:`training.distributed.ray_mccfr`

@@ -1,7 +1,8 @@
 """PCS vs ES MCCFR on FHP card abstractions: exact exploitability against solve time and work.
 
 For each abstraction (default fhp_abstraction_4e4 and fhp_abstraction_3.6e6, plus whatever
-``--abstractions`` names, e.g. fhp_lossless as the no-abstraction reference) and each solver
+``--abstractions`` names: fhp_lossless as the no-abstraction reference, or the Leduc ones to
+see the tiny-game end, measured by the dense best response) and each solver
 (PCS with each weighting scheme, ES Linear MCCFR), solve on ``--threads`` threads and measure
 the average strategy's exact exploitability in the full game (the per-flop best response over
 the canonical flops, :func:`bot.flop.best_response.flop_exploitability`, off the clock) at
@@ -22,8 +23,11 @@ from pathlib import Path
 
 import numpy as np
 
+from bot.abstraction.policy import full_game_strategy
 from bot.abstraction.spec import SPECS
 from bot.abstraction.tables import AbstractGame, Abstraction
+from bot.agents.infosets import is_small
+from bot.evaluation.best_response import exploitability
 from bot.flop.best_response import flop_exploitability, flop_game_for
 from bot.flop.policies import abstract_game_policy
 from training.abstraction.batches import BatchSolver, ESSolver, PCSSolver
@@ -31,8 +35,14 @@ from training.abstraction.build import build_abstraction
 
 
 def exploitability_mbb(ag: AbstractGame, average: np.ndarray) -> float:
-    fg = flop_game_for(ag.abstraction.game, True)
-    report = flop_exploitability(fg, abstract_game_policy(fg, ag, average))
+    """Exact, in the full game: the dense best response on small games (Leduc), the per-flop
+    passes on FHP."""
+    game = ag.abstraction.game
+    if is_small(game):
+        report = exploitability(game, full_game_strategy(ag, average))
+    else:
+        fg = flop_game_for(game, True)
+        report = flop_exploitability(fg, abstract_game_policy(fg, ag, average))
     return report.mbb(report.exploitability)
 
 

@@ -43,6 +43,10 @@ class BatchSolver(Protocol):
         """Iterations per batch when the config leaves it at 0."""
         ...
 
+    def compile(self, regrets: np.ndarray, average: np.ndarray) -> None:
+        """Compile (or load from numba's cache) the kernels for these tables, off the clock."""
+        ...
+
     def run_batch(self, regrets: np.ndarray, average: np.ndarray, first: int, count: int, batch_index: int,
                   keep_going: KeepGoing) -> tuple[int, int]:  # fmt: skip
         """Batch ``batch_index`` (1-based) of ``count`` iterations from ``first``: returns
@@ -59,6 +63,9 @@ class ESSolver:
 
     def default_batch(self) -> int:
         return ES_BATCH
+
+    def compile(self, regrets: np.ndarray, average: np.ndarray) -> None:
+        """ES compiles in its first batch (seconds; its kernels are small)."""
 
     def run_batch(self, regrets: np.ndarray, average: np.ndarray, first: int, count: int, batch_index: int,
                   keep_going: KeepGoing) -> tuple[int, int]:  # fmt: skip
@@ -80,6 +87,13 @@ class PCSSolver:
         """Iterations per batch (see :data:`PCS_SWEEP_RATIO`)."""
         per_iteration = pairs_per_iteration(self.pg.ag)
         return max(MIN_PCS_BATCH_PER_THREAD * self.threads, ceil(PCS_SWEEP_RATIO * self.pg.ag.num_rows / per_iteration))
+
+    def compile(self, regrets: np.ndarray, average: np.ndarray) -> None:
+        """The walk kernel inlines the board preparation, both terminal sweeps and the pass, so
+        compiling it takes ~a minute the first time (cached on disk after that): done here on
+        no boards, so the solve clock and the progress bar's rate start after it."""
+        no_boards = np.zeros((0, self.pg.board_cards), dtype=np.int8)
+        pcs.walk_boards(self.pg, regrets, regrets, average, no_boards, (0, 1), 1.0, 1.0, False, self.threads)
 
     def run_batch(self, regrets: np.ndarray, average: np.ndarray, first: int, count: int, batch_index: int,
                   keep_going: KeepGoing) -> tuple[int, int]:  # fmt: skip

@@ -144,6 +144,9 @@ def train(config: AbstractionConfig, run: RunDir, resume: bool = False, stop: St
     regrets, average, state = _load_or_init(run, ag, resume, config.mmap_tables, force)
     solver, pool = _solver(config, ag, threads, console)
     batch = config.batch or solver.default_batch()
+    with progress_bar(console, transient=True) as bar:
+        bar.add_task(f"{solver.label}: compiling the kernels (cached after the first run)", total=None)
+        solver.compile(regrets, average)
     started = time.monotonic()
     clock = CheckpointClock(2**62, config.checkpoint_seconds)
     with nullcontext(stop) if stop is not None else StopRequest() as stop:

@@ -176,7 +176,7 @@ def showdown_strengths(pg: PCSGame, boards: np.ndarray) -> np.ndarray:
         return np.broadcast_to(hand_strength_batch(pg.hands.astype(np.int8)), (count, h)).copy()
     rows = np.concatenate([np.broadcast_to(pg.hands.astype(np.int8)[None], (count, h, pg.hands.shape[1])),
                            np.broadcast_to(boards[:, None, :], (count, h, boards.shape[1]))], axis=2)  # fmt: skip
-    return hand_strength_batch(rows.reshape(count * h, -1)).reshape(count, h)
+    return hand_strength_batch(rows.reshape(count * h, rows.shape[2])).reshape(count, h)
 
 
 @njit(cache=True, parallel=True)

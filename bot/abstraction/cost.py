@@ -34,8 +34,10 @@ ITERATIONS_PER_SECOND = {"holdem": 1.45e4, "fhp": 1.4e5, "leduc": 1.0e5, "kuhn":
 #: evaluations). Other games (Leduc, Kuhn: seconds either way) use the FHP rate.
 PCS_PAIRS_PER_SECOND = {"holdem": 7.5e7, "fhp": 3.8e7}
 #: A default PCS solve gives every bucket of the finest round this many hand updates per
-#: decision node: iterations = this x buckets / live hands per board (calibrated on FHP by
-#: ``benchmarks/bench_pcs_fhp.py``: where the abstractions' exploitability stops falling).
+#: decision node: iterations = this x buckets / live hands per board. Calibrated by
+#: ``benchmarks/bench_pcs_fhp.py`` on fhp_abstraction_4e4, whose exploitability stops falling
+#: (48.5 mbb/g) after ~1,000 iterations (690 flop buckets, 1,176 live hands: ~1,700 updates per
+#: bucket; 1,000 gives 52-54 there); a finer abstraction is assumed to need as many per bucket.
 PCS_UPDATES_PER_BUCKET = 1000
 #: Iterations per abstract infoset that a default ES solve runs (each infoset then sees ~100s of
 #: regret updates; exploitability of ES-MCCFR falls roughly as 1/sqrt(iterations)).

@@ -175,7 +175,7 @@ class DeepCFRNetwork(nn.Module):
 
 
 #: Every renaming of the 4 suits, ``[24, 4]``.
-_SUIT_PERMUTATIONS = np.array(list(itertools.permutations(range(NUM_SUITS))), dtype=np.int64)
+SUIT_PERMUTATIONS = np.array(list(itertools.permutations(range(NUM_SUITS))), dtype=np.int64)
 
 
 def canonical_suit_cards(cards: torch.Tensor, group_sizes: tuple[int, ...]) -> torch.Tensor:
@@ -193,12 +193,13 @@ def canonical_suit_cards(cards: torch.Tensor, group_sizes: tuple[int, ...]) -> t
     network; as 24 rounds of torch operators that took ~15 CPU-s).
     """
     rows = np.ascontiguousarray(cards.detach().cpu().numpy(), dtype=np.int64)
-    canonical = _canonical_rows(rows, np.asarray(group_sizes, dtype=np.int64), _SUIT_PERMUTATIONS)
+    canonical = canonical_rows(rows, np.asarray(group_sizes, dtype=np.int64), SUIT_PERMUTATIONS)
     return torch.from_numpy(canonical).to(cards.device)
 
 
 @njit(cache=True)
-def _canonical_rows(cards, group_sizes, permutations):  # pragma: no cover - numba
+def canonical_rows(cards, group_sizes, permutations):  # pragma: no cover - numba
+    """:func:`canonical_suit_cards` of int64 ``cards`` (compiled; callable from other kernels)."""
     slots = cards.shape[1]
     bounds = np.zeros(len(group_sizes) + 1, np.int64)
     bounds[1:] = np.cumsum(group_sizes)

@@ -9,7 +9,13 @@ import torch
 from test_flop_solver import TINY_FHP
 
 from bot.agents.bundle import write_bundle
-from bot.agents.deep_cfr import DeepCFRBundle, InfosetBatch, StackAverage, bundle_strategy, strategy_from_outputs
+from bot.agents.deep_cfr import (
+    DeepCFRBundle,
+    InfosetBatch,
+    StackAverage,
+    bundle_strategy,
+    strategy_from_outputs,
+)
 from bot.agents.network import DeepCFRNetwork, canonical_suit_cards
 from bot.agents.nfsp import POLICY_FILE, NFSPPolicy
 from bot.evaluation.best_response import exploitability
@@ -280,3 +286,17 @@ def test_compiled_trunk_equals_the_torch_network(canonical, kind, argmax_fallbac
         fallbacks += int(((raw.clamp(min=0) * rows_legal).sum(dim=1) == 0).sum())
         assert np.allclose(tables[:, d].reshape(-1, 3), expected.numpy(), atol=1e-4)
     assert kind == "average" or fallbacks > 0
+
+
+@pytest.mark.parametrize("kind", ["value", "average"])
+def test_compiled_and_torch_trunks_give_the_same_tables(kind):
+    """The CPU's compiled trunk and the torch trunk (the GPU path, run here on the CPU) fill the
+    same flop tables, a seat with no network playing uniformly."""
+    fg = flop_game_for(TINY_FHP, True)
+    nets = (random_net(13, True), None)
+    compiled = NetworkGrid(fg).strategies(nets, kind, True, 1, 0, fg.num_flops)
+    torch_tables = NetworkGrid(fg, compiled=False, row_budget=64).strategies(nets, kind, True, 1, 0, fg.num_flops)
+    assert np.allclose(compiled, torch_tables, atol=1e-4)
+    valid = fg.valid > 0
+    sums = compiled.sum(axis=3).transpose(0, 2, 1)  # [flops, hands, nodes]
+    assert np.allclose(sums[valid], 1.0, atol=1e-5) and np.all(sums[~valid] == 0)

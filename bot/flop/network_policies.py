@@ -16,22 +16,25 @@ per-flop best response (:mod:`bot.flop.best_response`) a :class:`FlopPolicy`:
 
 **Speed.** The appendix C network is a card branch (cards only), a bet branch (betting node
 only) and a trunk whose first layer is affine in the two branches' concatenation. Over a chunk
-of flops the card branch runs once per (hand, flop), the bet branch once per decision node, the
-first trunk layer as the sum of its card half's and bet half's products (each computed once),
-and only the rest of the trunk runs over the (node, hand) grid, in blocks of ``row_budget``
-rows under ``torch.no_grad`` (``device="cuda"`` when a GPU is there). Each network is read at
-its own seat's decision nodes only.
+of flops the card branch runs once per distinct card row the network reads (suit-canonical rows
+repeat within a flop), the bet branch once per decision node, the first trunk layer as the sum
+of its card half's and bet half's products (each computed once), and only the rest of the trunk
+runs over the (node, card row) grid: on the CPU in :mod:`bot.flop.network_kernels`' compiled
+blocks, which also apply the strategy rule and write the best response's layout; on a GPU
+(``device="cuda"``) in torch, in blocks of ``row_budget`` rows. Each network is read at its own
+seat's decision nodes only. ``benchmarks/bench_fhp_network_exploit.py`` (width 32, AMD EPYC,
+AVX2, load 6-9): 5-7 CPU-s per network on the canonical flops, against 75.6 before.
 
 **Suit symmetry.** A network trained with ``canonical_suits`` (:func:`bot.agents.network.canonical_suit_cards`)
 is suit-invariant, so the 1,755 canonical flops suffice (FHP); any other network is evaluated
 on all 22,100 raw flops, which is exact for any policy.
 
 **Memory.** One best-response chunk of tables (:func:`bot.flop.best_response.chunk_size`:
-256 MB), the per-flop showdown orders (FHP all flops: 160 MB), the networks of the bundle
-(SD-CFR: all of the stack, ~0.1-0.4 MB each) and one block of trunk activations (``row_budget``
-x width x 4 bytes x ~4 live tensors: 2^20 rows at width 64 = 1 GB). Measured on FHP
-(``benchmarks/bench_fhp_network_exploit.py``, width 32): peak RSS 2.08 GiB for a Deep CFR
-average network, 2.55 GiB for an SD-CFR stack (the 8 GB target holds with room).
+256 MB, one buffer reused across chunks), the per-flop showdown orders (FHP all flops: 160 MB),
+the networks of the bundle (SD-CFR: all of the stack, ~0.1-0.4 MB each) and one chunk's
+distinct card rows with their strategies at one seat's nodes (FHP canonical: ~200k rows x 28
+nodes x 12 bytes = 67 MB). Measured on FHP (``benchmarks/bench_fhp_network_exploit.py``, width
+32): peak RSS 1.16 GiB for a Deep CFR average network (2.10 before the compiled trunk).
 """
 
 from __future__ import annotations
@@ -71,10 +74,12 @@ class NetworkGrid:
     """A FlopGame's infosets as network inputs, and networks' strategies over them in grids of
     (decision node) x (hand, flop) rows."""
 
-    def __init__(self, fg: FlopGame, device: str = "cpu", row_budget: int = ROW_BUDGET) -> None:
+    def __init__(self, fg: FlopGame, device: str = "cpu", row_budget: int = ROW_BUDGET, compiled: bool | None = None) -> None:
         self.fg = fg
         self.device = torch.device(device)
         self.row_budget = row_budget
+        #: The trunk runs in :mod:`bot.flop.network_kernels` (default: on the CPU), else in torch.
+        self.compiled = self.device.type == "cpu" if compiled is None else compiled
         encoder = InfosetEncoder(fg.game, fg.tree)
         self.num_card_slots = encoder.num_card_slots
         subtrees = (fg.preflop, fg.flop)
@@ -150,10 +155,10 @@ class NetworkGrid:
     def node_strategies(self, net: DeepCFRNetwork, seen: torch.Tensor, nodes: np.ndarray, kind: str,
                         argmax_fallback: bool, round_index: int) -> np.ndarray:
         """float32 ``[len(nodes), rows, 3]``: ``net``'s strategy at decision rows ``nodes`` of the
-        round for every distinct card row ``seen``: on the CPU in :mod:`bot.flop.network_kernels`'s
-        compiled trunk (a view of a buffer the next call reuses), elsewhere in torch."""
+        round for every distinct card row ``seen``: in :mod:`bot.flop.network_kernels`' compiled
+        trunk (:attr:`compiled`; a view of a buffer the next call reuses), else in torch."""
         bets, legal = self.bets[round_index][nodes], self.legal[round_index][nodes]
-        if self.device.type == "cpu":
+        if self.compiled:
             card_part, bet_part = self.halves(net, seen, bets)
             out = self._trunk_buffer.get((len(nodes), len(seen), 3))
             return trunk_strategies(net, card_part, bet_part, legal, kind, argmax_fallback, out)

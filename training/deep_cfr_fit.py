@@ -10,8 +10,9 @@ gradient) and ``weighted`` (distinct inputs drawn by total weight).
 
 Where value networks train (``fit_backend``, resolved by :func:`resolve_fit_path`): on the CPU in
 compiled fp32 kernels (:mod:`training.fused_network` for merged batches, :mod:`training.fused_rows`
-for row minibatches: the same maths and update rule as torch autograd, 2-4x the steps per second
-at the FHP preset's shapes), in torch fp32 (GPUs), or in torch with bfloat16 matrix products
+for row minibatches: the same maths and update rule as torch autograd; on the AMD EPYC (AVX2)
+3.2x torch's steps per second at the FHP preset's shape, 1.1-1.4x at the paper's HULH/FHP
+shapes), in torch fp32 (GPUs), or in torch with bfloat16 matrix products
 (``bf16``: autocast over fp32 master weights, the mixed precision of Micikevicius et al. 2018
 with bf16's fp32 exponent range, so no loss scaling). bf16 pays only where the CPU multiplies
 bf16 natively (AVX512-BF16 or AMX, :func:`native_bf16`); on AVX2 it is 3-5x slower than fp32
@@ -68,8 +69,8 @@ class MergedProblem:
         return ((cards[p], bets[node[p]], legal[node[p]], target[p], weight[p], self.denominator) for p in picks)
 
 
-#: The ways a value network can train (see the module docstring).
-FUSED, TORCH, BF16 = "fused-fp32", "torch-fp32", "torch-bf16"
+#: The ways a value network can train (see the module docstring), named as ``fit_backend`` names them.
+FUSED, TORCH, BF16 = "fused", "torch", "bf16"
 
 
 @cache
@@ -87,7 +88,10 @@ def native_bf16(cpuinfo: Path = Path("/proc/cpuinfo")) -> bool:
 
 def resolve_fit_path(config: DeepCFRConfig, device: torch.device) -> str:
     """The path value networks train on: ``fused``/``torch``/``bf16`` as asked; ``auto`` the
-    compiled kernels on the CPU (fastest measured here at every preset shape), torch on a GPU."""
+    compiled kernels on the CPU (the fastest path at every preset shape on both CPU classes
+    measured, AVX2 and AVX-512 without bf16: ``benchmarks/bench_fit_speed.py``), torch on a GPU.
+    bf16 is never automatic: where :func:`native_bf16` holds it may win, and the benchmark
+    there decides whether ``fit_backend = "bf16"`` goes into that machine's config."""
     if config.fit_backend == "fused" or (config.fit_backend == "auto" and device.type == "cpu"):
         return FUSED
     return BF16 if config.fit_backend == "bf16" else TORCH

@@ -88,8 +88,9 @@ def native_bf16(cpuinfo: Path = Path("/proc/cpuinfo")) -> bool:
 
 def resolve_fit_path(config: DeepCFRConfig, device: torch.device) -> str:
     """The path value networks train on: ``fused``/``torch``/``bf16`` as asked; ``auto`` the
-    compiled kernels on the CPU (the fastest path at every preset shape on both CPU classes
-    measured, AVX2 and AVX-512 without bf16: ``benchmarks/bench_fit_speed.py``), torch on a GPU.
+    compiled kernels on the CPU (the fastest path at every preset shape on the AMD EPYC, AVX2,
+    ``benchmarks/bench_fit_speed.py``; at the paper's shapes on the AVX-512 Xeon too,
+    ``benchmarks/bench_deep_cfr_throughput.py``), torch on a GPU.
     bf16 is never automatic: where :func:`native_bf16` holds it may win, and the benchmark
     there decides whether ``fit_backend = "bf16"`` goes into that machine's config."""
     if config.fit_backend == "fused" or (config.fit_backend == "auto" and device.type == "cpu"):

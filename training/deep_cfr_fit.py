@@ -11,8 +11,9 @@ gradient) and ``weighted`` (distinct inputs drawn by total weight).
 Where value networks train (``fit_backend``, resolved by :func:`resolve_fit_path`): on the CPU in
 compiled fp32 kernels (:mod:`training.fused_network` for merged batches, :mod:`training.fused_rows`
 for row minibatches: the same maths and update rule as torch autograd; on the AMD EPYC (AVX2)
-3.2x torch's steps per second at the FHP preset's shape, 1.1-1.4x at the paper's HULH/FHP
-shapes), in torch fp32 (GPUs), or in torch with bfloat16 matrix products
+3.2x torch's steps per second at the FHP preset's shape, where torch's per-operator overhead
+dominates, and within ~10% of torch at the paper's width-96 shapes, where BLAS does), in torch
+fp32 (GPUs), or in torch with bfloat16 matrix products
 (``bf16``: autocast over fp32 master weights, the mixed precision of Micikevicius et al. 2018
 with bf16's fp32 exponent range, so no loss scaling). bf16 pays only where the CPU multiplies
 bf16 natively (AVX512-BF16 or AMX, :func:`native_bf16`); on AVX2 it is 3-5x slower than fp32
@@ -88,9 +89,9 @@ def native_bf16(cpuinfo: Path = Path("/proc/cpuinfo")) -> bool:
 
 def resolve_fit_path(config: DeepCFRConfig, device: torch.device) -> str:
     """The path value networks train on: ``fused``/``torch``/``bf16`` as asked; ``auto`` the
-    compiled kernels on the CPU (the fastest path at every preset shape on the AMD EPYC, AVX2,
-    ``benchmarks/bench_fit_speed.py``; at the paper's shapes on the AVX-512 Xeon too,
-    ``benchmarks/bench_deep_cfr_throughput.py``), torch on a GPU.
+    compiled kernels on the CPU (3.2x torch at the FHP preset's shape on the AMD EPYC, AVX2, and
+    never slower at the paper's shapes, ``benchmarks/bench_fit_speed.py``; 1.2-1.4x there on
+    the AVX-512 Xeon, ``benchmarks/bench_deep_cfr_throughput.py``), torch on a GPU.
     bf16 is never automatic: where :func:`native_bf16` holds it may win, and the benchmark
     there decides whether ``fit_backend = "bf16"`` goes into that machine's config."""
     if config.fit_backend == "fused" or (config.fit_backend == "auto" and device.type == "cpu"):

@@ -89,8 +89,8 @@ def native_bf16(cpuinfo: Path = Path("/proc/cpuinfo")) -> bool:
 
 def resolve_fit_path(config: DeepCFRConfig, device: torch.device) -> str:
     """The path value networks train on: ``fused``/``torch``/``bf16`` as asked; ``auto`` the
-    compiled kernels on the CPU (3.2x torch at the FHP preset's shape on the AMD EPYC, AVX2, and
-    never slower at the paper's shapes, ``benchmarks/bench_fit_speed.py``; 1.2-1.4x there on
+    compiled kernels on the CPU (3.2x torch at the FHP preset's shape on the AMD EPYC, AVX2, level
+    with it at the paper's shapes, ``benchmarks/bench_fit_speed.py``; 1.2-1.4x there on
     the AVX-512 Xeon, ``benchmarks/bench_deep_cfr_throughput.py``), torch on a GPU.
     bf16 is never automatic: where :func:`native_bf16` holds it may win, and the benchmark
     there decides whether ``fit_backend = "bf16"`` goes into that machine's config."""

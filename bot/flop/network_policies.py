@@ -104,9 +104,9 @@ class NetworkGrid:
 
     def distinct(self, net: DeepCFRNetwork, round_index: int, lo: int, hi: int) -> tuple[torch.Tensor, np.ndarray]:
         """The distinct card rows ``net`` reads on flops ``lo..hi-1`` (valid hands only) and, per
-        (flop, hand) row, its index among them (-1: not a deal): suit-canonical inputs repeat within a flop (about 1.6 x
-        fewer on FHP). Kept for the last chunk asked for, which every network of a stack reads
-        in turn (canonicalising is ~30% of a network's evaluation otherwise)."""
+        (flop, hand) row, its index among them (-1: not a deal): suit-canonical inputs repeat
+        within a flop (about 1.6 x fewer on FHP). Kept for the last chunk asked for, which every
+        network of a stack reads in turn: canonicalising and the unique are paid once a chunk."""
         key = (round_index, lo, hi, net.canonical_suits)
         if self._distinct_key != key:
             valid = self.valid_rows(round_index, lo, hi)

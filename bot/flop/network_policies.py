@@ -22,8 +22,10 @@ of its card half's and bet half's products (each computed once), and only the re
 runs over the (node, card row) grid: on the CPU in :mod:`bot.flop.network_kernels`' compiled
 blocks, which also apply the strategy rule and write the best response's layout; on a GPU
 (``device="cuda"``) in torch, in blocks of ``row_budget`` rows. Each network is read at its own
-seat's decision nodes only. ``benchmarks/bench_fhp_network_exploit.py`` (width 32, AMD EPYC,
-AVX2, load 6-9): 5-7 CPU-s per network on the canonical flops, against 75.6 before.
+seat's decision nodes only. ``benchmarks/bench_fhp_network_exploit.py`` (width 32, canonical
+flops, AMD EPYC with AVX2, load 13-15): the exact exploitability of a seeded Deep CFR average
+network in 25.6 CPU-s, best response included, against 134.1 with the torch trunk (equal
+results); of a 10-network SD-CFR stack in 9.6 CPU-s per network.
 
 **Suit symmetry.** A network trained with ``canonical_suits`` (:func:`bot.agents.network.canonical_suit_cards`)
 is suit-invariant, so the 1,755 canonical flops suffice (FHP); any other network is evaluated
@@ -34,7 +36,7 @@ on all 22,100 raw flops, which is exact for any policy.
 the networks of the bundle (SD-CFR: all of the stack, ~0.1-0.4 MB each) and one chunk's
 distinct card rows with their strategies at one seat's nodes (FHP canonical: ~200k rows x 28
 nodes x 12 bytes = 67 MB). Measured on FHP (``benchmarks/bench_fhp_network_exploit.py``, width
-32): peak RSS 1.16 GiB for a Deep CFR average network (2.10 before the compiled trunk).
+32): peak RSS 1.13 GiB for a Deep CFR average network (2.03 with the torch trunk).
 """
 
 from __future__ import annotations

@@ -128,13 +128,14 @@ class NetworkFit:
         inputs drawn by total weight); see :mod:`training.merged_memory`. Value networks on
         merged batches train in the compiled kernels of :mod:`training.fused_network` when
         ``fit_backend`` resolves to ``fused`` (a fresh Adam state, like ``optimizer`` here).
-        Torch steps are reported to :attr:`progress` as ``label`` (FHP/HULH fits take minutes);
-        a fused fit is one compiled call of well under a second on the small games."""
+        Torch steps and fused row-minibatch segments are reported to :attr:`progress` as
+        ``label`` (FHP/HULH fits take minutes to hours); a merged fused fit is one compiled call
+        of well under a second on the small games."""
         cfg = self.config
         normalize = cfg.normalize_targets and not average
         if self.path == FUSED and not average:
             if not cfg.merge_duplicates:
-                return self.fit_fused_rows(net, memory, steps, batch_size, rng, iteration, normalize)
+                return self.fit_fused_rows(net, memory, steps, batch_size, rng, iteration, normalize, label)
             return self.fit_fused(net, self.merged_problem(memory, steps, batch_size, rng, iteration, normalize), steps)
         batches, form = self.batches(memory, steps, batch_size, rng, iteration, normalize)
         net.train()
@@ -182,9 +183,10 @@ class NetworkFit:
                 "cpu_native_bf16": native_bf16()}
 
     def fit_fused_rows(self, net: DeepCFRNetwork, memory: Reservoir, steps: int, batch_size: int,
-                       rng: np.random.Generator, iteration: int, normalize: bool) -> tuple[float, str]:
+                       rng: np.random.Generator, iteration: int, normalize: bool, label: str) -> tuple[float, str]:
         """:meth:`fit` of a value network on row minibatches in :func:`training.fused_rows.fit_rows_mse`:
-        the batches, weights and targets of :meth:`row_batches` (same draws from ``rng``)."""
+        the batches, weights and targets of :meth:`row_batches` (same draws from ``rng``); its
+        compiled segments report to :attr:`progress` as ``label``."""
         cfg = self.config
         scale = 2.0 / max(iteration, 1) if cfg.linear_weighting else 1.0
         raw = memory.stored()
@@ -192,9 +194,13 @@ class NetworkFit:
         picks = rng.integers(0, len(memory), size=(steps, batch_size))
         divisor = _rms(raw["target"], self.encoder.legal[raw["node"]], weights) if normalize else 1.0
         self.target_scale = divisor
+        def report(done: int) -> None:
+            if self.progress is not None:
+                self.progress.advance_iteration(done, steps, label)
+
         losses = fit_rows_mse(net, raw["cards"], raw["node"], raw["target"] / np.float32(divisor), weights * scale,
                               self.encoder.bets, self.encoder.legal, batch_size, picks, self.learning_rates(steps),
-                              cfg.grad_clip)
+                              cfg.grad_clip, report)
         net.eval()
         return float(np.mean(losses[_tail_start(steps):])), "rows"
 

@@ -14,6 +14,8 @@ torch's on the same batches). ``benchmarks/bench_fit_speed.py`` prints both spee
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numba as nb
 import numpy as np
 from threadpoolctl import threadpool_limits
@@ -30,10 +32,13 @@ from training.fused_network import (
     _new_cache,
 )
 
+#: Steps per compiled call: between calls the fit reports its progress (a HULH fit runs for hours).
+SEGMENT = 100
+
 
 def fit_rows_mse(net: DeepCFRNetwork, cards: np.ndarray, node: np.ndarray, target: np.ndarray, row_weight: np.ndarray,
                  node_bets: np.ndarray, node_legal: np.ndarray, denominator: float, picks: np.ndarray,
-                 lr: np.ndarray, max_norm: float) -> np.ndarray:
+                 lr: np.ndarray, max_norm: float, progress: Callable[[int], None] | None = None) -> np.ndarray:
     """Adam on ``sum_{i in batch} w_i sum_a legal_ia (V(x_i)_a - y_ia)^2 / denominator`` for the
     memory rows ``picks [steps, batch]`` of each step, ``lr [steps]`` the step's rate.
 
@@ -41,25 +46,32 @@ def fit_rows_mse(net: DeepCFRNetwork, cards: np.ndarray, node: np.ndarray, targe
     ``node [rows]``, ``target [rows, 3]`` and ``row_weight [rows]`` are the memory's rows;
     ``node_bets [nodes, bet_slots]`` and ``node_legal [nodes, 3]`` the encoder's tables. ``net``
     trains in place with a fresh Adam state, as the torch path's fresh optimizer; every step's
-    loss is returned."""
+    loss is returned. The steps run in compiled segments of :data:`SEGMENT`, each followed by
+    ``progress(steps done)``."""
     fused = FusedNetwork.from_module(net)
     steps = picks.shape[0]
     losses = np.empty(steps, np.float64)
     scale = (np.asarray(row_weight, np.float64) * (2.0 / denominator)).astype(np.float32)
+    memory = (np.ascontiguousarray(cards), np.ascontiguousarray(node), np.ascontiguousarray(target, dtype=np.float32),
+              scale, _bet_features(np.asarray(node_bets, np.float32)), np.ascontiguousarray(node_legal, dtype=np.float32))
+    picks = np.ascontiguousarray(picks, dtype=np.int64)
+    lr = np.ascontiguousarray(lr, dtype=np.float64)
     with threadpool_limits(limits=1, user_api="blas"):
-        _fit_rows(fused.theta, fused.grad, fused.exp_avg, fused.exp_avg_sq, fused._offsets,
-                  np.asarray(net.group_sizes, np.int64), net.width, np.ascontiguousarray(cards),
-                  np.ascontiguousarray(node), np.ascontiguousarray(target, dtype=np.float32), scale,
-                  _bet_features(np.asarray(node_bets, np.float32)), np.ascontiguousarray(node_legal, dtype=np.float32),
-                  np.ascontiguousarray(picks, dtype=np.int64), net.canonical_suits, SUIT_PERMUTATIONS,
-                  np.ascontiguousarray(lr, dtype=np.float64), 0.9, 0.999, 1e-8, max_norm, losses)
+        for first in range(0, steps, SEGMENT):
+            last = min(steps, first + SEGMENT)
+            _fit_rows(fused.theta, fused.grad, fused.exp_avg, fused.exp_avg_sq, fused._offsets,
+                      np.asarray(net.group_sizes, np.int64), net.width, *memory, picks[first:last], net.canonical_suits,
+                      SUIT_PERMUTATIONS, first, lr[first:last], 0.9, 0.999, 1e-8, max_norm, losses[first:last])
+            if progress is not None:
+                progress(last)
     fused.copy_to(net)
     return losses
 
 
 @nb.njit(cache=True, fastmath=True, nogil=True)
 def _fit_rows(theta, grad, exp_avg, exp_avg_sq, offsets, group_sizes, w, cards, node, target, scale, node_bets,
-              node_legal, picks, canonical, permutations, lrs, beta1, beta2, eps, max_norm, losses):  # pragma: no cover - numba
+              node_legal, picks, canonical, permutations, first, lrs, beta1, beta2, eps, max_norm, losses):  # pragma: no cover - numba
+    """Steps ``first ..`` of :func:`fit_rows_mse` (``first`` counts Adam's bias correction)."""
     groups = group_sizes.shape[0]
     batch = picks.shape[1]
     slot_of_node = np.full(node_bets.shape[0], -1, np.int64)  # the batch's distinct nodes, reset each step
@@ -99,4 +111,4 @@ def _fit_rows(theta, grad, exp_avg, exp_avg_sq, offsets, group_sizes, w, cards, 
                 loss += 0.5 * s * error * error
         _backward(theta, grad, offsets, groups, w, counts, card_index, bets, bet_index, cache, d_out)
         losses[step] = loss
-        _clip_and_adam(theta, grad, exp_avg, exp_avg_sq, step + 1, lrs[step], beta1, beta2, eps, max_norm)
+        _clip_and_adam(theta, grad, exp_avg, exp_avg_sq, first + step + 1, lrs[step], beta1, beta2, eps, max_norm)

@@ -4,7 +4,9 @@ Sizes are exact (counted from the betting tree and the suit-isomorphism indexers
 rates measured by ``benchmarks/bench_abstraction.py`` on the 2-core development machine: evaluator
 rows per second while building features, numba k-means distance throughput on one core (L2 terms
 for ``ke``/``ochs``, greedy-EMD distances for ``pa``) times the distances the k-means schedule
-computes (:func:`kmeans_distances`), and MCCFR iterations per second; a machine
+computes (:func:`kmeans_distances`), and the solver's speed: PCS (the default solver) as
+(decision node, live hand) pairs per second measured by ``benchmarks/bench_pcs_holdem.py`` and
+``benchmarks/bench_pcs_fhp.py``, ES MCCFR as iterations per second; a machine
 with more cores scales roughly linearly (every kernel is a parallel numba loop). This module is
 play-time code only because a missing agent's message quotes the cost of building it.
 """
@@ -15,7 +17,7 @@ from collections.abc import Collection
 from dataclasses import dataclass
 from math import ceil, comb, isqrt
 
-from bot.abstraction.spec import AbstractionSpec, num_infosets
+from bot.abstraction.spec import AbstractionSpec, num_infosets, round_sizes
 from protocol.betting_tree import BettingTree
 from protocol.isomorphism import HandIndexer, round_indexer
 
@@ -25,7 +27,19 @@ FEATURE_ROWS_PER_SECOND = 4.8e6
 #: ES-MCCFR iterations (one traversal per seat) per second, measured by the benchmark on the
 #: same (shared) machine: HULH abstraction_3e6, FHP fhp_abstraction_4e4, Leduc lossless.
 ITERATIONS_PER_SECOND = {"holdem": 1.45e4, "fhp": 1.4e5, "leduc": 1.0e5, "kuhn": 2.0e5}
-#: Iterations per abstract infoset that a default solve runs (each infoset then sees ~100s of
+#: PCS (decision node, live hand) pairs per second on the 2-core machine with both cores free:
+#: twice the pairs per CPU second measured while other jobs shared the machine (load 12-14):
+#: ``benchmarks/bench_pcs_holdem.py`` (abstraction_3e6: 3.77e7 per CPU s) and
+#: ``benchmarks/bench_pcs_fhp.py`` (fhp_abstraction_3.6e6: 1.9e7 per CPU s, short calls between
+#: evaluations). Other games (Leduc, Kuhn: seconds either way) use the FHP rate.
+PCS_PAIRS_PER_SECOND = {"holdem": 7.5e7, "fhp": 3.8e7}
+#: A default PCS solve gives every bucket of the finest round this many hand updates per
+#: decision node: iterations = this x buckets / live hands per board. Calibrated by
+#: ``benchmarks/bench_pcs_fhp.py`` on fhp_abstraction_4e4, whose exploitability stops falling
+#: (48.5 mbb/g) after ~1,000 iterations (690 flop buckets, 1,176 live hands: ~1,700 updates per
+#: bucket; 1,000 gives 52-54 there); a finer abstraction is assumed to need as many per bucket.
+PCS_UPDATES_PER_BUCKET = 1000
+#: Iterations per abstract infoset that a default ES solve runs (each infoset then sees ~100s of
 #: regret updates; exploitability of ES-MCCFR falls roughly as 1/sqrt(iterations)).
 DEFAULT_ITERATIONS_PER_INFOSET = 30
 #: k-means assignment throughput, point-centre coordinate terms per second on one core
@@ -90,9 +104,10 @@ class Estimate:
 
 
 def estimate(spec: AbstractionSpec, iterations: int | None = None, cached_rounds: Collection[int] = (),
-             built: bool = False) -> Estimate:  # fmt: skip
-    """Cost of building and solving ``spec``; ``cached_rounds`` have their features on disk, and
-    a ``built`` abstraction costs only its solve."""
+             built: bool = False, solver: str = "pcs") -> Estimate:  # fmt: skip
+    """Cost of building and solving ``spec`` with ``solver`` (``pcs`` or ``es-mccfr``);
+    ``cached_rounds`` have their features on disk, and a ``built`` abstraction costs only its
+    solve."""
     game = spec.load_game()
     tree = BettingTree.build(game)
     infosets = num_infosets(spec, tree)
@@ -125,8 +140,15 @@ def estimate(spec: AbstractionSpec, iterations: int | None = None, cached_rounds
         if method == "ochs" and r == last:  # plus the preflop clusters, from sampled boards
             rows += min(runouts, 50_000) * comb(deck, game.num_hole_cards)
     stem = game.name.split(".")[0]
-    iterations = iterations or DEFAULT_ITERATIONS_PER_INFOSET * infosets
-    rate = ITERATIONS_PER_SECOND.get(stem, ITERATIONS_PER_SECOND["holdem"])
+    if solver == "pcs":
+        live = comb(deck - game.total_board_cards, game.num_hole_cards)
+        finest = max(round_sizes(spec)[1:] or round_sizes(spec))
+        iterations = iterations or max(1000, ceil(PCS_UPDATES_PER_BUCKET * finest / live))
+        pairs = 2 * len(tree.decision_ids) * live
+        rate = PCS_PAIRS_PER_SECOND.get(stem, PCS_PAIRS_PER_SECOND["fhp"]) / pairs
+    else:
+        iterations = iterations or DEFAULT_ITERATIONS_PER_INFOSET * infosets
+        rate = ITERATIONS_PER_SECOND.get(stem, ITERATIONS_PER_SECOND["holdem"])
     build = 0.0 if built else 1.0
     return Estimate(infosets, table, feature_bytes + table + table // 2, build * rows / FEATURE_ROWS_PER_SECOND,
                     build * cluster, iterations, iterations / rate)  # fmt: skip

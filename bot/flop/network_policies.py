@@ -16,22 +16,27 @@ per-flop best response (:mod:`bot.flop.best_response`) a :class:`FlopPolicy`:
 
 **Speed.** The appendix C network is a card branch (cards only), a bet branch (betting node
 only) and a trunk whose first layer is affine in the two branches' concatenation. Over a chunk
-of flops the card branch runs once per (hand, flop), the bet branch once per decision node, the
-first trunk layer as the sum of its card half's and bet half's products (each computed once),
-and only the rest of the trunk runs over the (node, hand) grid, in blocks of ``row_budget``
-rows under ``torch.no_grad`` (``device="cuda"`` when a GPU is there). Each network is read at
-its own seat's decision nodes only.
+of flops the card branch runs once per distinct card row the network reads (suit-canonical rows
+repeat within a flop), the bet branch once per decision node, the first trunk layer as the sum
+of its card half's and bet half's products (each computed once), and only the rest of the trunk
+runs over the (node, card row) grid: on the CPU in :mod:`bot.flop.network_kernels`' compiled
+blocks, which also apply the strategy rule and write the best response's layout; on a GPU
+(``device="cuda"``) in torch, in blocks of ``row_budget`` rows. Each network is read at its own
+seat's decision nodes only. ``benchmarks/bench_fhp_network_exploit.py`` (width 32, canonical
+flops, AMD EPYC with AVX2, load 13-15): the exact exploitability of a seeded Deep CFR average
+network in 25.6 CPU-s, best response included, against 134.1 with the torch trunk (equal
+results); of a 10-network SD-CFR stack in 9.6 CPU-s per network.
 
 **Suit symmetry.** A network trained with ``canonical_suits`` (:func:`bot.agents.network.canonical_suit_cards`)
 is suit-invariant, so the 1,755 canonical flops suffice (FHP); any other network is evaluated
 on all 22,100 raw flops, which is exact for any policy.
 
 **Memory.** One best-response chunk of tables (:func:`bot.flop.best_response.chunk_size`:
-256 MB), the per-flop showdown orders (FHP all flops: 160 MB), the networks of the bundle
-(SD-CFR: all of the stack, ~0.1-0.4 MB each) and one block of trunk activations (``row_budget``
-x width x 4 bytes x ~4 live tensors: 2^20 rows at width 64 = 1 GB). Measured on FHP
-(``benchmarks/bench_fhp_network_exploit.py``, width 32): peak RSS 2.08 GiB for a Deep CFR
-average network, 2.55 GiB for an SD-CFR stack (the 8 GB target holds with room).
+256 MB, one buffer reused across chunks), the per-flop showdown orders (FHP all flops: 160 MB),
+the networks of the bundle (SD-CFR: all of the stack, ~0.1-0.4 MB each) and one chunk's
+distinct card rows with their strategies at one seat's nodes (FHP canonical: ~200k rows x 28
+nodes x 12 bytes = 67 MB). Measured on FHP (``benchmarks/bench_fhp_network_exploit.py``, width
+32): peak RSS 1.13 GiB for a Deep CFR average network (2.03 with the torch trunk).
 """
 
 from __future__ import annotations
@@ -50,6 +55,7 @@ from bot.agents.network import DeepCFRNetwork
 from bot.errors import PokerbotError
 from bot.flop.best_response import FlopPolicy, flop_game_for
 from bot.flop.game import FlopGame, leaf_reach, reach_down
+from bot.flop.network_kernels import scatter_strategies, trunk_strategies
 from bot.flop.policies import NETWORK_DEVICE, register_flop_policy_loader
 from bot.progress import report
 from protocol.betting_tree import DECISION
@@ -70,16 +76,21 @@ class NetworkGrid:
     """A FlopGame's infosets as network inputs, and networks' strategies over them in grids of
     (decision node) x (hand, flop) rows."""
 
-    def __init__(self, fg: FlopGame, device: str = "cpu", row_budget: int = ROW_BUDGET) -> None:
+    def __init__(self, fg: FlopGame, device: str = "cpu", row_budget: int = ROW_BUDGET, compiled: bool | None = None) -> None:
         self.fg = fg
         self.device = torch.device(device)
         self.row_budget = row_budget
+        #: The trunk runs in :mod:`bot.flop.network_kernels` (default: on the CPU), else in torch.
+        self.compiled = self.device.type == "cpu" if compiled is None else compiled
         encoder = InfosetEncoder(fg.game, fg.tree)
         self.num_card_slots = encoder.num_card_slots
         subtrees = (fg.preflop, fg.flop)
         self.bets = [torch.from_numpy(encoder.bets[s.decision_nodes]).to(self.device) for s in subtrees]
         self.legal = [torch.from_numpy(s.legal).to(self.device) for s in subtrees]
         self.actor = [fg.tree.actor[s.decision_nodes] for s in subtrees]
+        self._distinct_key: tuple | None = None
+        self._trunk_buffer = ChunkBuffer()
+        self._distinct_rows: tuple[torch.Tensor, np.ndarray] = (torch.empty(0), np.empty(0))
 
     def cards(self, round_index: int, lo: int = 0, hi: int = 1) -> torch.Tensor:
         """Card slots ``[(hi - lo) x H, slots]``: every hand on flops ``lo..hi-1`` (round 1), or
@@ -93,50 +104,93 @@ class NetworkGrid:
             cards[:, :, hole : hole + fg.flops.shape[1]] = fg.flops[lo:hi, None, :]
         return torch.from_numpy(cards.reshape(-1, self.num_card_slots)).to(self.device)
 
+    def distinct(self, net: DeepCFRNetwork, round_index: int, lo: int, hi: int) -> tuple[torch.Tensor, np.ndarray]:
+        """The distinct card rows ``net`` reads on flops ``lo..hi-1`` (valid hands only) and, per
+        (flop, hand) row, its index among them (-1: not a deal): suit-canonical inputs repeat
+        within a flop (about 1.6 x fewer on FHP). Kept for the last chunk asked for, which every
+        network of a stack reads in turn: canonicalising and the unique are paid once a chunk."""
+        key = (round_index, lo, hi, net.canonical_suits)
+        if self._distinct_key != key:
+            valid = self.valid_rows(round_index, lo, hi)
+            seen = net.cards_seen(self.cards(round_index, lo, hi)[torch.from_numpy(valid).to(self.device)])
+            # one int64 key per row (slot values -1..51 in base 53): a 1-D unique, ~10x faster
+            keys = (seen.cpu().numpy() + 1) @ (53 ** np.arange(seen.shape[1], dtype=np.int64))
+            _, first, inverse = np.unique(keys, return_index=True, return_inverse=True)
+            row_of = np.full(len(valid), -1, dtype=np.int64)
+            row_of[valid] = inverse.reshape(-1)
+            self._distinct_rows = (seen[torch.from_numpy(first).to(self.device)], row_of)
+            self._distinct_key = key
+        return self._distinct_rows
+
+    def valid_rows(self, round_index: int, lo: int, hi: int) -> np.ndarray:
+        """Which (flop, hand) rows of flops ``lo..hi-1`` are deals (no card shared with the flop)."""
+        if not round_index:
+            return np.ones(self.fg.num_hands, dtype=bool)
+        return self.fg.valid[lo:hi].reshape(-1) > 0
+
     @torch.no_grad()
-    def outputs(self, net: DeepCFRNetwork, cards: torch.Tensor, bets: torch.Tensor) -> torch.Tensor:
-        """``net``'s outputs ``[nodes, rows, 3]`` for every (betting node, card row) pair: the
-        card and bet branches once each, the first trunk layer split into its two halves, the
-        rest of the trunk once per distinct input (suit-canonical inputs repeat within a flop:
-        about 1.6 x fewer on FHP)."""
-        width = net.width
-        seen, inverse = torch.unique(net.cards_seen(cards), dim=0, return_inverse=True)
-        weight = net.comb1.weight
-        card_part = net.card_features(net.embed(seen, seen=True)) @ weight[:, :width].T
+    def halves(self, net: DeepCFRNetwork, seen: torch.Tensor, bets: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """The first trunk layer (``comb1``, affine in [card features, bet features]) split in
+        its card half per card row ``[rows, w]`` and its bet half plus bias per node ``[nodes, w]``."""
+        width, weight = net.width, net.comb1.weight
+        groups = torch.split(seen.long().where(seen >= 0, 52), net.group_sizes, dim=1)  # -1 -> the zero row
+        embedded = torch.cat([emb.card_table()[g].sum(dim=1) for emb, g in zip(net.card_embeddings, groups, strict=True)], dim=1)
+        card_part = net.card_features(embedded) @ weight[:, :width].T
         bet_part = net.bet_features(bets) @ weight[:, width:].T + net.comb1.bias
-        out = torch.empty((len(bets), len(seen), 3), device=cards.device)
+        return card_part, bet_part
+
+    @torch.no_grad()
+    def outputs(self, net: DeepCFRNetwork, seen: torch.Tensor, bets: torch.Tensor) -> torch.Tensor:
+        """``net``'s outputs ``[nodes, rows, 3]`` for every (betting node, distinct card row) pair
+        in torch (the GPU path): the card and bet branches once each, the first trunk layer as
+        the sum of its two :meth:`halves`, the rest of the trunk in blocks of ``row_budget``."""
+        width = net.width
+        card_part, bet_part = self.halves(net, seen, bets)
+        out = torch.empty((len(bets), len(seen), 3), device=seen.device)
         block = max(1, self.row_budget // max(1, len(bets)))
         for start in range(0, len(seen), block):
             rows = card_part[start : start + block]
             combined = (bet_part[:, None, :] + rows[None, :, :]).reshape(-1, width)
             out[:, start : start + len(rows)] = net.head_from(combined).reshape(len(bets), len(rows), 3)
-        return out[:, inverse]
+        return out
+
+    def node_strategies(self, net: DeepCFRNetwork, seen: torch.Tensor, nodes: np.ndarray, kind: str,
+                        argmax_fallback: bool, round_index: int) -> np.ndarray:
+        """float32 ``[len(nodes), rows, 3]``: ``net``'s strategy at decision rows ``nodes`` of the
+        round for every distinct card row ``seen``: in :mod:`bot.flop.network_kernels`' compiled
+        trunk (:attr:`compiled`; a view of a buffer the next call reuses), else in torch."""
+        bets, legal = self.bets[round_index][nodes], self.legal[round_index][nodes]
+        if self.compiled:
+            card_part, bet_part = self.halves(net, seen, bets)
+            out = self._trunk_buffer.get((len(nodes), len(seen), 3))
+            return trunk_strategies(net, card_part, bet_part, legal, kind, argmax_fallback, out)
+        raw = self.outputs(net.to(self.device), seen, bets)
+        node_legal = legal[:, None, :].expand(-1, raw.shape[1], -1).reshape(-1, 3)
+        strategy = strategy_from_outputs(kind, raw.reshape(-1, 3), node_legal, argmax_fallback)
+        return strategy.reshape(len(nodes), -1, 3).cpu().numpy()
 
     def strategies(self, nets: NetPair, kind: str, argmax_fallback: bool, round_index: int,
-                   lo: int = 0, hi: int = 1) -> np.ndarray:
+                   lo: int = 0, hi: int = 1, out: np.ndarray | None = None) -> np.ndarray:
         """float32 ``[flops, D, H, 3]`` (round 0: one "flop"): each seat's decision nodes from its
         network (``kind`` ``value``: regret matching; ``average``: masked softmax). Hands that
-        share a card with the flop are left 0 (the best-response kernels never read them)."""
-        fg = self.fg
+        share a card with the flop are 0 (the best-response kernels never read them). Written
+        into ``out`` when given (every entry is: a caller that consumes one chunk at a time
+        reuses one buffer instead of faulting in a fresh one, ~0.3 GB, per network)."""
         count = hi - lo if round_index else 1
         legal, actor = self.legal[round_index], self.actor[round_index]
-        out = np.zeros((count, fg.num_hands, len(actor), 3), dtype=np.float32)  # (flop, hand) rows first
-        valid = fg.valid[lo:hi].reshape(-1) > 0 if round_index else np.ones(fg.num_hands, dtype=bool)
-        flat = out.reshape(count * fg.num_hands, len(actor), 3)
-        cards = None
+        if out is None:
+            out = np.empty((count, len(actor), self.fg.num_hands, 3), dtype=np.float32)
         for player, net in enumerate(nets):
             rows = np.flatnonzero(actor == player)
-            if net is None:
-                row_legal = legal[rows].cpu().numpy()
-                out[:, :, rows] = (row_legal / row_legal.sum(axis=1, keepdims=True))[None, None]
-                continue
-            if cards is None:
-                cards = self.cards(round_index, lo, hi)[torch.from_numpy(valid).to(self.device)]
-            raw = self.outputs(net.to(self.device), cards, self.bets[round_index][rows])
-            node_legal = legal[rows][:, None, :].expand(-1, raw.shape[1], -1).reshape(-1, 3)
-            strategy = strategy_from_outputs(kind, raw.reshape(-1, 3), node_legal, argmax_fallback)
-            flat[np.ix_(np.flatnonzero(valid), rows)] = strategy.reshape(len(rows), -1, 3).permute(1, 0, 2).cpu().numpy()
-        return np.ascontiguousarray(out.transpose(0, 2, 1, 3))
+            if net is None:  # uniform over the legal actions: one "distinct row" read by every valid row
+                row_legal = legal[rows].cpu().numpy().astype(np.float32)
+                strategy = (row_legal / row_legal.sum(axis=1, keepdims=True))[:, None]
+                row_of = np.where(self.valid_rows(round_index, lo, hi), 0, -1)
+            else:
+                seen, row_of = self.distinct(net, round_index, lo, hi)
+                strategy = self.node_strategies(net, seen, rows, kind, argmax_fallback, round_index)
+            scatter_strategies(strategy, row_of, rows, out)
+        return out
 
 
 def network_policy(fg: FlopGame, nets: NetPair, kind: str, argmax_fallback: bool = True, device: str = "cpu") -> FlopPolicy:
@@ -144,12 +198,29 @@ def network_policy(fg: FlopGame, nets: NetPair, kind: str, argmax_fallback: bool
     policy on ``fg``'s flops; suit-invariant when every network reads canonical suits."""
     grid = NetworkGrid(fg, device)
     preflop = grid.strategies(nets, kind, argmax_fallback, 0)[0]
+    buffer = ChunkBuffer()
 
     def tables(lo: int, hi: int) -> np.ndarray:
         report("network outputs over flops", hi, fg.num_flops)
-        return grid.strategies(nets, kind, argmax_fallback, 1, lo, hi)
+        return grid.strategies(nets, kind, argmax_fallback, 1, lo, hi, buffer.get((hi - lo, fg.flop.num_decisions, fg.num_hands, 3)))
 
     return FlopPolicy(preflop, tables, _suit_invariant(nets))
+
+
+class ChunkBuffer:
+    """One float32 array reused for every chunk of a policy's flop tables (the best response
+    reads each chunk before asking for the next; each table is valid until the next call): a
+    fresh ~0.3 GB array per chunk costs ~0.7 s of page faults on the 2-core machine."""
+
+    def __init__(self) -> None:
+        self.array = np.empty(0, np.float32)
+
+    def get(self, shape: tuple[int, ...]) -> np.ndarray:
+        """A (not zeroed) float32 array of ``shape`` over the kept memory."""
+        size = int(np.prod(shape))
+        if self.array.size < size:
+            self.array = np.empty(size, np.float32)
+        return self.array[:size].reshape(shape)
 
 
 def _suit_invariant(nets: Sequence[DeepCFRNetwork | None]) -> bool:
@@ -208,11 +279,12 @@ class FlopStackAverage:
         entries ``entries`` (default: all), added into ``out`` when given."""
         fg = self.fg
         if out is None:
-            out = np.zeros((hi - lo, fg.flop.num_decisions, fg.num_hands, 3))
+            out = np.zeros((hi - lo, fg.flop.num_decisions, fg.num_hands, 3), np.float32)
+        buffer = None
         for index in range(len(self.entries)) if entries is None else entries:
             weight, nets, root_reach = self.entries[index]
-            strategies = self.grid.strategies(nets, "value", self.argmax_fallback, 1, lo, hi)
-            _add_reach_weighted(fg.flop.arrays, strategies, root_reach, fg.valid, lo, float(weight),
+            buffer = self.grid.strategies(nets, "value", self.argmax_fallback, 1, lo, hi, buffer)
+            _add_reach_weighted(fg.flop.arrays, buffer, root_reach, fg.valid, lo, float(weight),
                                 self._flop_nodes, self._flop_actor, out)
         return out
 
@@ -223,14 +295,16 @@ class FlopStackAverage:
     def policy(self) -> FlopPolicy:
         """The average as a policy (numerators; the best response normalises them)."""
         total = max(1, len(self.entries))
+        buffer = ChunkBuffer()
 
         def tables(lo: int, hi: int) -> np.ndarray:
-            out = np.zeros((hi - lo, self.fg.flop.num_decisions, self.fg.num_hands, 3))
+            out = buffer.get((hi - lo, self.fg.flop.num_decisions, self.fg.num_hands, 3))
+            out.fill(0.0)
             for index in range(len(self.entries)):
                 self.flop_numerator(lo, hi, [index], out)
                 report("SD-CFR stack over flops (networks x flops)", lo * total + (hi - lo) * (index + 1),
                        total * self.fg.num_flops)
-            return out.astype(np.float32)
+            return out
 
         return FlopPolicy(self.preflop.astype(np.float32), tables, self.suit_invariant)
 

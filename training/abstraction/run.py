@@ -1,11 +1,12 @@
 """``pokerbot train --algo abstraction``: build a named card abstraction, then solve it.
 
 One command does everything from a fresh clone: print the estimated memory, disk and time;
-build (or reuse) the cached bucket tables; run batches of ES Linear MCCFR
-(:mod:`training.abstraction.solver`) with a progress bar until ``--iterations`` or
-``--time-budget``; write ``metrics.jsonl`` (iterations, nodes touched per second, exploitability
+build (or reuse) the cached bucket tables; run batches of the solver (``solver``: Public Chance
+Sampling, :mod:`training.abstraction.pcs`, by default; ES Linear MCCFR,
+:mod:`training.abstraction.solver`, by name) with a progress bar until ``--iterations`` or
+``--time-budget``; write ``metrics.jsonl`` (iterations, work per second, exploitability
 where it is exact: Kuhn, Leduc, FHP), atomic checkpoints every ``checkpoint_seconds`` and on
-Ctrl-C (:mod:`training.run`'s policy), and publish the average strategy as the named agent's
+Ctrl-C (:mod:`training.contract.entry`'s policy), and publish the average strategy as the named agent's
 policy (``$POKERBOT_CACHE/abstractions/<name>/policy.npy``) and as the run's policy bundle
 (``<run>/policy/``: ``average.npy`` and ``bundle.json`` of kind ``abstraction``).
 ``--resume RUN`` continues from the last checkpoint (a later ``--iterations`` extends the run).
@@ -34,8 +35,10 @@ from bot.flop.game import flop_shape_error
 from bot.progress import progress_bar
 from bot.run_files import ELAPSED_METRIC
 from protocol.files import atomic_write, atomic_write_text, temporary_name
+from training.abstraction.batches import SOLVERS, BatchSolver, ESSolver, PCSSolver
 from training.abstraction.build import build_abstraction, cached_feature_rounds
-from training.abstraction.solver import run_batch
+from training.abstraction.pcs import SCHEMES
+from training.abstraction.resources import check_build_fits, check_tables_fit
 from training.contract import cluster as distributed
 from training.contract.entry import CheckpointClock, StopRequest, Trainer, parse_duration
 from training.contract.rundir import RunDir
@@ -47,16 +50,23 @@ class AbstractionConfig:
 
     abstraction: str
     """Name of the abstraction (see ``bot.abstraction.spec.SPECS``)."""
+    solver: str = "pcs"
+    """``pcs`` (Public Chance Sampling: one sampled board per iteration, every hand updated) or
+    ``es-mccfr`` (external-sampling Linear MCCFR: one sampled deal per iteration)."""
+    scheme: str = "dcfr"
+    """PCS regret/average weighting: ``dcfr``, ``linear`` or ``cfr+`` (:mod:`training.abstraction.pcs`)."""
     iterations: int | None = None
-    """Stop after this many iterations (one traversal per seat each); default from the estimate."""
+    """Stop after this many iterations (PCS: one board, both players' passes; ES: one traversal
+    per seat); default from the estimate."""
     time_budget: float | None = None
     """Stop after this many seconds of solving (whichever of the two comes first)."""
     seed: int = 0
     """Seeds the deals and the opponent samples of every traversal."""
     threads: int = 0
     """Traversal threads; 0 = all cores."""
-    batch: int = 20_000
-    """Iterations per Linear-CFR batch (the unit of linear weighting, logging and stopping)."""
+    batch: int = 0
+    """Iterations per batch (the unit of iteration weighting and logging); 0 = the solver's
+    default (ES: 20,000; PCS: :meth:`training.abstraction.batches.PCSSolver.default_batch`)."""
     checkpoint_seconds: float = 600.0
     """Wall time between checkpoints (longer than the trainers' 60 s: the tables of the large
     abstractions are gigabytes)."""
@@ -66,7 +76,7 @@ class AbstractionConfig:
     merge_every: int = 0
     """With ``--workers``: iterations (all workers together) between merges of the workers'
     tables; 0 = once per batch. Shorter rounds mean less stale regrets (see
-    :mod:`training.distributed.ray_mccfr`) and more table transfers."""
+    :mod:`training.abstraction.ray_mccfr`) and more table transfers."""
     mmap_tables: bool = False
     """Keep the two tables in memory-mapped files in the run directory (``tables/``) instead of
     RAM: for abstraction_3e8 (7.9 GB) on a machine with less memory; pages stream from disk."""
@@ -75,8 +85,12 @@ class AbstractionConfig:
         object.__setattr__(self, "time_budget", parse_duration(self.time_budget))
         if self.abstraction not in SPECS:
             raise ConfigError(f"unknown abstraction {self.abstraction!r}; known: {', '.join(SPECS)}")
-        if self.batch < 1 or (self.iterations is not None and self.iterations < 1) or self.merge_every < 0:
-            raise ConfigError("batch and iterations must be positive (merge_every: 0 or more)")
+        if self.solver not in SOLVERS:
+            raise ConfigError(f"unknown solver {self.solver!r}; known: {', '.join(SOLVERS)}")
+        if self.scheme not in SCHEMES:
+            raise ConfigError(f"unknown PCS scheme {self.scheme!r}; known: {', '.join(SCHEMES)}")
+        if self.batch < 0 or (self.iterations is not None and self.iterations < 1) or self.merge_every < 0:
+            raise ConfigError("iterations must be positive (batch, merge_every: 0 or more)")
         if not 0 <= self.threads <= numba.config.NUMBA_NUM_THREADS:
             raise ConfigError(f"--threads {self.threads}: between 1 and {numba.config.NUMBA_NUM_THREADS} (numba's threads here)")
 
@@ -94,7 +108,7 @@ def _train(config: AbstractionConfig, run: RunDir, resume: bool, stop: StopReque
     return train(config, run, resume, stop, force)
 
 
-#: ``--algo abstraction`` for :mod:`training.run` (``--game`` and ``--size`` name the abstraction).
+#: ``--algo abstraction`` for :mod:`training.contract.entry` (``--game`` and ``--size`` name the abstraction).
 TRAINERS = {"abstraction": Trainer(
     algo="abstraction", config_class=AbstractionConfig,
     flags={"iterations": "iterations", "time_budget": "time_budget", "seed": "seed", "threads": "threads",
@@ -107,51 +121,61 @@ TRAINERS = {"abstraction": Trainer(
 def train(config: AbstractionConfig, run: RunDir, resume: bool = False, stop: StopRequest | None = None,
           force: bool = False) -> np.ndarray:
     """Build the abstraction, solve it, publish the policy; returns the average-strategy table.
-    A stop request (Ctrl-C) finishes the batch in progress, checkpoints and publishes."""
+    A stop request (Ctrl-C) or the time budget ends the batch after the kernel call in progress
+    (PCS: ~0.5 s; ES: the whole batch), then checkpoints and publishes."""
     from rich.console import Console
 
     console = Console(stderr=True)
     spec = SPECS[config.abstraction]
-    cost = estimate(spec, config.iterations, cached_feature_rounds(spec), (spec_dir(spec) / "meta.json").exists())
+    built = (spec_dir(spec) / "meta.json").exists()
+    cost = estimate(spec, config.iterations, cached_feature_rounds(spec), built, config.solver)
     console.print(f"[bold]{spec.name}[/] ({spec.game}, buckets {spec.buckets}): {cost.summary()}")
     if spec.note:
         console.print(f"note: {spec.note}")
+    if not built:
+        check_build_fits(spec.name, cost.disk_bytes, spec_dir(spec))
     with progress_bar(console, transient=True) as bar:
         task = bar.add_task("building abstraction", total=None)
         build_abstraction(spec, lambda phase, done, total: bar.update(task, description=phase, completed=done, total=total))
     ag = AbstractGame.build(Abstraction.load(spec))
     threads = config.threads or numba.config.NUMBA_NUM_THREADS
     target = config.iterations or cost.iterations
+    check_tables_fit(spec.name, cost.table_bytes, run.path / "tables" if config.mmap_tables else None)
     regrets, average, state = _load_or_init(run, ag, resume, config.mmap_tables, force)
-    solve_batch, pool = run_batch, None
-    if distributed.current().distributed:  # batches on Ray workers (training/distributed/ray_mccfr.py)
-        from training.abstraction.ray_mccfr import RayMCCFR
-
-        pool = RayMCCFR(spec.name, distributed.current(), config.merge_every)
-        solve_batch = pool.run_batch
-        console.print(f"ES Linear MCCFR batches on {len(pool)} Ray workers")
+    solver, pool = _solver(config, ag, threads, console)
+    batch = config.batch or solver.default_batch()
+    with progress_bar(console, transient=True) as bar:
+        bar.add_task(f"{solver.label}: compiling the kernels (cached after the first run)", total=None)
+        solver.compile(regrets, average)
     started = time.monotonic()
     clock = CheckpointClock(2**62, config.checkpoint_seconds)
     with nullcontext(stop) if stop is not None else StopRequest() as stop:
         with progress_bar(console, transient=True) as bar:
-            task = bar.add_task("ES Linear MCCFR", total=target, completed=state["iterations"])
-            while state["iterations"] < target and not stop.requested:
-                if config.time_budget is not None and time.monotonic() - started >= config.time_budget:
-                    break
-                count = min(config.batch, target - state["iterations"])
+            task = bar.add_task(solver.label, total=target, completed=state["iterations"])
+
+            def keep_going(done: int) -> bool:
+                rate = (state["iterations"] + done - first_of_run) / max(time.monotonic() - started, 1e-9)
+                bar.update(task, completed=state["iterations"] + done, description=f"{solver.label} {rate:,.1f} it/s")
+                return not stop.requested and not out_of_time()
+
+            def out_of_time() -> bool:
+                return config.time_budget is not None and time.monotonic() - started >= config.time_budget
+
+            first_of_run = state["iterations"]
+            while state["iterations"] < target and not stop.requested and not out_of_time():
+                count = min(batch, target - state["iterations"])
                 t0 = time.monotonic()
-                touched = solve_batch(ag, regrets, average, config.seed, state["iterations"] + 1, count, state["batches"] + 1, threads)
+                touched, done = solver.run_batch(regrets, average, state["iterations"] + 1, count, state["batches"] + 1, keep_going)
                 seconds = time.monotonic() - t0
-                state["iterations"] += count
+                state["iterations"] += done
                 state["batches"] += 1
                 state["seconds"] += seconds
                 record = {"iteration": state["iterations"], "batch": state["batches"], "nodes_touched": touched,
-                          "nodes_per_s": round(touched / seconds), "iterations_per_s": round(count / seconds),
+                          "nodes_per_s": round(touched / seconds), "iterations_per_s": round(done / seconds, 2),
                           ELAPSED_METRIC: round(state["seconds"], 2)} | (pool.metrics() if pool else {})  # fmt: skip
-                if config.eval_every and state["iterations"] % config.eval_every < count:
+                if config.eval_every and state["iterations"] % config.eval_every < done:
                     record |= _exploitability(ag, average, bar)
                 run.append_metrics(record)
-                bar.update(task, completed=state["iterations"])
                 if clock.due(state["batches"]):
                     _checkpoint(run, regrets, average, state)
                     clock.saved()
@@ -164,6 +188,21 @@ def train(config: AbstractionConfig, run: RunDir, resume: bool = False, stop: St
     _publish(run, spec, config, average, state)
     console.print(f"{state['iterations']:,} iterations in {state['seconds']:.0f} s; policy published as {spec.name!r} ({policy_path(spec)})")
     return average
+
+
+def _solver(config: AbstractionConfig, ag: AbstractGame, threads: int, console) -> tuple[BatchSolver, object]:
+    """The configured solver, and the Ray pool when ES batches run on workers."""
+    if config.solver == "pcs":
+        if distributed.current().distributed:
+            raise ConfigError("--workers/--ray-address run ES MCCFR batches: add solver = \"es-mccfr\" to the --config TOML")
+        return PCSSolver(ag, config.seed, threads, config.scheme), None
+    if distributed.current().distributed:  # batches on Ray workers (training/abstraction/ray_mccfr.py)
+        from training.abstraction.ray_mccfr import RayMCCFR
+
+        pool = RayMCCFR(ag.abstraction.spec.name, distributed.current(), config.merge_every)
+        console.print(f"ES Linear MCCFR batches on {len(pool)} Ray workers")
+        return ESSolver(ag, config.seed, threads, pool.run_batch), pool
+    return ESSolver(ag, config.seed, threads), None
 
 
 def _load_or_init(run: RunDir, ag: AbstractGame, resume: bool, mmap: bool, force: bool = False

@@ -53,13 +53,15 @@ def _split(state):
 
 
 @njit(cache=True, inline="always")
-def _uniform(state):
+def uniform(state):
+    """splitmix64: the next state and a uniform float in [0, 1)."""
     state, z = _split(state)
     return state, (z >> np.uint64(11)) * (1.0 / 9007199254740992.0)
 
 
 @njit(cache=True, inline="always")
-def _seed_state(seed: int, iteration: int, player: int):
+def seed_state(seed: int, iteration: int, player: int):
+    """The stream of (seed, iteration, tag): tags 0/1 traversals, 2/3 deals, 4 PCS boards."""
     state = np.uint64(seed)
     state, a = _split(state)
     state = a ^ np.uint64(iteration)
@@ -77,9 +79,10 @@ def sample_deals(deck, num_cards, seed, first_iteration, count):
     n = deck.shape[0]
     for i in range(count):
         for p in range(2):
-            state = _seed_state(seed, first_iteration + i, p + 2)
+            work[:] = deck  # from the full deck, so any split of the iterations draws the same deals
+            state = seed_state(seed, first_iteration + i, p + 2)
             for j in range(num_cards):  # partial Fisher-Yates
-                state, u = _uniform(state)
+                state, u = uniform(state)
                 k = j + int(u * (n - j))
                 work[j], work[k] = work[k], work[j]
                 deals[i, p, j] = work[j]
@@ -87,12 +90,12 @@ def sample_deals(deck, num_cards, seed, first_iteration, count):
 
 
 @njit(cache=True)
-def _traverse(traverser, cards, strength, buckets, seed_state, weight,
+def _traverse(traverser, cards, strength, buckets, stream, weight,
               kind, actor, rnd, child, legal, folder, spent, row_offset,
               regrets, average, nodes, sampled, values, sigma):  # fmt: skip
     """One external-sampling traversal of the betting tree for one deal; returns nodes touched."""
     # forward: the nodes this traversal visits, in breadth-first order (children after parents)
-    state = seed_state
+    state = stream
     nodes[0] = 0
     count = 1
     i = 0
@@ -110,7 +113,7 @@ def _traverse(traverser, cards, strength, buckets, seed_state, weight,
                     count += 1
         else:
             regret_matching_row(regrets, row, legal[n], sigma)
-            state, u = _uniform(state)
+            state, u = uniform(state)
             pick = 2
             acc = 0.0
             for x in range(3):
@@ -189,7 +192,7 @@ def _run_batch(deals, strengths, seed, first_iteration, weight, num_chunks,
             for p in range(2):
                 _deal_buckets(deals[i, p], num_hole, board_through, groups, binom, suit_size, class_keys,
                               class_offsets, num_ranks, num_suits, tables, lossless, buckets)  # fmt: skip
-                state = _seed_state(seed, first_iteration + i, p)
+                state = seed_state(seed, first_iteration + i, p)
                 touched[c] += _traverse(p, deals[i, p], strengths[i, p], buckets, state, weight,
                                         kind, actor, rnd, child, legal, folder, spent, row_offset,
                                         regrets, average, nodes, sampled, values, sigma)  # fmt: skip
@@ -199,9 +202,7 @@ def _run_batch(deals, strengths, seed, first_iteration, weight, num_chunks,
 def kernel_args(ag: AbstractGame) -> tuple:
     """Per-round indexer and bucket tables as homogeneous tuples (numba UniTuples)."""
     a, game = ag.abstraction, ag.abstraction.game
-    empty = np.zeros(0, dtype=np.uint16)
-    empty.flags.writeable = False  # same numba type as the read-only memory-mapped tables
-    tables = tuple(empty if t is None else np.asarray(t) for t in a.tables)
+    tables = tuple(_read_only(np.zeros(0, dtype=np.uint16) if t is None else np.asarray(t)) for t in a.tables)
     if any(t.dtype != np.uint16 for t in tables):
         raise ValueError("bucket tables must be uint16 (at most 65,536 buckets per round)")
     board_through = np.array([game.board_cards_through(r) for r in range(game.num_rounds)], dtype=np.int64)
@@ -212,6 +213,13 @@ def kernel_args(ag: AbstractGame) -> tuple:
         tuple(i.suit_size for i in ix), tuple(i.class_keys for i in ix), tuple(i.class_offsets for i in ix),
         game.num_ranks, game.num_suits, tables, np.array([t is None for t in a.tables]),
     )  # fmt: skip
+
+
+def _read_only(table: np.ndarray) -> np.ndarray:
+    """A read-only view: in-memory and memory-mapped tables then share one numba type."""
+    view = table.view()
+    view.flags.writeable = False
+    return view
 
 
 def tree_args(ag: AbstractGame) -> tuple:

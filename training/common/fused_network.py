@@ -1,7 +1,7 @@
 """The appendix C network (:class:`bot.agents.network.DeepCFRNetwork`) trained in compiled CPU kernels.
 
 Why: on Kuhn and Leduc every fit is a *full-batch* problem (a few hundred distinct inputs, see
-:mod:`training.merged_memory`) for a ~14k-parameter network, repeated hundreds of times per
+:mod:`training.deep_cfr.merged_memory`) for a ~14k-parameter network, repeated hundreds of times per
 iteration. In torch such a step costs ~1.6 ms of which ~80% is per-operator dispatch, autograd
 and optimizer bookkeeping (about 60 small operators per step; ``benchmarks/bench_deep_cfr_throughput.py``
 prints the steps per second of both).
@@ -13,7 +13,7 @@ through numba's ``np.dot`` (scipy's BLAS), so a step costs what its arithmetic c
 
 The maths is exactly the torch module's (same layer order, skips, ReLU gradient at 0, biased
 layer-norm variance with eps 1e-5), and the update rules are torch's ``clip_grad_norm_`` and
-``Adam``/``SGD``; ``tests/test_fused_network.py`` checks outputs, gradients and parameters after
+``Adam``/``SGD``; ``tests/training/common/test_fused_network.py`` checks outputs, gradients and parameters after
 several steps against torch autograd. Weights come from and go back to a torch module
 (:meth:`FusedNetwork.from_module`, :meth:`FusedNetwork.copy_to`), so initialisation, bundles and
 checkpoints are unchanged.

@@ -79,11 +79,12 @@ class DeepCFRConfig(StrengthOptions):
     the paper's, with exact (full-batch) gradients when the distinct inputs fit in a batch
     (:mod:`training.deep_cfr.merged_memory`). Pays off where inputs repeat (Kuhn, Leduc)."""
     fit_backend: str = "auto"
-    """How value networks train on merged batches: ``torch`` (autograd + torch Adam), ``fused``
-    (the same maths and update rule in compiled numba kernels, :mod:`training.common.fused_network`;
-    CPU only, needs ``merge_duplicates``; ~4x faster steps on Leduc), or ``auto`` (``fused``
-    exactly when the device is the CPU and ``merge_duplicates`` is on). Average networks and
-    row batches always use torch."""
+    """How value networks train (:func:`training.deep_cfr.fit.resolve_fit_path`): ``fused`` (compiled
+    fp32 kernels, CPU only, on merged or row batches; :mod:`training.common.fused_network`), ``torch``
+    (autograd + torch Adam, fp32), ``bf16`` (torch with bfloat16 matrix products over fp32
+    weights: pays only on CPUs with AVX512-BF16/AMX or GPUs; 3-5x slower than fp32 on AVX2), or
+    ``auto`` (``fused`` on the CPU, ``torch`` on cuda). Average networks always use torch fp32.
+    The path that ran is each iteration's ``fit_backend`` metric."""
     canonical_suits: bool = False
     """Feed the networks suit-canonical cards (:func:`bot.agents.network.canonical_suit_cards`: the
     suit renaming that makes the infoset's cards smallest), so every policy of the run is
@@ -117,12 +118,8 @@ class DeepCFRConfig(StrengthOptions):
             raise ConfigError(f"memory_mode must be reservoir or window, got {self.memory_mode!r}")
         if self.lr_schedule not in ("constant", "cosine"):
             raise ConfigError(f"lr_schedule must be constant or cosine, got {self.lr_schedule!r}")
-        if self.fit_backend not in ("auto", "torch", "fused"):
-            raise ConfigError(f"fit_backend must be auto, torch or fused, got {self.fit_backend!r}")
-        if self.fit_backend == "fused" and not self.merge_duplicates:
-            raise ConfigError("fit_backend = fused trains on merged batches: it needs merge_duplicates = true")
-        if self.fit_backend == "fused" and self.canonical_suits:
-            raise ConfigError("fit_backend = fused reads raw cards: canonical_suits = true needs fit_backend = torch")
+        if self.fit_backend not in ("auto", "torch", "fused", "bf16"):
+            raise ConfigError(f"fit_backend must be auto, torch, fused or bf16, got {self.fit_backend!r}")
         if self.fit_backend == "fused" and not runs_on_cpu(self.device):
             raise ConfigError("fit_backend = fused runs on the CPU: use --device cpu, or fit_backend = torch for cuda")
         resolve_device(self.device)

@@ -4,11 +4,21 @@ A value network fits the sampled instantaneous regrets of its player's advantage
 average network (Deep CFR) the strategy vectors of the strategy memory; both minimise the mean
 squared error over legal actions, each row weighted by its iteration under linear CFR (sec.
 5.2, batch weights rescaled by ``2 / T``), with Adam and a gradient-norm clip. The batches come
-in three forms with one loss (:mod:`training.merged_memory`): ``rows`` (uniform minibatches of
+in three forms with one loss (:mod:`training.deep_cfr.merged_memory`): ``rows`` (uniform minibatches of
 memory rows, the paper), ``full`` (every distinct input each step: the exact full-memory
-gradient) and ``weighted`` (distinct inputs drawn by total weight). With ``fit_backend``
-resolved to ``fused``, value networks train in the compiled kernels of
-:mod:`training.fused_network` instead of torch autograd (the same maths and update rule).
+gradient) and ``weighted`` (distinct inputs drawn by total weight).
+
+Where value networks train (``fit_backend``, resolved by :func:`resolve_fit_path`): on the CPU in
+compiled fp32 kernels (:mod:`training.common.fused_network` for merged batches, :mod:`training.common.fused_rows`
+for row minibatches: the same maths and update rule as torch autograd; on the AMD EPYC (AVX2)
+3.2x torch's steps per second at the FHP preset's shape, where torch's per-operator overhead
+dominates, and within ~10% of torch at the paper's width-96 shapes, where BLAS does), in torch
+fp32 (GPUs), or in torch with bfloat16 matrix products
+(``bf16``: autocast over fp32 master weights, the mixed precision of Micikevicius et al. 2018
+with bf16's fp32 exponent range, so no loss scaling). bf16 pays only where the CPU multiplies
+bf16 natively (AVX512-BF16 or AMX, :func:`native_bf16`); on AVX2 it is 3-5x slower than fp32
+(``benchmarks/bench_fit_speed.py``), so ``auto`` never picks it there. The path that ran is
+recorded in every iteration's metrics (:meth:`NetworkFit.provenance`).
 """
 
 from __future__ import annotations
@@ -16,6 +26,8 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable
 from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -23,8 +35,9 @@ import torch
 
 from bot.agents.encoding import InfosetEncoder
 from bot.agents.input_keys import InputKeys
-from bot.agents.network import DeepCFRNetwork, masked_softmax
+from bot.agents.network import DeepCFRNetwork, canonical_suit_cards, masked_softmax
 from training.common.fused_network import Features, fit_weighted_mse
+from training.common.fused_rows import fit_rows_mse
 from training.common.reservoir import Reservoir
 from training.deep_cfr.config import DeepCFRConfig
 from training.deep_cfr.merged_memory import MergedRows, merge_rows, row_weights
@@ -57,6 +70,35 @@ class MergedProblem:
         return ((cards[p], bets[node[p]], legal[node[p]], target[p], weight[p], self.denominator) for p in picks)
 
 
+#: The ways a value network can train (see the module docstring), named as ``fit_backend`` names them.
+FUSED, TORCH, BF16 = "fused", "torch", "bf16"
+
+
+@cache
+def native_bf16(cpuinfo: Path = Path("/proc/cpuinfo")) -> bool:
+    """True when the CPU has bf16 dot-product instructions (the ``avx512_bf16`` or ``amx_bf16``
+    flag), which oneDNN uses for bf16 matrix products; without them bf16 is converted to fp32
+    and back around every product (False where the flags cannot be read: not Linux)."""
+    try:
+        flags = next((line.split(":", 1)[1].split() for line in cpuinfo.read_text().splitlines()
+                      if line.startswith("flags")), [])
+    except OSError:
+        return False
+    return "avx512_bf16" in flags or "amx_bf16" in flags
+
+
+def resolve_fit_path(config: DeepCFRConfig, device: torch.device) -> str:
+    """The path value networks train on: ``fused``/``torch``/``bf16`` as asked; ``auto`` the
+    compiled kernels on the CPU (3.2x torch at the FHP preset's shape on the AMD EPYC, AVX2, level
+    with it at the paper's shapes, ``benchmarks/bench_fit_speed.py``; 1.2-1.4x there on
+    the AVX-512 Xeon, ``benchmarks/bench_deep_cfr_throughput.py``), torch on a GPU.
+    bf16 is never automatic: where :func:`native_bf16` holds it may win, and the benchmark
+    there decides whether ``fit_backend = "bf16"`` goes into that machine's config."""
+    if config.fit_backend == "fused" or (config.fit_backend == "auto" and device.type == "cpu"):
+        return FUSED
+    return BF16 if config.fit_backend == "bf16" else TORCH
+
+
 class NetworkFit:
     """Trains a network on a memory for one Deep CFR run (its config, encoder and device)."""
 
@@ -67,15 +109,14 @@ class NetworkFit:
         self.input_keys = input_keys
         self.bets = torch.from_numpy(encoder.bets).to(device)
         self.legal = torch.from_numpy(encoder.legal).to(device)
-        #: Value networks train in training.fused_network's kernels (see ``fit_backend``).
-        self.fused = (config.merge_duplicates and device.type == "cpu" and config.fit_backend != "torch"
-                      and not config.canonical_suits)  # the kernels read raw cards
+        #: Where value networks train (:func:`resolve_fit_path`); average networks use torch.
+        self.path = resolve_fit_path(config, device)
         #: The divisor of the last fit's targets (``normalize_targets``; 1.0 otherwise): network
         #: outputs times it are chips, logged as ``target_scale_p<player>`` for ``pokerbot watch``.
         self.target_scale = 1.0
         #: Where torch fits report their steps (the trainer sets its progress display here).
         self.progress: Any = None
-        #: The run's stop policy (:class:`training.run.StopRequest`): checked every step, so a
+        #: The run's stop policy (:class:`training.contract.entry.StopRequest`): checked every step, so a
         #: stop request or the end of the time budget abandons a fit of hours within seconds.
         self.stop: Any = None
 
@@ -87,15 +128,18 @@ class NetworkFit:
         Returns the mean loss of the last 10% of steps and the batch form used: ``rows`` (uniform
         minibatches of memory rows, the paper), or with ``merge_duplicates`` ``full`` (every
         distinct input each step: the exact full-memory gradient) or ``weighted`` (distinct
-        inputs drawn by total weight); see :mod:`training.merged_memory`. Value networks on
-        merged batches train in the compiled kernels of :mod:`training.fused_network` when
+        inputs drawn by total weight); see :mod:`training.deep_cfr.merged_memory`. Value networks on
+        merged batches train in the compiled kernels of :mod:`training.common.fused_network` when
         ``fit_backend`` resolves to ``fused`` (a fresh Adam state, like ``optimizer`` here).
-        Torch steps are reported to :attr:`progress` as ``label`` (FHP/HULH fits take minutes)
-        and each ends with :attr:`stop`'s check (which may abandon the fit); a fused fit checks
-        it between compiled calls of :data:`training.fused_network.STEPS_PER_CALL` steps."""
+        Torch steps and fused row-minibatch segments are reported to :attr:`progress` as
+        ``label`` (FHP/HULH fits take minutes to hours); each torch step and each segment ends
+        with :attr:`stop`'s check (which may abandon the fit); a merged fused fit checks it
+        between compiled calls of :data:`training.common.fused_network.STEPS_PER_CALL` steps."""
         cfg = self.config
         normalize = cfg.normalize_targets and not average
-        if self.fused and not average:
+        if self.path == FUSED and not average:
+            if not cfg.merge_duplicates:
+                return self.fit_fused_rows(net, memory, steps, batch_size, rng, iteration, normalize, label)
             return self.fit_fused(net, self.merged_problem(memory, steps, batch_size, rng, iteration, normalize), steps)
         batches, form = self.batches(memory, steps, batch_size, rng, iteration, normalize)
         net.train()
@@ -105,11 +149,13 @@ class NetworkFit:
         parameters = list(net.parameters())  # once: ``net.parameters()`` walks the modules each call
         full_batch_features = None  # the full form repeats one batch: its inputs are embedded once
         for step, (cards, bets, legal, target, weight, denominator) in enumerate(batches):
-            if form == "full":
-                full_batch_features = full_batch_features or net.input_features(cards, bets)
-                outputs = net.forward_features(full_batch_features)
-            else:
-                outputs = net(cards, bets)
+            with torch.autocast(self.device.type, dtype=torch.bfloat16, enabled=self.path == BF16 and not average):
+                if form == "full":
+                    full_batch_features = full_batch_features or net.input_features(cards, bets)
+                    outputs = net.forward_features(full_batch_features)
+                else:
+                    outputs = net(cards, bets)
+            outputs = outputs.float()
             if average:
                 outputs = masked_softmax(outputs, legal).nan_to_num(0.0)
             per_row = ((outputs - target) ** 2 * legal).sum(dim=1)
@@ -136,10 +182,43 @@ class NetworkFit:
             return rate * 0.5 * (1.0 + np.cos(np.pi * np.arange(steps) / steps))
         return np.full(steps, rate)
 
-    def fit_fused(self, net: DeepCFRNetwork, problem: MergedProblem, steps: int) -> tuple[float, str]:
-        """:meth:`fit` of a value network in :func:`training.fused_network.fit_weighted_mse`."""
+    def provenance(self) -> dict:
+        """What the fits ran on, for every iteration's metrics: the value networks' path and the
+        CPU's instruction set as torch sees it (``AVX2``, ``AVX512``, ...) and its bf16 support."""
+        return {"fit_backend": self.path, "cpu_capability": torch.backends.cpu.get_cpu_capability(),
+                "cpu_native_bf16": native_bf16()}
+
+    def fit_fused_rows(self, net: DeepCFRNetwork, memory: Reservoir, steps: int, batch_size: int,
+                       rng: np.random.Generator, iteration: int, normalize: bool, label: str) -> tuple[float, str]:
+        """:meth:`fit` of a value network on row minibatches in :func:`training.common.fused_rows.fit_rows_mse`:
+        the batches, weights and targets of :meth:`row_batches` (same draws from ``rng``); its
+        compiled segments report to :attr:`progress` as ``label``."""
         cfg = self.config
-        features = Features.build(problem.merged.cards, self.encoder.bets[problem.merged.node], self.encoder.group_sizes)
+        scale = 2.0 / max(iteration, 1) if cfg.linear_weighting else 1.0
+        raw = memory.stored()
+        weights = row_weights(raw, cfg.linear_weighting)
+        picks = rng.integers(0, len(memory), size=(steps, batch_size))
+        divisor = _rms(raw["target"], self.encoder.legal[raw["node"]], weights) if normalize else 1.0
+        self.target_scale = divisor
+        def report(done: int) -> None:
+            if self.progress is not None:
+                self.progress.advance_iteration(done, steps, label)
+            if self.stop is not None:
+                self.stop.check()
+
+        losses = fit_rows_mse(net, raw["cards"], raw["node"], raw["target"] / np.float32(divisor), weights * scale,
+                              self.encoder.bets, self.encoder.legal, batch_size, picks, self.learning_rates(steps),
+                              cfg.grad_clip, report)
+        net.eval()
+        return float(np.mean(losses[_tail_start(steps):])), "rows"
+
+    def fit_fused(self, net: DeepCFRNetwork, problem: MergedProblem, steps: int) -> tuple[float, str]:
+        """:meth:`fit` of a value network in :func:`training.common.fused_network.fit_weighted_mse`."""
+        cfg = self.config
+        cards = problem.merged.cards
+        if net.canonical_suits:
+            cards = canonical_suit_cards(torch.from_numpy(cards), net.group_sizes).numpy()
+        features = Features.build(cards, self.encoder.bets[problem.merged.node], self.encoder.group_sizes)
         losses = fit_weighted_mse(net, features, problem.target, self.encoder.legal[problem.merged.node],
                                   problem.weight, problem.denominator, steps, self.learning_rates(steps), cfg.grad_clip,
                                   picks=problem.picks, threads=cfg.threads or os.cpu_count() or 1,
@@ -157,7 +236,7 @@ class NetworkFit:
 
     def merged_problem(self, memory: Reservoir, steps: int, batch_size: int, rng: np.random.Generator,
                        iteration: int, normalize: bool) -> MergedProblem:
-        """The memory's loss over its distinct inputs (:mod:`training.merged_memory`).
+        """The memory's loss over its distinct inputs (:mod:`training.deep_cfr.merged_memory`).
 
         Linear CFR weights a row by its iteration times ``2 / T`` (sec. 5.2). ``full`` when the
         distinct inputs fit in a batch; otherwise ``weighted``: every step's rows are drawn at

@@ -274,7 +274,7 @@ class DeepCFRTrainer(RunFiles):
             record.update(self.finish_average())
         record["traversal_s"] = traversal_s
         record["training_s"] = training_s
-        record["fit_backend"] = "fused" if self.fit.fused else "torch"
+        record.update(self.fit.provenance())
         record["evaluation_s"] = time.perf_counter() - started
         record.update(self.traversal_pool.metrics() if self.traversal_pool is not None else {})
         return record

@@ -103,10 +103,10 @@ class FlopRunEvaluation:
         self._write_state({"entries": held, "updating_to": total})
 
         def tables(lo: int, hi: int) -> np.ndarray:
-            chunk = np.zeros(numerator[lo:hi].shape) if fresh else np.asarray(numerator[lo:hi], dtype=np.float64)
+            chunk = np.zeros(numerator[lo:hi].shape, np.float32) if fresh else np.array(numerator[lo:hi])
             average.flop_numerator(lo, hi, out=chunk)
             numerator[lo:hi] = chunk
-            return chunk.astype(np.float32)
+            return chunk
 
         report = flop_exploitability(self.fg, FlopPolicy(preflop.astype(np.float32), tables, self.fg.canonical), progress)
         numerator.flush()

@@ -8,7 +8,13 @@ import pytest
 import torch
 
 from bot.agents.bundle import write_bundle
-from bot.agents.deep_cfr import DeepCFRBundle, InfosetBatch, StackAverage, bundle_strategy
+from bot.agents.deep_cfr import (
+    DeepCFRBundle,
+    InfosetBatch,
+    StackAverage,
+    bundle_strategy,
+    strategy_from_outputs,
+)
 from bot.agents.network import DeepCFRNetwork, canonical_suit_cards
 from bot.agents.nfsp import POLICY_FILE, NFSPPolicy
 from bot.evaluation.best_response import exploitability
@@ -224,3 +230,73 @@ def test_the_paper_fhp_config_file_restores_the_papers_settings():
         assert merged[key] == defaults[key], key
     assert merged["evaluate_every"] == 25 and merged["canonical_suits"] is False
     DeepCFRConfig(**merged).validate()
+
+
+def test_canonical_suit_cards_exact_values():
+    """Board (0, 4, 8) in one suit takes suit 0; the hole's higher card then the smallest free
+    suit (1), the lower one the next (2): hole (5, 10) -> (9, 6), board sorted descending."""
+    cards = torch.tensor([[5, 10, 0, 4, 8], [5, 10, -1, -1, -1]])
+    assert canonical_suit_cards(cards, (2, 3)).tolist() == [[9, 6, 8, 4, 0], [8, 5, -1, -1, -1]]
+
+
+def test_canonical_suit_cards_is_the_smallest_renaming():
+    """The compiled canonicalisation against a brute force over the 24 renamings (boards
+    compared first, each group sorted descending)."""
+    rng = np.random.default_rng(1)
+    rows = np.array([rng.choice(52, 7, replace=False) for _ in range(300)])
+    rows[:100, 5:] = -1
+    rows[:50, 2:] = -1
+    sizes = (2, 3, 1, 1)
+
+    def renamed(row, perm):
+        groups, start = [], 0
+        for size in sizes:
+            group = [-1 if c < 0 else c - c % 4 + perm[c % 4] for c in row[start : start + size]]
+            groups.append(sorted(group, reverse=True))
+            start += size
+        return groups[1:] + groups[:1]
+
+    got = canonical_suit_cards(torch.from_numpy(rows), sizes).numpy()
+    for row, canonical in zip(rows, got, strict=True):
+        best = min(renamed(row, perm) for perm in itertools.permutations(range(4)))
+        assert canonical.tolist() == [c for group in best[-1:] + best[:-1] for c in group]
+
+
+@pytest.mark.parametrize("canonical", [False, True])
+@pytest.mark.parametrize(("kind", "argmax_fallback"), [("value", True), ("value", False), ("average", True)])
+def test_compiled_trunk_equals_the_torch_network(canonical, kind, argmax_fallback):
+    """The CPU path (compiled trunk over the distinct card rows, scattered back) gives the torch
+    network's own strategies at every (flop, node, hand), to float tolerance (both in float32,
+    summed in another order; regret matching divides that rounding by the positive advantages'
+    total, here down to ~1e-2, hence 1e-4); invalid hands 0."""
+    fg = flop_game_for(TINY_FHP, False)
+    grid = NetworkGrid(fg)
+    nets = (random_net(11, canonical), random_net(12, canonical))
+    with torch.no_grad():  # a bias pushes some advantages all negative: the fallback rule runs too
+        nets[0].action_head.bias.fill_(-0.5)
+    tables = grid.strategies(nets, kind, argmax_fallback, 1, 2, 9)
+    cards = grid.cards(1, 2, 9)
+    valid = torch.from_numpy(fg.valid[2:9].reshape(-1) > 0)
+    fallbacks = 0
+    for d, (bet, legal, actor) in enumerate(zip(grid.bets[1], grid.legal[1], grid.actor[1], strict=True)):
+        with torch.no_grad():
+            raw = nets[actor](cards, bet.expand(len(cards), -1))
+        rows_legal = legal.expand(len(cards), -1)
+        expected = strategy_from_outputs(kind, raw, rows_legal, argmax_fallback) * valid[:, None]
+        fallbacks += int(((raw.clamp(min=0) * rows_legal).sum(dim=1) == 0).sum())
+        assert np.allclose(tables[:, d].reshape(-1, 3), expected.numpy(), atol=1e-4)
+    assert kind == "average" or fallbacks > 0
+
+
+@pytest.mark.parametrize("kind", ["value", "average"])
+def test_compiled_and_torch_trunks_give_the_same_tables(kind):
+    """The CPU's compiled trunk and the torch trunk (the GPU path, run here on the CPU) fill the
+    same flop tables, a seat with no network playing uniformly."""
+    fg = flop_game_for(TINY_FHP, True)
+    nets = (random_net(13, True), None)
+    compiled = NetworkGrid(fg).strategies(nets, kind, True, 1, 0, fg.num_flops)
+    torch_tables = NetworkGrid(fg, compiled=False, row_budget=64).strategies(nets, kind, True, 1, 0, fg.num_flops)
+    assert np.allclose(compiled, torch_tables, atol=1e-4)
+    valid = fg.valid > 0
+    sums = compiled.sum(axis=3).transpose(0, 2, 1)  # [flops, hands, nodes]
+    assert np.allclose(sums[valid], 1.0, atol=1e-5) and np.all(sums[~valid] == 0)

@@ -112,8 +112,8 @@ def test_cosine_schedule_decays_each_fit_to_zero(tmp_path) -> None:
         DeepCFRConfig(lr_schedule="step").validate()
 
 
-def test_fused_backend_needs_merged_batches_and_the_cpu() -> None:
-    with pytest.raises(ValueError, match="merge_duplicates"):
-        DeepCFRConfig(fit_backend="fused", merge_duplicates=False).validate()
+def test_fit_backend_names_are_checked() -> None:
+    for backend in ("auto", "torch", "fused", "bf16"):
+        DeepCFRConfig(fit_backend=backend, merge_duplicates=False, canonical_suits=True).validate()
     with pytest.raises(ValueError, match="fit_backend must be"):
         DeepCFRConfig(fit_backend="numba").validate()

@@ -185,7 +185,7 @@ def test_cli_abstraction_and_sd_cfr_with_workers(tmp_path) -> None:
     runner = CliRunner()
     out = tmp_path / "abs"
     base = ["train", "--algo", "abstraction", "--threads", "1", "--workers", "2"]
-    (tmp_path / "small.toml").write_text("batch = 2000\n")
+    (tmp_path / "small.toml").write_text("batch = 2000\nsolver = \"es-mccfr\"\n")  # Ray workers run ES batches
     first = ["--game", "leduc", "--size", "lossless", "--iterations", "4000", "--config", str(tmp_path / "small.toml")]
     result = runner.invoke(pokerbot, base + first + ["--out", str(out)])
     assert result.exit_code == 0, result.output

@@ -1,0 +1,81 @@
+"""``pokerbot train --algo abstraction`` with the PCS solver: the run contract, and the memory,
+disk and cost checks around it."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+from bot.abstraction.cost import estimate, size
+from bot.abstraction.spec import SPECS
+from bot.cli import main as pokerbot
+from training.abstraction import resources
+
+
+@pytest.fixture(autouse=True)
+def _cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("POKERBOT_CACHE", str(tmp_path / "cache"))
+
+
+BASE = ["train", "--algo", "abstraction", "--threads", "1", "--game", "leduc"]
+
+
+def metrics(run) -> list[dict]:
+    return [json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines()]
+
+
+def test_pcs_is_the_default_and_resume_equals_the_uninterrupted_run(tmp_path):
+    runner = CliRunner()
+    (tmp_path / "c.toml").write_text("batch = 50\n")
+    config = ["--config", str(tmp_path / "c.toml")]
+    first = runner.invoke(pokerbot, BASE + ["--size", "merged", "--iterations", "300", *config, "--out", str(tmp_path / "a")])
+    assert first.exit_code == 0, first.output
+    resumed = runner.invoke(pokerbot, ["train", "--algo", "abstraction", "--threads", "1", "--resume", str(tmp_path / "a"),
+                                       "--iterations", "600"])  # fmt: skip
+    assert resumed.exit_code == 0, resumed.output
+    once = runner.invoke(pokerbot, BASE + ["--size", "merged", "--iterations", "600", *config, "--out", str(tmp_path / "b")])
+    assert once.exit_code == 0, once.output
+    policy = "policy/average.npy"
+    assert np.array_equal(np.load(tmp_path / "a" / policy), np.load(tmp_path / "b" / policy))
+    rows = metrics(tmp_path / "a")
+    live = 5  # leduc: 6 cards, one on the board, one hole card
+    assert rows[0]["nodes_touched"] == 50 * 2 * 36 * live  # (decision node, live hand) pairs, both passes
+    assert max(r["iteration"] for r in rows) == 600 and rows[-1]["final"] and rows[-1]["exploitability_mbb"] > 0
+
+
+def test_es_mccfr_is_available_by_name_and_unknown_solvers_are_one_line(tmp_path):
+    runner = CliRunner()
+    (tmp_path / "es.toml").write_text('solver = "es-mccfr"\nbatch = 1000\n')
+    result = runner.invoke(pokerbot, BASE + ["--size", "lossless", "--iterations", "2000", "--config",
+                                             str(tmp_path / "es.toml"), "--out", str(tmp_path / "es")])  # fmt: skip
+    assert result.exit_code == 0, result.output
+    assert metrics(tmp_path / "es")[0]["nodes_touched"] < 1000 * 2 * 85  # sampled: a path, not the tree
+    (tmp_path / "bad.toml").write_text('solver = "cfr"\n')
+    bad = runner.invoke(pokerbot, BASE + ["--size", "lossless", "--config", str(tmp_path / "bad.toml"), "--out", str(tmp_path / "x")])
+    assert bad.exit_code == 2 and "unknown solver 'cfr'; known: pcs, es-mccfr" in bad.output
+
+
+def test_tables_that_do_not_fit_are_refused_in_one_line(tmp_path, monkeypatch):
+    monkeypatch.setattr(resources, "available_memory", lambda: 10_000)
+    result = CliRunner().invoke(pokerbot, BASE + ["--size", "lossless", "--iterations", "10", "--out", str(tmp_path / "r")])
+    assert result.exit_code == 2
+    need = size(estimate(SPECS["leduc_lossless"]).table_bytes)
+    assert f"leduc_lossless: its regret and average tables need {need} of RAM; 10.0 KB available" in result.output
+    assert "mmap_tables = true" in result.output and "Traceback" not in result.output
+
+
+def test_a_build_that_does_not_fit_on_disk_is_refused_before_it_starts(tmp_path, monkeypatch):
+    monkeypatch.setattr(resources, "free_disk", lambda path: 1_000)
+    result = CliRunner().invoke(pokerbot, BASE + ["--size", "merged", "--iterations", "10", "--out", str(tmp_path / "r")])
+    assert result.exit_code == 2 and "leduc_merged: building it needs" in result.output and "1.0 KB free" in result.output
+    assert not (tmp_path / "cache" / "abstractions" / "leduc_merged" / "meta.json").exists()
+
+
+def test_cost_quotes_the_pcs_solve_unless_es_is_named():
+    spec = SPECS["abstraction_3e8"]
+    pcs, es = estimate(spec, built=True), estimate(spec, built=True, solver="es-mccfr")
+    assert pcs.iterations < es.iterations and pcs.solve_seconds < es.solve_seconds
+    assert pcs.table_bytes == es.table_bytes == (8 * 169 + (70 + 630 + 5670) * 51800) * 3 * 4 * 2

@@ -1,0 +1,236 @@
+"""Numba kernels of Public Chance Sampling: one board, every hole-card pair at once.
+
+For one full board (every round's public cards), :func:`prepare_board` lists the hands that
+share no card with it (the *live* hands), each one's bucket in every round (imperfect recall:
+hole cards plus the board visible in that round, through the suit-isomorphism index and the
+bucket table) and the live hands in ascending showdown strength. :func:`walk` is then one
+depth-first pass over the betting tree (:class:`protocol.betting_tree.BettingTree` arrays)
+carrying vectors over the live hands: both players' reach on the way down, the updating
+player's counterfactual values on the way up (Johanson, Bard, Lanctot, Gibson & Bowling 2012,
+"Efficient Nash Equilibrium Approximation through Monte Carlo Counterfactual Regret
+Minimization", sec. 3, vector form). Terminal values use exact card removal in O(V): a fold
+by inclusion-exclusion over the hands holding each of h's cards, a showdown by the
+sort-by-strength sweep (Johanson, Waugh, Bowling & Zinkevich 2011, "Accelerating Best Response
+Calculation in Large Extensive Games", sec. 4.2). The pass keeps one row of vectors per *depth*
+(not per node), so its working set is depth x V (HULH: ~20 x 1,081 doubles per array) and
+stays in cache; a node-indexed layout would be 6,378+ x V per array.
+
+These are generalisations of :mod:`bot.flop.game`'s ``fold_values``/``showdown_values`` to one
+or two hole cards and to a compact live-hand index (that module stays FHP-only).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from protocol.betting_tree import DECISION, FOLD_END
+from protocol.isomorphism import index_one
+
+NUM_CARDS = 52
+
+
+@njit(cache=True)
+def prepare_board(board, hands, strengths, preflop_bucket, board_through, groups, binom, suit_size, class_keys, class_offsets,
+                  num_ranks, num_suits, tables, lossless, live_cards, bucket, sorted_strength):  # fmt: skip
+    """Fill the per-board arrays for ``board`` (all rounds' cards); returns V, the live hands.
+
+    ``hands [H, hole]``, ``strengths [H]`` (hole + full board; read for live hands only),
+    ``preflop_bucket [H]`` (the bucket of rounds without board cards, computed once). The
+    live hands are numbered by ascending showdown strength, so a showdown sweeps them in order;
+    outputs over the first V entries: ``live_cards [V, hole]``, ``bucket [rounds, V]`` and
+    ``sorted_strength``."""
+    num_hole = hands.shape[1]
+    mask = np.int64(0)
+    for c in board:
+        mask |= np.int64(1) << np.int64(c)
+    live = np.empty(hands.shape[0], dtype=np.int64)
+    v = 0
+    for h in range(hands.shape[0]):
+        ok = True
+        for j in range(num_hole):
+            if (mask >> np.int64(hands[h, j])) & 1:
+                ok = False
+        if ok:
+            live[v] = h
+            v += 1
+    live_strength = np.empty(v, dtype=np.int64)
+    for i in range(v):
+        live_strength[i] = strengths[live[i]]
+    ranked = np.argsort(live_strength, kind="mergesort")
+    for i in range(v):
+        sorted_strength[i] = live_strength[ranked[i]]
+        for j in range(num_hole):
+            live_cards[i, j] = hands[live[ranked[i]], j]
+    cards = np.empty(num_hole + board.shape[0], dtype=np.int64)
+    for r in range(board_through.shape[0]):
+        if board_through[r] == 0:
+            for i in range(v):
+                bucket[r, i] = preflop_bucket[live[ranked[i]]]
+            continue
+        for j in range(board_through[r]):
+            cards[num_hole + j] = board[j]
+        for i in range(v):
+            for j in range(num_hole):
+                cards[j] = live_cards[i, j]
+            index = index_one(cards[: num_hole + board_through[r]], groups[r], binom, suit_size[r], class_keys[r],
+                              class_offsets[r], num_ranks, num_suits)  # fmt: skip
+            bucket[r, i] = index if lossless[r] else tables[r][index]
+    return v
+
+
+@njit(cache=True, inline="always")
+def _outside(total, per_card, cards, h):
+    """Reach of the hands sharing no card with hand ``h``, from the total and the reach through
+    each card (with two hole cards, h itself is the one hand through both and is subtracted
+    twice: the caller adds its reach back when h is among the counted hands)."""
+    mass = total
+    for k in range(cards.shape[1]):
+        mass -= per_card[cards[h, k]]
+    return mass
+
+
+@njit(cache=True, inline="always")
+def _count(reach, cards, h, per_card):
+    for k in range(cards.shape[1]):
+        per_card[cards[h, k]] += reach[h]
+    return reach[h]
+
+
+@njit(cache=True, inline="always", fastmath=True, error_model="numpy")
+def _fold(won, reach, cards, v, per_card, out):
+    """out[i] = won x (reach of live hands sharing no card with hand i)."""
+    per_card[:] = 0.0
+    total = 0.0
+    for i in range(v):
+        total += _count(reach, cards, i, per_card)
+    for i in range(v):
+        mass = _outside(total, per_card, cards, i)
+        if cards.shape[1] == 2:
+            mass += reach[i]
+        out[i] = won * mass
+
+
+@njit(cache=True, inline="always", fastmath=True, error_model="numpy")
+def _sweep(coef, ascending, reach, cards, v, strength, per_card, out):
+    """out[h] += coef x (reach of the disjoint hands strictly before h in the sweep): ascending,
+    the weaker hands; descending, the stronger (hands numbered by ascending ``strength``; ties
+    are passed as a group, so they count for neither). A hand sharing a card with h is never h
+    itself here (h is not strictly weaker or stronger than itself), so no add-back."""
+    per_card[:] = 0.0
+    total = 0.0
+    start = 0
+    while start < v:
+        first = start if ascending else v - 1 - start
+        end = start
+        while end < v and strength[end if ascending else v - 1 - end] == strength[first]:
+            end += 1
+        for p in range(start, end):
+            h = p if ascending else v - 1 - p
+            out[h] += coef * _outside(total, per_card, cards, h)
+        for p in range(start, end):
+            total += _count(reach, cards, p if ascending else v - 1 - p, per_card)
+        start = end
+
+
+@njit(cache=True, inline="always", fastmath=True, error_model="numpy")
+def _showdown(win, lose, reach, cards, v, strength, per_card, out):
+    """out[i] = win x (reach of weaker disjoint hands) - lose x (reach of stronger ones): the
+    sort-by-strength sweep, both directions."""
+    out[:v] = 0.0
+    _sweep(win, True, reach, cards, v, strength, per_card, out)
+    _sweep(-lose, False, reach, cards, v, strength, per_card, out)
+
+
+@njit(cache=True, fastmath=True, error_model="numpy")
+def walk(player, v, live_cards, bucket, sorted_strength, kind, actor, rnd, child, legal, folder, spent,
+         row_offset, regrets, regret_out, average, regret_weight, average_weight, floor,
+         node_at, action_at, own_at, opp_at, reach, value, sigma, child_value, per_card):  # fmt: skip
+    """One PCS pass for ``player`` on a prepared board: regret increments ``regret_weight x
+    (v(I, a) - v(I))`` of every live hand at the player's nodes are added into ``regret_out``
+    at row (node, bucket) (floored at 0 if ``floor``); ``average_weight x own reach x sigma``
+    into ``average``. Strategies are read from ``regrets`` by regret matching (pass the same
+    array as ``regret_out`` for immediate updates, a zeroed one to collect one iteration's
+    increments against fixed strategies). Work arrays are per depth (``[max_depth + 1, ...]``;
+    ``reach`` has a row per depth, and ``own_at``/``opp_at`` say which row holds each player's
+    reach at a depth: an action changes only its actor's reach, the other row is shared, not
+    copied). Returns the (decision node, live hand) pairs evaluated."""
+    other = 1 - player
+    touched = 0
+    d = 0
+    node_at[0] = 0
+    reach[0, :v] = 1.0
+    own_at[0] = 0
+    opp_at[0] = 0
+    entering = True
+    while d >= 0:
+        n = node_at[d]
+        if entering:
+            if kind[n] != DECISION:
+                if kind[n] == FOLD_END:
+                    won = -spent[n, player] if folder[n] == player else spent[n, other]
+                    _fold(won, reach[opp_at[d]], live_cards, v, per_card, value[d])
+                else:
+                    _showdown(spent[n, other], spent[n, player], reach[opp_at[d]], live_cards, v, sorted_strength,
+                              per_card, value[d])  # fmt: skip
+                d -= 1
+                entering = False
+                continue
+            touched += v
+            offset = row_offset[n]
+            r = rnd[n]
+            count = legal[n, 0] + legal[n, 1] + legal[n, 2]
+            for i in range(v):
+                row = offset + bucket[r, i]
+                s0 = max(regrets[row, 0], 0.0) if legal[n, 0] else 0.0
+                s1 = max(regrets[row, 1], 0.0) if legal[n, 1] else 0.0
+                s2 = max(regrets[row, 2], 0.0) if legal[n, 2] else 0.0
+                total = s0 + s1 + s2
+                if total > 0.0:
+                    sigma[d, 0, i] = s0 / total
+                    sigma[d, 1, i] = s1 / total
+                    sigma[d, 2, i] = s2 / total
+                else:
+                    sigma[d, 0, i] = legal[n, 0] / count
+                    sigma[d, 1, i] = legal[n, 1] / count
+                    sigma[d, 2, i] = legal[n, 2] / count
+            if actor[n] != player:
+                value[d, :v] = 0.0
+            action_at[d] = -1
+        else:
+            x = action_at[d]
+            if actor[n] == player:
+                child_value[d, x, :v] = value[d + 1, :v]
+            else:
+                value[d, :v] += value[d + 1, :v]
+        x = action_at[d] + 1
+        while x < 3 and not legal[n, x]:
+            x += 1
+        if x < 3:
+            action_at[d] = x
+            source = own_at[d] if actor[n] == player else opp_at[d]
+            for i in range(v):
+                reach[d + 1, i] = reach[source, i] * sigma[d, x, i]
+            own_at[d + 1] = d + 1 if actor[n] == player else own_at[d]
+            opp_at[d + 1] = opp_at[d] if actor[n] == player else d + 1
+            node_at[d + 1] = child[n, x]
+            d += 1
+            entering = True
+            continue
+        if actor[n] == player:
+            offset = row_offset[n]
+            r = rnd[n]
+            own = reach[own_at[d]]
+            for i in range(v):
+                row = offset + bucket[r, i]
+                expected = sigma[d, 0, i] * child_value[d, 0, i] + sigma[d, 1, i] * child_value[d, 1, i] \
+                    + sigma[d, 2, i] * child_value[d, 2, i]
+                value[d, i] = expected
+                for x in range(3):
+                    if legal[n, x]:
+                        updated = regret_out[row, x] + regret_weight * (child_value[d, x, i] - expected)
+                        regret_out[row, x] = max(updated, 0.0) if floor else updated
+                        average[row, x] += average_weight * own[i] * sigma[d, x, i]
+        d -= 1
+        entering = False
+    return touched

@@ -109,7 +109,7 @@ def named(name: str) -> AbstractGame:
 
 
 def tiny_fhp() -> AbstractGame:
-    from test_flop_solver import TINY_FHP
+    from tests.training.flop.test_flop_solver import TINY_FHP
 
     return random_abstraction(TINY_FHP, (3, 7), seed=1)
 

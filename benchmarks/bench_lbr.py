@@ -7,6 +7,15 @@ Run from the repository root::
     python benchmarks/bench_lbr.py --speed-deals 20 --fhp-deals 0 --holdem-deals 0
     python benchmarks/bench_lbr.py --network runs/sdcfr-holdem   # a trained bundle instead
     python benchmarks/bench_lbr.py --speed-deals 0 --fhp-deals 0 --holdem-deals 0 --shipped-deals 10
+    python benchmarks/bench_lbr.py --speed-deals 0 --fhp-deals 0 --holdem-deals 0 --rate-deals 100 \
+        --before /tmp/lbr-before      # a checkout of 513f747: hands/s before and after
+
+Rate (``--rate-deals``): LBR's hands per wall second and per CPU second of the process (numba
+threads included) against the shipped HULH bot (``default``) and ``call``, LBR in every round,
+each measured in a fresh subprocess whose ``PYTHONPATH`` is this checkout and, with
+``--before``, another one (e.g. the commit before the pair-strength kernels): only
+``run_lbr`` is called, which both have. A fresh process starts with empty caches (the compact
+bot keeps the buckets of every board it met, so long runs get faster than this rate).
 
 Shipped bot (``--shipped-deals``): LBR against the shipped HULH bot (``default``, a compact
 abstraction whose buckets are computed from the cards) with its batched ``range_probabilities``
@@ -27,7 +36,9 @@ the load (the machine may be shared).
 from __future__ import annotations
 
 import argparse
+import json
 import os
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -150,6 +161,50 @@ def shipped_speed(deals: int) -> None:
           f"together {hands / (play + aivat):6.2f} hands/s ({hands} hands, {play:.1f} + {aivat:.1f} s)")
 
 
+RATE_SCRIPT = """
+import json, sys, time
+from bot.agents.registry import resolve_agent
+from bot.evaluation.lbr import LBRConfig, run_lbr
+from protocol.gamedef import load_game
+game = load_game("holdem")
+agent = resolve_agent(sys.argv[1], game)
+run_lbr(game, agent, 1, 99, LBRConfig())  # compile / load the numba kernels
+wall, cpu = time.perf_counter(), time.process_time()
+result = run_lbr(game, agent, int(sys.argv[2]), int(sys.argv[3]), LBRConfig())
+print(json.dumps({"wall": time.perf_counter() - wall, "cpu": time.process_time() - cpu,
+                  "mbb": result.overall().mean, "chips": result.chips}))
+"""
+
+
+def rate(code: Path, agent_name: str, deals: int, seed: int = 1) -> dict:
+    """One subprocess's LBR run against ``agent_name`` on HULH with ``code`` first on the path."""
+    env = os.environ | {"PYTHONPATH": str(code), "OMP_WAIT_POLICY": "PASSIVE"}
+    done = subprocess.run([sys.executable, "-c", RATE_SCRIPT, agent_name, str(deals), str(seed)],
+                          env=env, capture_output=True, text=True)  # fmt: skip
+    if done.returncode:
+        raise SystemExit(f"LBR rate run with PYTHONPATH={code} failed:\n{done.stderr}")
+    return json.loads(done.stdout.splitlines()[-1])
+
+
+def rates(deals: int, before: Path | None) -> None:
+    """Hands/s against the shipped bot and ``call``, this checkout and ``before``; the chips of
+    the two runs are compared (the same seeds must give the same play)."""
+    codes = [("after", ROOT)] + ([("before", before)] if before else [])
+    print(f"LBR rate on HULH, LBR in every round ({deals} deals x 2 seats, seed 1, fresh process each):")
+    for agent_name in ("default", "call"):
+        results = {}
+        for label, code in codes:
+            load = os.getloadavg()[0]
+            results[label] = result = rate(code, agent_name, deals)
+            hands = 2 * deals
+            print(f"  {agent_name:8s} {label:6s} {hands / result['wall']:7.2f} hands/s wall, {hands / result['cpu']:7.2f} hands "
+                  f"per CPU second ({hands} hands, {result['wall']:.1f} s wall, {result['cpu']:.1f} s CPU; load {load:.2f} "
+                  f"-> {os.getloadavg()[0]:.2f}); LBR {result['mbb']:+.1f} mbb/g")
+        if before:
+            same = results["after"]["chips"] == results["before"]["chips"]
+            print(f"  {agent_name:8s} same chips in every deal before and after: {same}")
+
+
 def value(game_name: str, agent_name: str, deals: int, config: LBRConfig) -> None:
     game = load_game(game_name)
     wall = time.perf_counter()
@@ -167,6 +222,8 @@ def main() -> None:
     parser.add_argument("--fhp-deals", type=int, default=500, help="deals per FHP value line (0: skip)")
     parser.add_argument("--holdem-deals", type=int, default=150, help="deals per HULH value line (0: skip)")
     parser.add_argument("--shipped-deals", type=int, default=0, help="deals per shipped-bot speed line (0: skip)")
+    parser.add_argument("--rate-deals", type=int, default=0, help="deals per rate line vs default and call (0: skip)")
+    parser.add_argument("--before", type=Path, help="--rate-deals: also measure this checkout (e.g. 513f747)")
     parser.add_argument("--stack", type=int, default=5, help="iterations of the untrained SD-CFR bundle")
     parser.add_argument("--network", help="a Deep CFR / SD-CFR bundle or run for HULH instead of the untrained one")
     parser.add_argument("--spinning-threads", action="store_true", help="OMP_WAIT_POLICY=ACTIVE instead of PASSIVE")
@@ -190,6 +247,8 @@ def main() -> None:
             speed(holdem, label, agent, args.speed_deals, config)
     if args.shipped_deals:
         shipped_speed(args.shipped_deals)
+    if args.rate_deals:
+        rates(args.rate_deals, args.before)
     for game_name, deals in (("fhp", args.fhp_deals), ("holdem", args.holdem_deals)):
         if deals:
             print(f"LBR values on {game_name} (LBR in every round, seed 0, {deals} deals x 2 seats):")

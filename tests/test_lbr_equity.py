@@ -11,7 +11,12 @@ import numpy as np
 import pytest
 from test_lbr import MINI_FHP
 
-from bot.abstraction.pair_strengths import evaluator_tables, pair_rows, rest_pair_strengths
+from bot.abstraction.pair_strengths import (
+    evaluator_tables,
+    fill_rank_pairs,
+    pair_rows,
+    rest_pair_strengths,
+)
 from bot.abstraction.range_buckets import nearest_centres
 from bot.abstraction.runtime_buckets import nearest_centre
 from bot.agents.base import RandomAgent
@@ -100,8 +105,10 @@ def test_rest_pair_strengths_equal_the_evaluator(game):
         final = np.array(random_board(rng, game, size, suits[trial % len(suits)] if trial % 3 else None), dtype=np.int64)
         rest = np.array([c for c in game.deck if c not in final], dtype=np.int64)
         out = np.empty(len(rest) * (len(rest) - 1) // 2, dtype=np.int64)
-        rest_pair_strengths(final, rest, np.empty(size + 2, dtype=np.int64), np.empty((NUM_RANKS, NUM_RANKS), dtype=np.int64),
-                            np.zeros(4, dtype=np.int64), nonflush, flush, colex, offset, out)  # fmt: skip
+        row, table, suit_count = np.empty(size + 2, dtype=np.int64), np.empty((NUM_RANKS, NUM_RANKS), dtype=np.int64), np.zeros(4, dtype=np.int64)
+        suited = fill_rank_pairs(final, row, table, suit_count, nonflush, flush, colex, offset)
+        assert suited == np.bincount(final % 4).max()
+        rest_pair_strengths(rest, row, table, suit_count, suited, nonflush, flush, colex, offset, out)
         first, second = np.triu_indices(len(rest), 1)
         pairs = np.stack([rest[first], rest[second]], axis=1)
         assert np.array_equal(pair_rows(rest, pairs[:, ::-1]), np.arange(len(pairs)))

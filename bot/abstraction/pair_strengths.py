@@ -4,10 +4,9 @@ Every card-abstraction feature (:mod:`bot.abstraction.runtime_buckets`,
 :mod:`bot.abstraction.range_buckets`) and every check-down equity of local best response
 (:mod:`bot.evaluation.lbr_equity`) needs, per final board, the strength of each of ~1,000
 two-card hands. Without a flush a hand's strength depends only on the ranks of its cards, so
-the non-flush strength of the board plus each *pair of ranks* is evaluated once (91 pairs for
-13 ranks; the board's cards and the pair get synthetic suits ``j % 4``, so no five share one)
-and looked up per hand; a hand is evaluated in full only when the board's suits let it make a
-flush. The values are the evaluator's (:func:`protocol.evaluator.hand_strength_batch`) exactly.
+the non-flush strength of the board plus each *pair of ranks* is computed once (91 pairs for
+13 ranks, each a few additions of the evaluator's colex weights) and looked up per hand; a hand
+is evaluated in full only when the board's suits let it make a flush. The values are the evaluator's (:func:`protocol.evaluator.hand_strength_batch`) exactly.
 """
 
 from __future__ import annotations
@@ -15,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from protocol.cards import NUM_RANKS, NUM_SUITS
+from protocol.cards import NUM_RANKS
 from protocol.evaluator import _COLEX, _NF_OFFSETS, _eval_row, _get_tables
 
 #: Card codes are below this (rank * 4 + suit, 13 ranks): the size of position tables.
@@ -31,37 +30,57 @@ def evaluator_tables(cards: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, in
 
 @njit(cache=True)
 def fill_rank_pairs(final, row, pair_table, suit_count, nonflush, flush, colex, offset):  # pragma: no cover - numba
-    """Prepare ``final`` (a complete board): ``pair_table[x, y]`` (x <= y) = non-flush strength
-    of the board plus ranks x and y; ``suit_count`` = the board's cards per suit; ``row``
-    (length ``len(final) + 2``) = two free slots then the board, for :func:`full_strength`.
-    Returns the board's largest suit count."""
+    """Prepare ``final`` (a complete board): ``pair_table[x, y]`` = non-flush strength of the
+    board plus ranks x and y; ``suit_count`` = the board's cards per suit; ``row`` (length
+    ``len(final) + 2``) = two free slots then the board, for :func:`full_strength`. Returns
+    the board's largest suit count.
+
+    The evaluator's non-flush strength is ``nonflush[offset + sum_i colex[i, r_i]]`` over the
+    ranks sorted ascending (:mod:`protocol.evaluator`). With the board's ranks plus x sorted
+    as ``s``, inserting y at position ``p`` (after the ranks <= y) gives
+    ``sum_{i<p} colex[i, s_i] + colex[p, y] + sum_{i>=p} colex[i+1, s_i]``: two running sums
+    per x make every (x, y) a few additions instead of an evaluation."""
     n = final.shape[0]
-    cards = n + 2
     suit_count[:] = 0
     row[0] = row[1] = 0
     for j in range(n):
         row[j + 2] = final[j]
         suit_count[final[j] & 3] += 1
-    synthetic = np.empty(cards, dtype=np.int64)
-    for j in range(n):
-        synthetic[j] = (final[j] >> 2) * 4 + (j % NUM_SUITS)
+    board = np.sort(final >> 2)
+    ranks = np.empty(n + 1, dtype=np.int64)
+    before = np.empty(n + 2, dtype=np.int64)  # before[p] = sum_{i<p} colex[i, s_i]
+    after = np.empty(n + 2, dtype=np.int64)  # after[p] = sum_{i>=p} colex[i+1, s_i]
     for x in range(NUM_RANKS):
-        synthetic[n] = x * 4 + (n % NUM_SUITS)
+        m = 0
+        for j in range(n):
+            if board[j] <= x:
+                ranks[m] = board[j]
+                m += 1
+        ranks[m] = x
+        for j in range(m, n):
+            ranks[j + 1] = board[j]
+        before[0] = 0
+        for i in range(n + 1):
+            before[i + 1] = before[i] + colex[i, ranks[i]]
+        after[n + 1] = 0
+        for i in range(n, -1, -1):
+            after[i] = after[i + 1] + colex[i + 1, ranks[i]]
+        p = 0
         for y in range(x, NUM_RANKS):
-            synthetic[n + 1] = y * 4 + ((n + 1) % NUM_SUITS)
-            pair_table[x, y] = _eval_row(synthetic, cards, nonflush, flush, colex, offset)
+            while p <= n and ranks[p] <= y:
+                p += 1
+            pair_table[x, y] = nonflush[offset + before[p] + colex[p, y] + after[p]]
             pair_table[y, x] = pair_table[x, y]
     return suit_count.max()
 
 
 @njit(cache=True)
-def rest_pair_strengths(final, rest, row, pair_table, suit_count, nonflush, flush, colex, offset, out):  # pragma: no cover - numba
+def rest_pair_strengths(rest, row, pair_table, suit_count, suited, nonflush, flush, colex, offset, out):  # pragma: no cover - numba
     """``out[p]`` = strength of the ``p``-th pair of ``rest`` (pairs ``i < j`` of positions in
-    row-major order) with the complete board ``final``; pairs holding a card of ``final`` get
-    values without meaning (callers skip them). ``row``, ``pair_table``, ``suit_count``:
-    scratch for :func:`fill_rank_pairs`. The loop is written out here: through a per-hand
-    helper function numba's code ran ~5x slower."""
-    suited = fill_rank_pairs(final, row, pair_table, suit_count, nonflush, flush, colex, offset)
+    row-major order) with the board :func:`fill_rank_pairs` prepared (``suited``: what it
+    returned); pairs holding a card of the board get values without meaning (callers skip
+    them). The loop is written out here: through a per-hand helper function numba's code ran
+    ~5x slower."""
     n = rest.shape[0]
     p = 0
     for i in range(n):

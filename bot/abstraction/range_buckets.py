@@ -33,7 +33,13 @@ from collections import OrderedDict
 import numpy as np
 from numba import get_num_threads, njit, prange
 
-from bot.abstraction.pair_strengths import CODES, evaluator_tables, pair_rows, rest_pair_strengths
+from bot.abstraction.pair_strengths import (
+    CODES,
+    evaluator_tables,
+    fill_rank_pairs,
+    pair_rows,
+    rest_pair_strengths,
+)
 from bot.abstraction.runtime_buckets import (
     CentreBuckets,
     HandBucketer,
@@ -89,12 +95,10 @@ def board_features(game, board: tuple[int, ...], bins: int) -> tuple[np.ndarray,
 
 
 def _hs_numerators(board, rest, runouts, chunks, nonflush, flush, colex, offset, out):  # pragma: no cover - numba
-    """``out[run, p] = 2 less + equal`` for every live hand ``p`` (the p-th pair of ``rest``)
-    on each final board, by the sweep of Johanson et al. (2011): the live hands sorted by
-    strength once (a counting sort: strengths are small integers), then walked up in groups of
-    equal strength while counting, per card, the hands holding it that were passed (weaker) or
-    are in the group (equal). Card removal is the inclusion-exclusion of the module docstring.
-    Runouts are split into ``chunks`` parts (one per thread); each writes its own rows."""
+    """``out[run, p] = 2 less + equal`` (HS's numerator, twice) for every live hand ``p`` (the
+    p-th pair of ``rest``) on each final board; runouts are split into ``chunks`` parts (one
+    per thread), each writing its own rows. A board on which no hand can make a flush is
+    counted over ranks (:func:`_rank_numerators`), any other by the sweep (:func:`_sweep`)."""
     visible, runout_size = board.shape[0], runouts.shape[1]
     n_rest = rest.shape[0]
     n_pairs = n_rest * (n_rest - 1) // 2
@@ -105,6 +109,7 @@ def _hs_numerators(board, rest, runouts, chunks, nonflush, flush, colex, offset,
         for j in range(i + 1, n_rest):
             first[p], second[p] = i, j
             p += 1
+    ranks = rest >> 2
     for t in prange(chunks):
         final = np.empty(visible + runout_size, dtype=np.int64)
         final[:visible] = board
@@ -113,68 +118,137 @@ def _hs_numerators(board, rest, runouts, chunks, nonflush, flush, colex, offset,
         suit_count = np.zeros(4, dtype=np.int64)
         strength = np.empty(n_pairs, dtype=np.int64)
         hit = np.zeros(n_rest, dtype=np.bool_)
-        live = np.empty(n_pairs, dtype=np.int64)  # live pairs, then the same sorted by strength
+        count = np.zeros(NUM_RANKS, dtype=np.int64)
+        numerator = np.empty((NUM_RANKS, NUM_RANKS), dtype=np.int64)
+        live = np.empty(n_pairs, dtype=np.int64)
         order = np.empty(n_pairs, dtype=np.int64)
-        dense = np.full(7463, -1, dtype=np.int64)  # strength (7,462: royal flush) -> rank among this board's
+        dense = np.full(7463, -1, dtype=np.int64)  # strength (7,462: royal flush) -> rank on this board
         values = np.empty(n_pairs, dtype=np.int64)
         start = np.empty(n_pairs + 1, dtype=np.int64)
-        below = np.zeros(n_rest, dtype=np.int64)  # live hands holding a card, passed so far
-        ties = np.zeros(n_rest, dtype=np.int64)  # ... in the current group
+        below = np.zeros(n_rest, dtype=np.int64)
+        ties = np.zeros(n_rest, dtype=np.int64)
         for run in range(t, runouts.shape[0], chunks):
             final[visible:] = runouts[run]
+            count[:] = 0
             for i in range(n_rest):
                 hit[i] = False
                 for j in range(runout_size):
                     if runouts[run, j] == rest[i]:
                         hit[i] = True
-            rest_pair_strengths(final, rest, row, table, suit_count, nonflush, flush, colex, offset, strength)
-            n_live = 0
-            n_values = 0
-            for p in range(n_pairs):
-                if not (hit[first[p]] or hit[second[p]]):
-                    live[n_live] = p
-                    n_live += 1
-                    if dense[strength[p]] < 0:
-                        dense[strength[p]] = 0
-                        values[n_values] = strength[p]
-                        n_values += 1
-            # counting sort over the board's few distinct strengths
-            values[:n_values].sort()
-            start[: n_values + 1] = 0
-            for v in range(n_values):
-                dense[values[v]] = v
-            for m in range(n_live):
-                start[dense[strength[live[m]]] + 1] += 1
-            for v in range(1, n_values + 1):
-                start[v] += start[v - 1]
-            for m in range(n_live):
-                p = live[m]
-                v = dense[strength[p]]
-                order[start[v]] = p
-                start[v] += 1
-            for v in range(n_values):
-                dense[values[v]] = -1
-            below[:] = 0
-            g = 0
-            while g < n_live:
-                s = strength[order[g]]
-                end = g
-                while end < n_live and strength[order[end]] == s:
-                    ties[first[order[end]]] += 1
-                    ties[second[order[end]]] += 1
-                    end += 1
-                for m in range(g, end):
-                    p = order[m]
-                    a, b = first[p], second[p]
-                    out[run, p] = 2 * (g - below[a] - below[b]) + (end - g) - ties[a] - ties[b] + 1
-                for m in range(g, end):
-                    p = order[m]
-                    a, b = first[p], second[p]
-                    below[a] += ties[a]
-                    below[b] += ties[b]
-                    ties[a] = 0
-                    ties[b] = 0
-                g = end
+                if not hit[i]:
+                    count[ranks[i]] += 1
+            suited = fill_rank_pairs(final, row, table, suit_count, nonflush, flush, colex, offset)
+            if suited + 2 < 5:
+                _rank_numerators(table, count, numerator)
+                for p in range(n_pairs):
+                    if not (hit[first[p]] or hit[second[p]]):
+                        out[run, p] = numerator[ranks[first[p]], ranks[second[p]]]
+            else:
+                rest_pair_strengths(rest, row, table, suit_count, suited, nonflush, flush, colex, offset, strength)
+                _sweep(strength, hit, first, second, live, order, dense, values, start, below, ties, out[run])
+
+
+@njit(cache=True)
+def _rank_numerators(table, count, numerator):  # pragma: no cover - numba
+    """``numerator[x, y]`` = 2 less + equal of a hand of ranks x, y when no hand can flush:
+    every hand's strength is ``table[x, y]``, so the counts of the module docstring are sums
+    over ranks (``count``: live cards per rank), the same for every hand of those ranks."""
+    n = NUM_RANKS
+    cells = 0
+    value = np.empty(n * n, dtype=np.int64)  # per cell (a pair of ranks that live hands have)
+    weight = np.empty(n * n, dtype=np.int64)
+    cell_x = np.empty(n * n, dtype=np.int64)
+    cell_y = np.empty(n * n, dtype=np.int64)
+    for x in range(n):
+        for y in range(x, n):
+            hands = count[x] * count[y] if x != y else count[x] * (count[x] - 1) // 2
+            if hands:
+                value[cells], weight[cells], cell_x[cells], cell_y[cells] = table[x, y], hands, x, y
+                cells += 1
+    order = np.argsort(value[:cells])
+    weaker = np.empty(cells, dtype=np.int64)  # per cell: live hands weaker, and as strong
+    same = np.empty(cells, dtype=np.int64)
+    passed = 0
+    g = 0
+    while g < cells:
+        end = g
+        group = 0
+        while end < cells and value[order[end]] == value[order[g]]:
+            group += weight[order[end]]
+            end += 1
+        for m in range(g, end):
+            weaker[order[m]] = passed
+            same[order[m]] = group
+        passed += group
+        g = end
+    for c in range(cells):
+        x, y = cell_x[c], cell_y[c]
+        s = value[c]
+        less, equal = weaker[c], same[c]
+        for z in (x, y):  # hands holding one of our cards: the card's partners by rank
+            for w in range(n):
+                partners = count[w] - (w == z)
+                if table[z, w] < s:
+                    less -= partners
+                elif table[z, w] == s:
+                    equal -= partners
+        numerator[x, y] = numerator[y, x] = 2 * less + equal + 1
+
+
+@njit(cache=True)
+def _sweep(strength, hit, first, second, live, order, dense, values, start, below, ties, out):  # pragma: no cover - numba
+    """``out[p] = 2 less + equal`` of every live pair ``p`` (neither card ``hit``) by the sweep
+    of Johanson et al. (2011): the live hands sorted by strength once (a counting sort over the
+    board's few distinct strengths), then walked up in groups of equal strength while counting,
+    per card, the hands holding it that were passed (``below``: weaker) or are in the group
+    (``ties``); card removal is the inclusion-exclusion of the module docstring. The other
+    arrays are scratch: ``dense`` must hold -1 (it is left so)."""
+    n_live = 0
+    n_values = 0
+    for p in range(strength.shape[0]):
+        if not (hit[first[p]] or hit[second[p]]):
+            live[n_live] = p
+            n_live += 1
+            if dense[strength[p]] < 0:
+                dense[strength[p]] = 0
+                values[n_values] = strength[p]
+                n_values += 1
+    values[:n_values].sort()
+    start[: n_values + 1] = 0
+    for v in range(n_values):
+        dense[values[v]] = v
+    for m in range(n_live):
+        start[dense[strength[live[m]]] + 1] += 1
+    for v in range(1, n_values + 1):
+        start[v] += start[v - 1]
+    for m in range(n_live):
+        p = live[m]
+        v = dense[strength[p]]
+        order[start[v]] = p
+        start[v] += 1
+    for v in range(n_values):
+        dense[values[v]] = -1
+    below[:] = 0
+    g = 0
+    while g < n_live:
+        s = strength[order[g]]
+        end = g
+        while end < n_live and strength[order[end]] == s:
+            ties[first[order[end]]] += 1
+            ties[second[order[end]]] += 1
+            end += 1
+        for m in range(g, end):
+            p = order[m]
+            a, b = first[p], second[p]
+            out[p] = 2 * (g - below[a] - below[b]) + (end - g) - ties[a] - ties[b] + 1
+        for m in range(g, end):
+            p = order[m]
+            a, b = first[p], second[p]
+            below[a] += ties[a]
+            below[b] += ties[b]
+            ties[a] = 0
+            ties[b] = 0
+        g = end
 
 
 _hs_numerators_serial = njit(cache=True)(_hs_numerators)

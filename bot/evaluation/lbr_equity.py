@@ -27,9 +27,8 @@ from numba import get_num_threads, njit, prange
 
 from bot.abstraction.pair_strengths import (
     evaluator_tables,
+    fill_rank_pairs,
     full_strength,
-    pair_rows,
-    rest_pair_strengths,
 )
 from bot.agents.infosets import card_masks
 from protocol.cards import NUM_RANKS
@@ -109,26 +108,22 @@ def checkdown_equity(
     kernel = _count_parallel if parallel else _count_serial
     nonflush, flush, colex, offset = evaluator_tables(game.num_hole_cards + game.total_board_cards)
     theirs = hands.cards[rows]
-    if game.num_hole_cards == 2:  # each hand's position among the pairs of rest
-        theirs = pair_rows(rest, theirs)[:, None]
-    kernel(np.array(hole, dtype=np.int64), np.array(board, dtype=np.int64), drawn.astype(np.int64), rest, theirs,
+    kernel(np.array(hole, dtype=np.int64), np.array(board, dtype=np.int64), drawn.astype(np.int64), theirs,
            hands.masks[rows], card_masks(drawn), threads, nonflush, flush, colex, offset, score2, seen)  # fmt: skip
     equity = np.zeros(len(hands))
     equity[rows] = np.where(seen > 0, 0.5 * score2 / np.maximum(seen, 1), 0.5)
     return equity
 
 
-def _count(hole, board, drawn, rest, theirs, their_masks, runout_masks, chunks, nonflush, flush, colex, offset,
+def _count(hole, board, drawn, theirs, their_masks, runout_masks, chunks, nonflush, flush, colex, offset,
            score2, seen):  # pragma: no cover - numba  # fmt: skip
     """score2[h] += 2 wins + ties of ``hole`` over hand h, seen[h] += runouts, over the runouts
     (rows of ``drawn`` completing ``board``) that miss hand h; ``chunks`` parts counted apart
-    (one per thread) and added. Two-card hands are ``theirs[h]`` = its pair's position among
-    the pairs of ``rest`` (:func:`bot.abstraction.pair_strengths.rest_pair_strengths`), other
-    hands ``theirs[h]`` = its cards, evaluated in full."""
+    (one per thread) and added. ``theirs[h]``: hand h's cards. Two-card hands that cannot
+    make a flush on the board look their outcome up by ranks, the others are evaluated."""
     n_hands, k = theirs.shape[0], hole.shape[0]
     visible, missing = board.shape[0], drawn.shape[1]
     cards = k + visible + missing
-    n_pairs = rest.shape[0] * (rest.shape[0] - 1) // 2
     part_score = np.zeros((chunks, n_hands), dtype=np.int64)
     part_seen = np.zeros((chunks, n_hands), dtype=np.int64)
     for t in prange(chunks):
@@ -138,30 +133,38 @@ def _count(hole, board, drawn, rest, theirs, their_masks, runout_masks, chunks, 
         full = np.empty(cards, dtype=np.int64)
         table = np.empty((NUM_RANKS, NUM_RANKS), dtype=np.int64)
         suit_count = np.zeros(4, dtype=np.int64)
-        strength = np.empty(n_pairs, dtype=np.int64)
+        outcome = np.empty((NUM_RANKS, NUM_RANKS), dtype=np.int64)  # 2 win, 1 tie, 0 loss by ranks
+        my_score, my_seen = part_score[t], part_seen[t]
         for r in range(t, drawn.shape[0], chunks):
             final[visible:] = drawn[r]
             full[k:] = final
-            if k == 2:
-                rest_pair_strengths(final, rest, row, table, suit_count, nonflush, flush, colex, offset, strength)
-                mine = full_strength(hole[0], hole[1], row, nonflush, flush, colex, offset)
-            else:
-                full[:k] = hole
-                mine = np.int64(_eval_row(full, cards, nonflush, flush, colex, offset))
             mask = runout_masks[r]
+            if k != 2:
+                full[:k] = hole
+                mine = _eval_row(full, cards, nonflush, flush, colex, offset)
+                for h in range(n_hands):
+                    if not mask & their_masks[h]:
+                        full[:k] = theirs[h]
+                        s = _eval_row(full, cards, nonflush, flush, colex, offset)
+                        my_seen[h] += 1
+                        my_score[h] += 2 * (mine > s) + (mine == s)
+                continue
+            suited = fill_rank_pairs(final, row, table, suit_count, nonflush, flush, colex, offset)
+            mine = full_strength(hole[0], hole[1], row, nonflush, flush, colex, offset)
+            for x in range(NUM_RANKS):
+                for y in range(NUM_RANKS):
+                    outcome[x, y] = 2 * (mine > table[x, y]) + (mine == table[x, y])
             for h in range(n_hands):
                 if mask & their_masks[h]:
                     continue
-                if k == 2:
-                    s = strength[theirs[h, 0]]
-                else:
-                    full[:k] = theirs[h]
-                    s = np.int64(_eval_row(full, cards, nonflush, flush, colex, offset))
-                part_seen[t, h] += 1
-                if mine > s:
-                    part_score[t, h] += 2
-                elif mine == s:
-                    part_score[t, h] += 1
+                a, b = theirs[h, 0], theirs[h, 1]
+                sa, sb = a & 3, b & 3
+                my_seen[h] += 1
+                if suited >= 5 or suit_count[sa] + 1 + (sa == sb) >= 5 or suit_count[sb] + 1 >= 5:
+                    s = full_strength(a, b, row, nonflush, flush, colex, offset)
+                    my_score[h] += 2 * (mine > s) + (mine == s)
+                else:  # its strength is its ranks'
+                    my_score[h] += outcome[a >> 2, b >> 2]
     for t in range(chunks):
         score2 += part_score[t]
         seen += part_seen[t]

@@ -154,6 +154,12 @@ def _count(hole, board, drawn, theirs, their_masks, runout_masks, chunks, nonflu
             for x in range(NUM_RANKS):
                 for y in range(NUM_RANKS):
                     outcome[x, y] = 2 * (mine > table[x, y]) + (mine == table[x, y])
+            if suited + 2 < 5:  # no hand can flush: every outcome by ranks
+                for h in range(n_hands):
+                    if not mask & their_masks[h]:
+                        my_seen[h] += 1
+                        my_score[h] += outcome[theirs[h, 0] >> 2, theirs[h, 1] >> 2]
+                continue
             for h in range(n_hands):
                 if mask & their_masks[h]:
                     continue
@@ -163,7 +169,7 @@ def _count(hole, board, drawn, theirs, their_masks, runout_masks, chunks, nonflu
                 if suited >= 5 or suit_count[sa] + 1 + (sa == sb) >= 5 or suit_count[sb] + 1 >= 5:
                     s = full_strength(a, b, row, nonflush, flush, colex, offset)
                     my_score[h] += 2 * (mine > s) + (mine == s)
-                else:  # its strength is its ranks'
+                else:
                     my_score[h] += outcome[a >> 2, b >> 2]
     for t in range(chunks):
         score2 += part_score[t]

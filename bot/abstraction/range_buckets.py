@@ -29,6 +29,7 @@ the float32 features, and so the buckets, are the same bits (``tests/test_range_
 from __future__ import annotations
 
 from collections import OrderedDict
+from functools import lru_cache
 
 import numpy as np
 from numba import get_num_threads, njit, prange
@@ -57,17 +58,21 @@ def canonical_board_and_holes(suits: tuple[int, ...], board: tuple[int, ...], ha
     """Vectorised :func:`bot.abstraction.runtime_buckets.build_order_hand` over ``hands`` ``[n, 2]`` sharing
     ``board``: the canonical board (the orbit's smallest sorted renaming) and each hand's hole
     under the renaming fixing that board that makes it lexicographically largest (sorted)."""
+    best_board, perms = _canonical_renamings(suits, tuple(board))
+    hands = np.asarray(hands, dtype=np.int64)
+    images = (hands - hands % NUM_SUITS)[None] + perms[:, hands % NUM_SUITS]  # [renamings, n, 2]
+    best = (images.min(axis=2) * CODES + images.max(axis=2)).max(axis=0)  # sorted hole (x < y) as x * CODES + y
+    return best_board, np.stack([best // CODES, best % CODES], axis=1)
+
+
+@lru_cache(maxsize=4096)
+def _canonical_renamings(suits: tuple[int, ...], board: tuple[int, ...]) -> tuple[tuple[int, ...], np.ndarray]:
+    """(the orbit's smallest sorted renaming of ``board``, ``[k, 4]`` every renaming giving it):
+    the per-board part of :func:`canonical_board_and_holes`, remembered (LBR asks one board
+    several times a round)."""
     renamed = {perm: tuple(sorted((c - c % NUM_SUITS) + perm[c % NUM_SUITS] for c in board)) for perm in _renamings(suits)}
     best_board = min(renamed.values())
-    hands = np.asarray(hands, dtype=np.int64)
-    best = np.full(len(hands), -1, dtype=np.int64)  # sorted hole (x < y) as x * CODES + y
-    for perm, renamed_board in renamed.items():
-        if renamed_board != best_board:
-            continue
-        images = (hands - hands % NUM_SUITS) + np.asarray(perm, dtype=np.int64)[hands % NUM_SUITS]
-        low, high = images.min(axis=1), images.max(axis=1)
-        best = np.maximum(best, low * CODES + high)
-    return best_board, np.stack([best // CODES, best % CODES], axis=1)
+    return best_board, np.array([perm for perm, b in renamed.items() if b == best_board], dtype=np.int64)
 
 
 def board_features(game, board: tuple[int, ...], bins: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
@@ -294,24 +299,27 @@ def buckets_of(buckets: RoundBuckets, ehs2: np.ndarray, hist: np.ndarray) -> np.
 
 def nearest_centres(points: np.ndarray, centres: np.ndarray) -> np.ndarray:
     """:func:`bot.abstraction.runtime_buckets.nearest_centre` of every row of ``points``, the
-    same indices at a fraction of the cost: squared distances by one matrix product
-    (``|p|^2 - 2 p.c + |c|^2`` in float64), then the exact kernel only on the centres within
-    :data:`NEAR` (relative) of each point's smallest product distance.
+    same indices at a fraction of the cost: squared distances by one float32 matrix product
+    (``|p|^2 - 2 p.c + |c|^2``, the norms in float64), then the exact kernel only on the
+    centres within :data:`NEAR` of each point's smallest product distance.
 
     Why that keeps every tie: the kernel's float32 differences and squares are each within
-    2^-24 relative, so its distance is within ~2e-7 relative of the real one; the product's
-    error is ~1e-13 absolute (distances of CDFs over 50 bins are at most 50). A centre the
-    kernel could rank first is therefore within ~4e-7 relative (plus ~1e-12) of the product
-    minimum, well inside :data:`NEAR`, and the kernel sees every such centre in index order."""
-    p = np.asarray(points, dtype=np.float64)
-    c = np.asarray(centres, dtype=np.float64)
-    approx = (p * p).sum(axis=1)[:, None] - 2.0 * (p @ c.T) + (c * c).sum(axis=1)[None, :]
-    bound = approx.min(axis=1) * (1.0 + NEAR) + NEAR
+    2^-24 relative, so its distance is within ~2e-7 relative of the real one (distances of CDFs
+    over 50 bins are at most 50); the float32 product of 50 terms in [0, 1] is off by at most
+    50 * 2^-24 * 50 < 2e-4. A centre the kernel could rank first is therefore within ~5e-4 of
+    the product minimum, inside :data:`NEAR`, and the kernel sees every such centre in index
+    order."""
+    p = np.asarray(points, dtype=np.float32)
+    c = np.asarray(centres, dtype=np.float32)
+    norms_p = (p.astype(np.float64) ** 2).sum(axis=1)
+    norms_c = (c.astype(np.float64) ** 2).sum(axis=1)
+    approx = norms_p[:, None] - 2.0 * (p @ c.T).astype(np.float64) + norms_c[None, :]
+    bound = approx.min(axis=1) + NEAR
     return _nearest_among(points, centres, approx <= bound[:, None])
 
 
-#: Relative (and absolute) margin of :func:`nearest_centres`'s product-distance screen.
-NEAR = 1e-5
+#: Margin of :func:`nearest_centres`'s product-distance screen (squared-distance units).
+NEAR = 2e-3
 
 
 @njit(cache=True)

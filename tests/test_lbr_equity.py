@@ -5,8 +5,6 @@ they replaced, kept here as slow references; a whole LBR run plays the same chip
 
 from __future__ import annotations
 
-from math import comb
-
 import numpy as np
 import pytest
 from test_lbr import MINI_FHP
@@ -24,7 +22,7 @@ from bot.agents.infosets import card_masks
 from bot.agents.registry import resolve_agent
 from bot.evaluation import lbr
 from bot.evaluation.lbr import LBRConfig, PrivateHands, run_lbr
-from bot.evaluation.lbr_equity import EquityCounters, checkdown_equity, runouts
+from bot.evaluation.lbr_equity import EquityCounters, checkdown_equity, equity_plan, runouts
 from protocol.cards import NUM_RANKS, cards_from_str
 from protocol.evaluator import hand_strength_batch
 from protocol.gamedef import Game, load_game
@@ -37,12 +35,7 @@ def reference_equity(game: Game, hands: PrivateHands, hole: tuple[int, ...], boa
                      among: np.ndarray | None = None) -> np.ndarray:  # fmt: skip
     """The implementation before the pair-strength kernel: every range hand evaluated on every
     runout by the batch evaluator, runouts drawn by a full argsort."""
-    known = tuple(hole) + tuple(board)
-    rest = np.array([c for c in game.deck if c not in known], dtype=np.int64)
-    missing = game.total_board_cards - len(board)
-    live = hands.disjoint(known)
-    rows = np.flatnonzero(live if among is None else live & among)
-    exact = comb(len(rest), missing) * len(rows) <= config.max_enumeration
+    rest, missing, rows, exact = equity_plan(game, hands, hole, board, config, among)
     if exact:
         drawn = runouts(rest, missing, None, rng)
     else:

@@ -87,12 +87,7 @@ def checkdown_equity(
     range only shrinks within a round, so its support at LBR's first decision of the round
     covers every later one.
     """
-    known = tuple(hole) + tuple(board)
-    rest = np.array([c for c in game.deck if c not in known], dtype=np.int64)
-    missing = game.total_board_cards - len(board)
-    live = hands.disjoint(known)
-    rows = np.flatnonzero(live if among is None else live & among)
-    exact = comb(len(rest), missing) * len(rows) <= config.max_enumeration
+    rest, missing, rows, exact = equity_plan(game, hands, hole, board, config, among)
     drawn = runouts(rest, missing, None if exact else config.runout_samples, rng)
     if counters is not None:
         if exact:
@@ -113,6 +108,18 @@ def checkdown_equity(
     equity = np.zeros(len(hands))
     equity[rows] = np.where(seen > 0, 0.5 * score2 / np.maximum(seen, 1), 0.5)
     return equity
+
+
+def equity_plan(game: Game, hands: PrivateHands, hole: tuple[int, ...], board: tuple[int, ...], config: LBRConfig,
+                among: np.ndarray | None) -> tuple[np.ndarray, int, np.ndarray, bool]:  # fmt: skip
+    """(cards not seen, board cards to come, range rows to compute, whether to enumerate) of
+    :func:`checkdown_equity`."""
+    known = tuple(hole) + tuple(board)
+    rest = np.array([c for c in game.deck if c not in known], dtype=np.int64)
+    missing = game.total_board_cards - len(board)
+    live = hands.disjoint(known)
+    rows = np.flatnonzero(live if among is None else live & among)
+    return rest, missing, rows, comb(len(rest), missing) * len(rows) <= config.max_enumeration
 
 
 def _count(hole, board, drawn, theirs, their_masks, runout_masks, chunks, nonflush, flush, colex, offset,

@@ -12,7 +12,7 @@ assumes both players only check or call from then on (a check-down), and values
 * call: ``S (2e - 1)``, with ``S`` the stake after calling and ``e = P(win) + P(tie)/2``, LBR's
   check-down equity against the range (the remaining board enumerated, or sampled when that
   would take more than ``max_enumeration`` hand evaluations; :class:`EquityCounters` records
-  how often and how many runouts);
+  how often and how many runouts; computed in :mod:`bot.evaluation.lbr_equity`);
 * raise: ``f s_A + (1 - f) S' (2e' - 1)``: the agent folds with probability ``f`` (its fold
   probability after the raise, averaged over the range: fold equity) and LBR wins its ``s_A``;
   otherwise it calls and the stake is ``S'``, the equity ``e'`` taken against the range of hands
@@ -29,9 +29,9 @@ plays every deal twice, LBR once in each position with the cards dealt by positi
 actions are drawn from the same range probabilities LBR updates with, with the match runner's
 common random numbers (:func:`bot.evaluation.match.agent_rng`).
 
-It is one module (about 450 lines) because the range, the three action values and the
-duplicate deal loop all read one per-hand range state; the exact (enumerating) variant that
-checks it lives in :mod:`bot.evaluation.lbr_exact`.
+The range, the three action values and the duplicate deal loop live here, since all read one
+per-hand range state; the equities in :mod:`bot.evaluation.lbr_equity`, the exact
+(enumerating) variant that checks the whole in :mod:`bot.evaluation.lbr_exact`.
 """
 
 from __future__ import annotations

@@ -305,9 +305,10 @@ def nearest_centres(points: np.ndarray, centres: np.ndarray) -> np.ndarray:
 
     Why that keeps every tie: the kernel's float32 differences and squares are each within
     2^-24 relative, so its distance is within ~2e-7 relative of the real one (distances of CDFs
-    over 50 bins are at most 50); the float32 product of 50 terms in [0, 1] is off by at most
-    50 * 2^-24 * 50 < 2e-4. A centre the kernel could rank first is therefore within ~5e-4 of
-    the product minimum, inside :data:`NEAR`, and the kernel sees every such centre in index
+    over 50 bins are at most 50, so ~1e-5 absolute); the float32 product of 50 terms in [0, 1]
+    is off by at most 50 * 2^-24 * 50 < 1.5e-4, a product distance by twice that. A centre the
+    kernel could rank first is therefore within ~7e-4 of the product minimum (both distances'
+    errors, both ways), inside :data:`NEAR`, and the kernel sees every such centre in index
     order."""
     p = np.asarray(points, dtype=np.float32)
     c = np.asarray(centres, dtype=np.float32)

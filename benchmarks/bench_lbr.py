@@ -7,6 +7,20 @@ Run from the repository root::
     python benchmarks/bench_lbr.py --speed-deals 20 --fhp-deals 0 --holdem-deals 0
     python benchmarks/bench_lbr.py --network runs/sdcfr-holdem   # a trained bundle instead
     python benchmarks/bench_lbr.py --speed-deals 0 --fhp-deals 0 --holdem-deals 0 --shipped-deals 10
+    python benchmarks/bench_lbr.py --speed-deals 0 --fhp-deals 0 --holdem-deals 0 --rate-deals 100 \
+        --before /tmp/lbr-before      # a checkout of 513f747: hands/s before and after
+
+FHP ratios (``--fhp-ratio-deals``): LBR's value against FHP policies (``random``, ``call``,
+``raise``; ``default``, the shipped FHP bot, is asked hand by hand and so costs seconds a deal)
+over its exact best response, per seat and over both seats (LBR is a lower bound: <= 1 up to
+the interval).
+
+Rate (``--rate-deals``): LBR's hands per wall second and per CPU second of the process (numba
+threads included) against the shipped HULH bot (``default``) and ``call``, LBR in every round,
+each measured in a fresh subprocess whose ``PYTHONPATH`` is this checkout and, with
+``--before``, another one (e.g. the commit before the pair-strength kernels): only
+``run_lbr`` is called, which both have. A fresh process starts with empty caches (the compact
+bot keeps the buckets of every board it met, so long runs get faster than this rate).
 
 Shipped bot (``--shipped-deals``): LBR against the shipped HULH bot (``default``, a compact
 abstraction whose buckets are computed from the cards) with its batched ``range_probabilities``
@@ -27,7 +41,9 @@ the load (the machine may be shared).
 from __future__ import annotations
 
 import argparse
+import json
 import os
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -150,6 +166,97 @@ def shipped_speed(deals: int) -> None:
           f"together {hands / (play + aivat):6.2f} hands/s ({hands} hands, {play:.1f} + {aivat:.1f} s)")
 
 
+RATE_SCRIPT = """
+import json, sys, time
+from bot.agents.registry import resolve_agent
+from bot.evaluation.lbr import LBRConfig, run_lbr
+from protocol.gamedef import load_game
+game = load_game("holdem")
+agent = resolve_agent(sys.argv[1], game)
+run_lbr(game, agent, 1, 99, LBRConfig())  # compile / load the numba kernels
+wall, cpu = time.perf_counter(), time.process_time()
+result = run_lbr(game, agent, int(sys.argv[2]), int(sys.argv[3]), LBRConfig())
+print(json.dumps({"wall": time.perf_counter() - wall, "cpu": time.process_time() - cpu,
+                  "mbb": result.overall().mean, "chips": result.chips}))
+"""
+
+
+def rate(code: Path, agent_name: str, deals: int, seed: int = 1) -> dict:
+    """One subprocess's LBR run against ``agent_name`` on HULH with ``code`` first on the path."""
+    env = os.environ | {"PYTHONPATH": str(code), "OMP_WAIT_POLICY": "PASSIVE"}
+    done = subprocess.run([sys.executable, "-c", RATE_SCRIPT, agent_name, str(deals), str(seed)],
+                          env=env, cwd=code, capture_output=True, text=True)  # fmt: skip (-c puts the cwd first)
+    if done.returncode:
+        raise SystemExit(f"LBR rate run with PYTHONPATH={code} failed:\n{done.stderr}")
+    return json.loads(done.stdout.splitlines()[-1])
+
+
+def rates(deals: int, before: Path | None) -> None:
+    """Hands/s against the shipped bot and ``call``, this checkout and ``before``; the chips of
+    the two runs are compared (the same seeds must give the same play)."""
+    codes = [("after", ROOT)] + ([("before", before)] if before else [])
+    print(f"LBR rate on HULH, LBR in every round ({deals} deals x 2 seats, seed 1, fresh process each):")
+    for agent_name in ("default", "call"):
+        results = {}
+        for label, code in codes:
+            load = os.getloadavg()[0]
+            results[label] = result = rate(code, agent_name, deals)
+            hands = 2 * deals
+            print(f"  {agent_name:8s} {label:6s} {hands / result['wall']:7.2f} hands/s wall, {hands / result['cpu']:7.2f} hands "
+                  f"per CPU second ({hands} hands, {result['wall']:.1f} s wall, {result['cpu']:.1f} s CPU; load {load:.2f} "
+                  f"-> {os.getloadavg()[0]:.2f}); LBR {result['mbb']:+.1f} mbb/g")
+        if before:
+            same = results["after"]["chips"] == results["before"]["chips"]
+            print(f"  {agent_name:8s} same chips in every deal before and after: {same}")
+
+
+def fixed_flop_policy(fg, kind: str):
+    """Always call, or raise where legal (else call), as FHP flop-pass tables (card-blind, so
+    suit-invariant: the canonical flops are exact)."""
+    from bot.flop.best_response import FlopPolicy
+
+    def fixed(table: np.ndarray) -> np.ndarray:
+        out = np.zeros_like(table)
+        raising = (table[..., 2] > 0) if kind == "raise" else np.zeros(table.shape[:-1], dtype=bool)
+        out[..., 2] = raising
+        out[..., 1] = ~raising
+        return out
+
+    flop = fixed(fg.uniform_table(fg.flop))
+    return FlopPolicy(fixed(fg.uniform_table(fg.preflop)), lambda lo, hi: np.broadcast_to(flop, (hi - lo, *flop.shape)), True)
+
+
+def fhp_ratios(deals: int, agents: list[str]) -> None:
+    """LBR's mbb/g against FHP policies next to their exact best response
+    (:mod:`bot.flop.best_response`, canonical flops): LBR / BR per seat and over both."""
+    from bot.flop.best_response import flop_exploitability, flop_game_for, uniform_policy
+    from bot.flop.policies import resolve_flop_policy
+
+    game = load_game("fhp")
+    fg = flop_game_for(game, True)
+    print(f"FHP: LBR (every round, seed 0, {deals} deals x 2 seats) against the exact best response, mbb/g:")
+    for name in agents:
+        if name == "random":
+            policy = uniform_policy(fg)
+        elif name in ("call", "raise"):
+            policy = fixed_flop_policy(fg, name)
+        else:
+            fg, policy = resolve_flop_policy(game, name)
+        wall = time.perf_counter()
+        exact = flop_exploitability(fg, policy)
+        br_seconds = time.perf_counter() - wall
+        wall = time.perf_counter()
+        result = run_lbr(game, resolve_agent(name, game), deals, 0, LBRConfig())
+        lbr_seconds = time.perf_counter() - wall
+        cells = []
+        for label, est, best in (("both", result.overall(), exact.mbb(exact.exploitability)),
+                                 ("seat 0", result.seat(0), exact.mbb(exact.best_response_values[0])),
+                                 ("seat 1", result.seat(1), exact.mbb(exact.best_response_values[1]))):  # fmt: skip
+            cells.append(f"{label} LBR {est.mean:+.1f} ± {est.half_width:.1f} / BR {best:+.1f}"
+                         + (f" = {est.mean / best:.3f}" if abs(best) > 1e-9 else ""))
+        print(f"  {name:8s} " + "; ".join(cells) + f" (BR {br_seconds:.0f} s, LBR {lbr_seconds:.0f} s; load {os.getloadavg()[0]:.2f})")
+
+
 def value(game_name: str, agent_name: str, deals: int, config: LBRConfig) -> None:
     game = load_game(game_name)
     wall = time.perf_counter()
@@ -167,6 +274,10 @@ def main() -> None:
     parser.add_argument("--fhp-deals", type=int, default=500, help="deals per FHP value line (0: skip)")
     parser.add_argument("--holdem-deals", type=int, default=150, help="deals per HULH value line (0: skip)")
     parser.add_argument("--shipped-deals", type=int, default=0, help="deals per shipped-bot speed line (0: skip)")
+    parser.add_argument("--rate-deals", type=int, default=0, help="deals per rate line vs default and call (0: skip)")
+    parser.add_argument("--before", type=Path, help="--rate-deals: also measure this checkout (e.g. 513f747)")
+    parser.add_argument("--fhp-ratio-deals", type=int, default=0, help="deals per FHP LBR / exact BR line (0: skip)")
+    parser.add_argument("--fhp-ratio-agents", default="random,call,raise", help="FHP policies for --fhp-ratio-deals")
     parser.add_argument("--stack", type=int, default=5, help="iterations of the untrained SD-CFR bundle")
     parser.add_argument("--network", help="a Deep CFR / SD-CFR bundle or run for HULH instead of the untrained one")
     parser.add_argument("--spinning-threads", action="store_true", help="OMP_WAIT_POLICY=ACTIVE instead of PASSIVE")
@@ -190,6 +301,10 @@ def main() -> None:
             speed(holdem, label, agent, args.speed_deals, config)
     if args.shipped_deals:
         shipped_speed(args.shipped_deals)
+    if args.rate_deals:
+        rates(args.rate_deals, args.before)
+    if args.fhp_ratio_deals:
+        fhp_ratios(args.fhp_ratio_deals, args.fhp_ratio_agents.split(","))
     for game_name, deals in (("fhp", args.fhp_deals), ("holdem", args.holdem_deals)):
         if deals:
             print(f"LBR values on {game_name} (LBR in every round, seed 0, {deals} deals x 2 seats):")

@@ -12,7 +12,7 @@ assumes both players only check or call from then on (a check-down), and values
 * call: ``S (2e - 1)``, with ``S`` the stake after calling and ``e = P(win) + P(tie)/2``, LBR's
   check-down equity against the range (the remaining board enumerated, or sampled when that
   would take more than ``max_enumeration`` hand evaluations; :class:`EquityCounters` records
-  how often and how many runouts);
+  how often and how many runouts; computed in :mod:`bot.evaluation.lbr_equity`);
 * raise: ``f s_A + (1 - f) S' (2e' - 1)``: the agent folds with probability ``f`` (its fold
   probability after the raise, averaged over the range: fold equity) and LBR wins its ``s_A``;
   otherwise it calls and the stake is ``S'``, the equity ``e'`` taken against the range of hands
@@ -29,9 +29,9 @@ plays every deal twice, LBR once in each position with the cards dealt by positi
 actions are drawn from the same range probabilities LBR updates with, with the match runner's
 common random numbers (:func:`bot.evaluation.match.agent_rng`).
 
-It is one module (about 450 lines) because the range, the three action values and the
-duplicate deal loop all read one per-hand range state; the exact (enumerating) variant that
-checks it lives in :mod:`bot.evaluation.lbr_exact`.
+The range, the three action values and the duplicate deal loop live here, since all read one
+per-hand range state; the equities in :mod:`bot.evaluation.lbr_equity`, the exact
+(enumerating) variant that checks the whole in :mod:`bot.evaluation.lbr_exact`.
 """
 
 from __future__ import annotations
@@ -40,26 +40,22 @@ import itertools
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
-from math import comb
 
 import numpy as np
-from numba import njit, prange
 
 from bot.agents.base import Agent
 from bot.agents.infosets import card_masks
 from bot.errors import PokerbotError
+from bot.evaluation.lbr_equity import EquityCounters, checkdown_equity
 from bot.evaluation.match import agent_rng
 from bot.evaluation.statistics import Estimate, estimate, pair_means
 from protocol.dealing import deal_hand
-from protocol.evaluator import hand_strength_batch
 from protocol.gamedef import UNLIMITED_STACK, Game
 from protocol.matchstate import MatchState
 from protocol.state import ACTIONS, CALL, FOLD, RAISE, State
 
 #: Utilities closer than this (chips) are ties, so rounding never decides between actions.
 TIE = 1e-9
-#: Hand evaluations per batch when computing an equity (bounds the temporary arrays: ~8 MB).
-CHUNK_ROWS = 1 << 20
 
 
 class LBRError(PokerbotError, ValueError):
@@ -106,117 +102,6 @@ class PrivateHands:
         for card in cards:
             mask |= 1 << int(card)
         return (self.masks & np.int64(mask)) == 0
-
-
-# -- check-down equity ----------------------------------------------------------------------
-
-
-@dataclass
-class EquityCounters:
-    """How LBR's equities were computed over a run (the sample count the method must state)."""
-
-    enumerated: int = 0
-    sampled: int = 0
-    runouts_enumerated: int = 0
-    runouts_sampled: int = 0
-
-
-def _runouts(rest: np.ndarray, missing: int, count: int | None, rng: np.random.Generator) -> np.ndarray:
-    """All ``missing``-card runouts from ``rest`` (``count`` None), or ``count`` uniform draws."""
-    if count is None:
-        return np.array(list(itertools.combinations(rest.tolist(), missing)), dtype=np.int64).reshape(-1, missing) if missing else np.zeros((1, 0), dtype=np.int64)
-    order = np.argsort(rng.random((count, len(rest))), axis=1)[:, :missing]
-    return rest[order]
-
-
-def checkdown_equity(
-    game: Game,
-    hands: PrivateHands,
-    hole: tuple[int, ...],
-    board: tuple[int, ...],
-    config: LBRConfig,
-    rng: np.random.Generator,
-    counters: EquityCounters | None = None,
-    among: np.ndarray | None = None,
-) -> np.ndarray:
-    """``[H]``: P(win) + P(tie)/2 of ``hole`` against each hand at a showdown on the rest of
-    the board, averaged over runouts missing both hands (0 for hands that hit known cards).
-
-    Given the agent's hand, every runout of the other cards is equally likely, so the equity
-    against a range is ``range @ equity``. Enumerates when runouts x hands is at most
-    ``config.max_enumeration``, else draws ``config.runout_samples`` runouts (a hand no draw
-    misses counts as even, 0.5). ``among`` (bool ``[H]``) limits the work to those hands: a
-    range only shrinks within a round, so its support at LBR's first decision of the round
-    covers every later one. Evaluation is :func:`protocol.evaluator.hand_strength_batch`.
-    """
-    known = tuple(hole) + tuple(board)
-    rest = np.array([c for c in game.deck if c not in known], dtype=np.int64)
-    missing = game.total_board_cards - len(board)
-    live = hands.disjoint(known)
-    rows = np.flatnonzero(live if among is None else live & among)
-    exact = comb(len(rest), missing) * len(rows) <= config.max_enumeration
-    runouts = _runouts(rest, missing, None if exact else config.runout_samples, rng)
-    if counters is not None:
-        if exact:
-            counters.enumerated += 1
-            counters.runouts_enumerated += len(runouts)
-        else:
-            counters.sampled += 1
-            counters.runouts_sampled += len(runouts)
-    theirs = hands.cards[rows]
-    k = game.num_hole_cards
-    score = np.zeros(len(rows))
-    count = np.zeros(len(rows))
-    step = max(1, CHUNK_ROWS // max(1, len(rows)))
-    for start in range(0, len(runouts), step):
-        part = runouts[start : start + step]
-        boards = np.concatenate([np.broadcast_to(np.array(board, dtype=np.int64), (len(part), len(board))), part], axis=1)
-        mine = hand_strength_batch(np.concatenate([np.broadcast_to(np.array(hole), (len(part), k)), boards], axis=1).astype(np.int8))
-        cards = np.empty((len(rows), len(part), k + boards.shape[1]), dtype=np.int8)
-        _fill_rows(theirs, boards, cards)
-        strength = hand_strength_batch(cards.reshape(-1, cards.shape[2])).reshape(len(rows), len(part))
-        kernel = _score_parallel if strength.size >= PARALLEL_MIN else _score_serial
-        kernel(mine, strength, card_masks(part), hands.masks[rows], score, count)
-    equity = np.zeros(len(hands))
-    equity[rows] = np.where(count > 0, score / np.maximum(count, 1), 0.5)
-    return equity
-
-
-@njit(cache=True)
-def _fill_rows(hands, boards, out):  # pragma: no cover - numba
-    """out[h, r] = hand h's cards then board r's (numpy's broadcast copy of such short rows is
-    several times slower)."""
-    k = hands.shape[1]
-    for h in range(hands.shape[0]):
-        for r in range(boards.shape[0]):
-            for j in range(k):
-                out[h, r, j] = hands[h, j]
-            for j in range(boards.shape[1]):
-                out[h, r, k + j] = boards[r, j]
-
-
-def _score(mine, strength, runout_masks, hand_masks, score, count):  # pragma: no cover - numba
-    """score[h] += wins + ties/2 of ``mine[r]`` over ``strength[h, r]`` on the runouts r that
-    miss hand h's cards; count[h] += how many runouts that is."""
-    for h in prange(strength.shape[0]):
-        won = 0.0
-        seen = 0
-        for r in range(strength.shape[1]):
-            if runout_masks[r] & hand_masks[h] == 0:
-                seen += 1
-                if mine[r] > strength[h, r]:
-                    won += 1.0
-                elif mine[r] == strength[h, r]:
-                    won += 0.5
-        score[h] += won
-        count[h] += seen
-
-
-#: Compiled twice: threads pay off only on large blocks (flop and turn equities in hold'em).
-_score_serial = njit(cache=True)(_score)
-_score_parallel = njit(cache=True, parallel=True)(_score)
-#: Hand evaluations from which the threaded kernel is used.
-PARALLEL_MIN = 1 << 15
 
 
 # -- one decision -----------------------------------------------------------------------------

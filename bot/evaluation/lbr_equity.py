@@ -1,0 +1,188 @@
+"""Local best response's check-down equity: one hole against every hand of the agent's range.
+
+LBR (:mod:`bot.evaluation.lbr`; Lisy & Bowling 2017) values calling and raising by its equity
+``P(win) + P(tie)/2`` at a showdown on the rest of the board, against each hand the agent may
+hold. Per runout (final board) that takes the strength of LBR's hole and of every range hand:
+with two hole cards :mod:`bot.abstraction.pair_strengths` gets all of them from ~100
+evaluations (the non-flush strength of the board plus each pair of ranks, full evaluation only
+for hands that may flush), instead of one evaluation per hand; each range hand is then one
+lookup and one comparison. Wins and ties are counted as integers (twice the score), so the
+equity is the same float whatever the order or the thread that counted it. Runouts are split
+over numba's threads when the block is large (flop and preflop equities in hold'em).
+
+Known cards are fixed (LBR sees one hole), so no sort is needed here: comparing every range
+hand with one strength is already linear. The all-hands-against-all sweep (Johanson et al.
+2011) is what the agent's bucket features use (:mod:`bot.abstraction.range_buckets`).
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass
+from math import comb
+from typing import TYPE_CHECKING
+
+import numpy as np
+from numba import get_num_threads, njit, prange
+
+from bot.abstraction.pair_strengths import (
+    evaluator_tables,
+    fill_rank_pairs,
+    full_strength,
+)
+from bot.agents.infosets import card_masks
+from protocol.cards import NUM_RANKS
+from protocol.evaluator import _eval_row
+from protocol.gamedef import Game
+
+if TYPE_CHECKING:
+    from bot.evaluation.lbr import LBRConfig, PrivateHands
+
+#: Hand x runout comparisons from which the runouts are split over threads.
+PARALLEL_MIN = 1 << 15
+
+
+@dataclass
+class EquityCounters:
+    """How LBR's equities were computed over a run (the sample count the method must state)."""
+
+    enumerated: int = 0
+    sampled: int = 0
+    runouts_enumerated: int = 0
+    runouts_sampled: int = 0
+
+
+def runouts(rest: np.ndarray, missing: int, count: int | None, rng: np.random.Generator) -> np.ndarray:
+    """All ``missing``-card runouts from ``rest`` (``count`` None), or ``count`` uniform draws."""
+    if count is None:
+        if not missing:
+            return np.zeros((1, 0), dtype=np.int64)
+        return np.array(list(itertools.combinations(rest.tolist(), missing)), dtype=np.int64).reshape(-1, missing)
+    keys = rng.random((count, len(rest)))
+    if not 0 < missing < len(rest):
+        return rest[np.argsort(keys, axis=1)[:, :missing]]
+    # argsort(keys)[:, :missing] (the cards of the smallest keys, in order) in a fifth of the time
+    smallest = np.argpartition(keys, missing - 1, axis=1)[:, :missing]
+    order = np.take_along_axis(smallest, np.argsort(np.take_along_axis(keys, smallest, axis=1), axis=1), axis=1)
+    return rest[order]
+
+
+def checkdown_equity(
+    game: Game,
+    hands: PrivateHands,
+    hole: tuple[int, ...],
+    board: tuple[int, ...],
+    config: LBRConfig,
+    rng: np.random.Generator,
+    counters: EquityCounters | None = None,
+    among: np.ndarray | None = None,
+) -> np.ndarray:
+    """``[H]``: P(win) + P(tie)/2 of ``hole`` against each hand at a showdown on the rest of
+    the board, averaged over runouts missing both hands (0 for hands that hit known cards).
+
+    Given the agent's hand, every runout of the other cards is equally likely, so the equity
+    against a range is ``range @ equity``. Enumerates when runouts x hands is at most
+    ``config.max_enumeration``, else draws ``config.runout_samples`` runouts (a hand no draw
+    misses counts as even, 0.5). ``among`` (bool ``[H]``) limits the work to those hands: a
+    range only shrinks within a round, so its support at LBR's first decision of the round
+    covers every later one.
+    """
+    rest, missing, rows, exact = equity_plan(game, hands, hole, board, config, among)
+    drawn = runouts(rest, missing, None if exact else config.runout_samples, rng)
+    if counters is not None:
+        if exact:
+            counters.enumerated += 1
+            counters.runouts_enumerated += len(drawn)
+        else:
+            counters.sampled += 1
+            counters.runouts_sampled += len(drawn)
+    score2 = np.zeros(len(rows), dtype=np.int64)
+    seen = np.zeros(len(rows), dtype=np.int64)
+    parallel = len(drawn) * len(rows) >= PARALLEL_MIN
+    threads = get_num_threads() if parallel else 1
+    kernel = _count_parallel if parallel else _count_serial
+    nonflush, flush, colex, offset = evaluator_tables(game.num_hole_cards + game.total_board_cards)
+    theirs = hands.cards[rows]
+    kernel(np.array(hole, dtype=np.int64), np.array(board, dtype=np.int64), drawn.astype(np.int64), theirs,
+           hands.masks[rows], card_masks(drawn), threads, nonflush, flush, colex, offset, score2, seen)  # fmt: skip
+    equity = np.zeros(len(hands))
+    equity[rows] = np.where(seen > 0, 0.5 * score2 / np.maximum(seen, 1), 0.5)
+    return equity
+
+
+def equity_plan(game: Game, hands: PrivateHands, hole: tuple[int, ...], board: tuple[int, ...], config: LBRConfig,
+                among: np.ndarray | None) -> tuple[np.ndarray, int, np.ndarray, bool]:  # fmt: skip
+    """(cards not seen, board cards to come, range rows to compute, whether to enumerate) of
+    :func:`checkdown_equity`."""
+    known = tuple(hole) + tuple(board)
+    rest = np.array([c for c in game.deck if c not in known], dtype=np.int64)
+    missing = game.total_board_cards - len(board)
+    live = hands.disjoint(known)
+    rows = np.flatnonzero(live if among is None else live & among)
+    return rest, missing, rows, comb(len(rest), missing) * len(rows) <= config.max_enumeration
+
+
+def _count(hole, board, drawn, theirs, their_masks, runout_masks, chunks, nonflush, flush, colex, offset,
+           score2, seen):  # pragma: no cover - numba  # fmt: skip
+    """score2[h] += 2 wins + ties of ``hole`` over hand h, seen[h] += runouts, over the runouts
+    (rows of ``drawn`` completing ``board``) that miss hand h; ``chunks`` parts counted apart
+    (one per thread) and added. ``theirs[h]``: hand h's cards. Two-card hands that cannot
+    make a flush on the board look their outcome up by ranks, the others are evaluated."""
+    n_hands, k = theirs.shape[0], hole.shape[0]
+    visible, missing = board.shape[0], drawn.shape[1]
+    cards = k + visible + missing
+    part_score = np.zeros((chunks, n_hands), dtype=np.int64)
+    part_seen = np.zeros((chunks, n_hands), dtype=np.int64)
+    for t in prange(chunks):
+        final = np.empty(visible + missing, dtype=np.int64)
+        final[:visible] = board
+        row = np.empty(visible + missing + 2, dtype=np.int64)
+        full = np.empty(cards, dtype=np.int64)
+        table = np.empty((NUM_RANKS, NUM_RANKS), dtype=np.int64)
+        suit_count = np.zeros(4, dtype=np.int64)
+        outcome = np.empty((NUM_RANKS, NUM_RANKS), dtype=np.int64)  # 2 win, 1 tie, 0 loss by ranks
+        my_score, my_seen = part_score[t], part_seen[t]
+        for r in range(t, drawn.shape[0], chunks):
+            final[visible:] = drawn[r]
+            full[k:] = final
+            mask = runout_masks[r]
+            if k != 2:
+                full[:k] = hole
+                mine = _eval_row(full, cards, nonflush, flush, colex, offset)
+                for h in range(n_hands):
+                    if not mask & their_masks[h]:
+                        full[:k] = theirs[h]
+                        s = _eval_row(full, cards, nonflush, flush, colex, offset)
+                        my_seen[h] += 1
+                        my_score[h] += 2 * (mine > s) + (mine == s)
+                continue
+            suited = fill_rank_pairs(final, row, table, suit_count, nonflush, flush, colex, offset)
+            mine = full_strength(hole[0], hole[1], row, nonflush, flush, colex, offset)
+            for x in range(NUM_RANKS):
+                for y in range(NUM_RANKS):
+                    outcome[x, y] = 2 * (mine > table[x, y]) + (mine == table[x, y])
+            if suited + 2 < 5:  # no hand can flush: every outcome by ranks
+                for h in range(n_hands):
+                    if not mask & their_masks[h]:
+                        my_seen[h] += 1
+                        my_score[h] += outcome[theirs[h, 0] >> 2, theirs[h, 1] >> 2]
+                continue
+            for h in range(n_hands):
+                if mask & their_masks[h]:
+                    continue
+                a, b = theirs[h, 0], theirs[h, 1]
+                sa, sb = a & 3, b & 3
+                my_seen[h] += 1
+                if suited >= 5 or suit_count[sa] + 1 + (sa == sb) >= 5 or suit_count[sb] + 1 >= 5:
+                    s = full_strength(a, b, row, nonflush, flush, colex, offset)
+                    my_score[h] += 2 * (mine > s) + (mine == s)
+                else:
+                    my_score[h] += outcome[a >> 2, b >> 2]
+    for t in range(chunks):
+        score2 += part_score[t]
+        seen += part_seen[t]
+
+
+#: Compiled twice: threads pay off only on large blocks.
+_count_serial = njit(cache=True)(_count)
+_count_parallel = njit(cache=True, parallel=True)(_count)

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from test_lbr import MINI_FHP
 
 from bot.abstraction.pair_strengths import (
     evaluator_tables,
@@ -26,6 +25,7 @@ from bot.evaluation.lbr_equity import EquityCounters, checkdown_equity, equity_p
 from protocol.cards import NUM_RANKS, cards_from_str
 from protocol.evaluator import hand_strength_batch
 from protocol.gamedef import Game, load_game
+from tests.bot.evaluation.test_lbr import MINI_FHP
 
 HOLDEM, FHP, LEDUC = load_game("holdem"), load_game("fhp"), load_game("leduc")
 

@@ -17,7 +17,7 @@ same for b: ``less = L - L_a - L_b``; for ties, the pair (a, b) is counted once 
 once in each of ``E_a``, ``E_b``: ``equal = E - E_a - E_b + 1``. All four come from one walk
 up the live pairs sorted by strength (the sweep of Johanson et al. 2011, *Accelerating Best
 Response Calculation in Large Extensive Games*), per runout; the strengths themselves cost
-~100 evaluations per final board (:mod:`bot.abstraction.pair_strengths`).
+~100 evaluations per final board (:mod:`bot.pair_strengths`).
 
 **Bit-identical to the per-hand path.** The counts are integers, so each HS is the same float64
 ``(less + 0.5 equal) / total``; each hand's sum runs over the runouts of its board's canonical
@@ -34,13 +34,6 @@ from functools import lru_cache
 import numpy as np
 from numba import get_num_threads, njit, prange
 
-from bot.abstraction.pair_strengths import (
-    CODES,
-    evaluator_tables,
-    fill_rank_pairs,
-    pair_rows,
-    rest_pair_strengths,
-)
 from bot.abstraction.runtime_buckets import (
     CentreBuckets,
     HandBucketer,
@@ -49,6 +42,13 @@ from bot.abstraction.runtime_buckets import (
     _renamings,
     cdf_vectors,
     squared_l2,
+)
+from bot.pair_strengths import (
+    CODES,
+    evaluator_tables,
+    fill_rank_pairs,
+    pair_rows,
+    rest_pair_strengths,
 )
 from protocol.cards import NUM_RANKS, NUM_SUITS
 from protocol.isomorphism import all_combinations

@@ -3,7 +3,7 @@
 LBR (:mod:`bot.evaluation.lbr`; Lisy & Bowling 2017) values calling and raising by its equity
 ``P(win) + P(tie)/2`` at a showdown on the rest of the board, against each hand the agent may
 hold. Per runout (final board) that takes the strength of LBR's hole and of every range hand:
-with two hole cards :mod:`bot.abstraction.pair_strengths` gets all of them from ~100
+with two hole cards :mod:`bot.pair_strengths` gets all of them from ~100
 evaluations (the non-flush strength of the board plus each pair of ranks, full evaluation only
 for hands that may flush), instead of one evaluation per hand; each range hand is then one
 lookup and one comparison. Wins and ties are counted as integers (twice the score), so the
@@ -25,12 +25,12 @@ from typing import TYPE_CHECKING
 import numpy as np
 from numba import get_num_threads, njit, prange
 
-from bot.abstraction.pair_strengths import (
+from bot.agents.infosets import card_masks
+from bot.pair_strengths import (
     evaluator_tables,
     fill_rank_pairs,
     full_strength,
 )
-from bot.agents.infosets import card_masks
 from protocol.cards import NUM_RANKS
 from protocol.evaluator import _eval_row
 from protocol.gamedef import Game

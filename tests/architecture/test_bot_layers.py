@@ -23,8 +23,9 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-#: ``bot``'s top-level helpers (its top-level modules but the CLI's): the lowest layer.
-HELPERS = {"__init__", "errors", "progress", "run_files"}
+#: ``bot``'s top-level helpers (its top-level modules but the CLI's and the catalogue): the lowest
+#: layer (``pair_strengths`` serves both the abstraction's range buckets and LBR's equities).
+HELPERS = {"__init__", "errors", "progress", "run_files", "pair_strengths"}
 #: Groups of ``bot`` (a sub-package or a top-level module), lowest layer first.
 LAYERS: list[set[str]] = [HELPERS, {"agents"}, {"shipped"}, {"abstraction", "evaluation"}, {"flop"},
                           {"catalogue"}, {"cli"}, {"commands"}, {"__main__"}]

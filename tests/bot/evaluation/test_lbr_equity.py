@@ -1,5 +1,5 @@
 """The fast check-down equities and pair strengths (:mod:`bot.evaluation.lbr_equity`,
-:mod:`bot.abstraction.pair_strengths`, the screened nearest centres of
+:mod:`bot.pair_strengths`, the screened nearest centres of
 :mod:`bot.abstraction.range_buckets`) give the same bits as the straightforward computations
 they replaced, kept here as slow references; a whole LBR run plays the same chips with either."""
 
@@ -8,12 +8,6 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from bot.abstraction.pair_strengths import (
-    evaluator_tables,
-    fill_rank_pairs,
-    pair_rows,
-    rest_pair_strengths,
-)
 from bot.abstraction.range_buckets import nearest_centres
 from bot.abstraction.runtime_buckets import nearest_centre
 from bot.agents.base import RandomAgent
@@ -22,6 +16,12 @@ from bot.agents.registry import resolve_agent
 from bot.evaluation import lbr
 from bot.evaluation.lbr import LBRConfig, PrivateHands, run_lbr
 from bot.evaluation.lbr_equity import EquityCounters, checkdown_equity, equity_plan, runouts
+from bot.pair_strengths import (
+    evaluator_tables,
+    fill_rank_pairs,
+    pair_rows,
+    rest_pair_strengths,
+)
 from protocol.cards import NUM_RANKS, cards_from_str
 from protocol.evaluator import hand_strength_batch
 from protocol.gamedef import Game, load_game

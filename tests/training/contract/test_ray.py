@@ -173,11 +173,12 @@ def test_mccfr_merge_is_the_sum_of_worker_deltas_and_converges_like_one_process(
             for got, want in zip(merged, expected, strict=True):
                 assert np.allclose(got, want, rtol=1e-5, atol=1e-6)
         run_batch(ag, *single, 0, first, batch, k, 1)
-    # 40,000 iterations (merged every 200 but in batch 2): one process 30.8 mbb/g, the merged
-    # run within 2x of it (stale regrets cost on a game this small, see ray_mccfr's docstring);
-    # uniform play is 1186.8
+    # 40,000 iterations (merged every 200 but in batch 2): one process 35.6 mbb/g (30.8 before
+    # each iteration drew its deal from its own stream, training/abstraction/solver.py), the
+    # merged run within 2x of it (stale regrets cost on a game this small, see ray_mccfr's
+    # docstring); uniform play is 1186.8
     one, two = mbb(ag, single[1]), mbb(ag, merged[1])
-    assert one < 35.0 and two < 2 * one, (one, two)
+    assert one < 45.0 and two < 2 * one, (one, two)
     pool.close()
 
 

@@ -193,22 +193,17 @@ class NetworkFit:
         """:meth:`fit` of a value network on row minibatches in :func:`training.common.fused_rows.fit_rows_mse`:
         the batches, weights and targets of :meth:`row_batches` (same draws from ``rng``); its
         compiled segments report to :attr:`progress` as ``label``."""
-        cfg = self.config
-        scale = 2.0 / max(iteration, 1) if cfg.linear_weighting else 1.0
-        raw = memory.stored()
-        weights = row_weights(raw, cfg.linear_weighting)
-        picks = rng.integers(0, len(memory), size=(steps, batch_size))
-        divisor = _rms(raw["target"], self.encoder.legal[raw["node"]], weights) if normalize else 1.0
-        self.target_scale = divisor
+        raw, weights, picks, divisor = self.row_problem(memory, steps, batch_size, rng, iteration, normalize)
+
         def report(done: int) -> None:
             if self.progress is not None:
                 self.progress.advance_iteration(done, steps, label)
             if self.stop is not None:
                 self.stop.check()
 
-        losses = fit_rows_mse(net, raw["cards"], raw["node"], raw["target"] / np.float32(divisor), weights * scale,
+        losses = fit_rows_mse(net, raw["cards"], raw["node"], raw["target"] / np.float32(divisor), weights,
                               self.encoder.bets, self.encoder.legal, batch_size, picks, self.learning_rates(steps),
-                              cfg.grad_clip, report)
+                              self.config.grad_clip, report)
         net.eval()
         return float(np.mean(losses[_tail_start(steps):])), "rows"
 
@@ -258,6 +253,21 @@ class NetworkFit:
         weight = np.full(len(merged), scale * float(merged.weight.sum()) / merged.rows, np.float32)
         return MergedProblem(merged, target, weight, batch_size, picks, "weighted")
 
+    def row_problem(self, memory: Reservoir, steps: int, batch_size: int, rng: np.random.Generator, iteration: int,
+                    normalize: bool) -> tuple[dict[str, np.ndarray], np.ndarray, np.ndarray, float]:
+        """What a row-minibatch fit needs, for the torch and the compiled path alike: the memory's
+        rows, each row's loss weight (times 2/iteration under linear weighting), the rows of every
+        step drawn from ``rng`` at once, and the target divisor (also kept as
+        :attr:`target_scale`)."""
+        cfg = self.config
+        scale = 2.0 / max(iteration, 1) if cfg.linear_weighting else 1.0
+        raw = memory.stored()
+        weights = row_weights(raw, cfg.linear_weighting)
+        picks = rng.integers(0, len(memory), size=(steps, batch_size))
+        divisor = _rms(raw["target"], self.encoder.legal[raw["node"]], weights) if normalize else 1.0
+        self.target_scale = divisor
+        return raw, weights * scale, picks, divisor
+
     def row_batches(self, memory: Reservoir, steps: int, batch_size: int, rng: np.random.Generator, iteration: int,
                     normalize: bool):
         """``steps`` uniform minibatches of memory rows ``(cards, bets, legal, target, weight,
@@ -265,15 +275,11 @@ class NetworkFit:
         and the batches gathered on the device from the memory's rows, moved there once per fit
         (on the CPU zero-copy views): a step costs no numpy round trip and, on a GPU, no host
         copy (HULH's 40M-row memory is ~1 GB, copied once per fit instead of 32,000 batches)."""
-        cfg, device = self.config, self.device
-        scale = 2.0 / max(iteration, 1) if cfg.linear_weighting else 1.0
-        raw = memory.stored()
+        device = self.device
+        raw, weights, row_picks, divisor = self.row_problem(memory, steps, batch_size, rng, iteration, normalize)
         stored = {name: torch.from_numpy(raw[name]).to(device) for name in ("node", "cards", "target")}
-        weights = row_weights(raw, cfg.linear_weighting)
-        row_weight = torch.from_numpy((weights * scale).astype(np.float32)).to(device)
-        picks = torch.from_numpy(rng.integers(0, len(memory), size=(steps, batch_size))).to(device)
-        divisor = _rms(raw["target"], self.encoder.legal[raw["node"]], weights) if normalize else 1.0
-        self.target_scale = divisor
+        row_weight = torch.from_numpy(weights.astype(np.float32)).to(device)
+        picks = torch.from_numpy(row_picks).to(device)
         for p in picks:
             node = stored["node"][p].long()
             yield (stored["cards"][p], self.bets[node], self.legal[node], stored["target"][p] / divisor, row_weight[p],

@@ -76,7 +76,8 @@ class AbstractionConfig:
     merge_every: int = 0
     """With ``--workers``: iterations (all workers together) between merges of the workers'
     tables; 0 = once per batch. Shorter rounds mean less stale regrets (see
-    :mod:`training.abstraction.ray_mccfr`) and more table transfers."""
+    :mod:`training.abstraction.ray_mccfr` and :mod:`training.abstraction.ray_pcs`) and more
+    table transfers."""
     mmap_tables: bool = False
     """Keep the two tables in memory-mapped files in the run directory (``tables/``) instead of
     RAM: for abstraction_3e8 (7.9 GB) on a machine with less memory; pages stream from disk."""
@@ -191,10 +192,14 @@ def train(config: AbstractionConfig, run: RunDir, resume: bool = False, stop: St
 
 
 def _solver(config: AbstractionConfig, ag: AbstractGame, threads: int, console) -> tuple[BatchSolver, object]:
-    """The configured solver, and the Ray pool when ES batches run on workers."""
+    """The configured solver, and the Ray pool (for its metrics) when batches run on workers."""
     if config.solver == "pcs":
-        if distributed.current().distributed:
-            raise ConfigError("--workers/--ray-address run ES MCCFR batches: add solver = \"es-mccfr\" to the --config TOML")
+        if distributed.current().distributed:  # batches on Ray workers (training/abstraction/ray_pcs.py)
+            from training.abstraction.ray_pcs import RayPCSSolver
+
+            solver = RayPCSSolver(ag, config.seed, config.scheme, distributed.current(), config.merge_every)
+            console.print(f"PCS batches on {len(solver)} Ray workers")
+            return solver, solver
         return PCSSolver(ag, config.seed, threads, config.scheme), None
     if distributed.current().distributed:  # batches on Ray workers (training/abstraction/ray_mccfr.py)
         from training.abstraction.ray_mccfr import RayMCCFR

@@ -27,6 +27,7 @@ from bot.agents.infosets import space_for
 from bot.errors import PokerbotError
 from bot.flop.best_response import FlopPolicy, FlopTables, flop_game_for
 from bot.flop.game import FlopGame
+from bot.run_files import CONFIG_FILE, RunDirError, latest_checkpoint, read_toml, run_format_problem
 from protocol.cards import NUM_SUITS
 from protocol.gamedef import Game
 
@@ -163,14 +164,16 @@ def _solve_folder(path: Path) -> tuple[Path, str] | None:
                 return None
             if meta_json.get("solver") == "flop_cfr":
                 return folder, str(meta_json.get("game"))
-    config = path / "config.toml"
+    config = path / CONFIG_FILE
     if config.is_file() and "flop_cfr" in config.read_text():
         from protocol.gamedef import load_game
-        from training.contract.rundir import RunDir
 
-        checkpoint = RunDir.open(path).checkpoint_path
+        problem = run_format_problem(path)
+        if problem is not None:
+            raise RunDirError(problem)
+        checkpoint = latest_checkpoint(path)
         if checkpoint is not None:
-            return checkpoint, load_game(str(RunDir.open(path).config().get("game", "fhp"))).name
+            return checkpoint, load_game(str(read_toml(config).get("game", "fhp"))).name
     return None
 
 

@@ -42,6 +42,7 @@ from training.abstraction.resources import check_build_fits, check_tables_fit
 from training.contract import cluster as distributed
 from training.contract.entry import CheckpointClock, StopRequest, Trainer, parse_duration
 from training.contract.rundir import RunDir
+from training.flop.solve import route_lossless
 
 
 @dataclass(frozen=True)
@@ -114,7 +115,7 @@ TRAINERS = {"abstraction": Trainer(
     flags={"iterations": "iterations", "time_budget": "time_budget", "seed": "seed", "threads": "threads",
            "size": "abstraction"},
     resumable=frozenset({"iterations", "time_budget", "threads"}),
-    presets={}, train=_train, prepare=_abstraction_name,
+    presets={}, train=_train, prepare=_abstraction_name, route=route_lossless,
 )}
 
 

@@ -42,7 +42,7 @@ from training.abstraction.resources import check_build_fits, check_tables_fit
 from training.contract import cluster as distributed
 from training.contract.entry import CheckpointClock, StopRequest, Trainer, parse_duration
 from training.contract.rundir import RunDir
-from training.flop.solve import route_lossless
+from training.flop.trainer import route_lossless
 
 
 @dataclass(frozen=True)

@@ -69,7 +69,7 @@ ALGORITHMS: dict[str, str] = {
     "dream": "training.deep_cfr.dream",
     "os-sd-cfr": "training.deep_cfr.dream",
     "abstraction": "training.abstraction.run",
-    "flop-cfr": "training.flop.solve",
+    "flop-cfr": "training.flop.trainer",
     SOLVE_ALGO: "training.tabular.solve",
 }
 
@@ -261,6 +261,22 @@ def build_config(trainer: Trainer, values: dict[str, Any], device_notes: bool = 
         return Resolved(trainer.config_class(**values), tuple(notes))
     except TypeError as error:  # a TOML value of the wrong type reaching a comparison
         raise ConfigError(f"{trainer.algo} config: {error}") from None
+
+
+def preset(algo: str, game: str) -> dict[str, Any]:
+    """The settings a new ``algo`` run on ``game`` starts from, ``game`` included: the game's
+    preset when it is a shipped game (by its rules), else none (the config's defaults)."""
+    trainer = load_trainer(algo)
+    alias = shipped_alias(load_game(game))
+    values = dict(trainer.presets.get(alias, {})) if alias is not None else {}
+    return values | ({"game": game} if "game" in _field_names(trainer.config_class) else {})
+
+
+def config_of(algo: str, values: Mapping[str, Any]) -> Any:
+    """``values`` as ``algo``'s config, checked as a ``--config`` file is (names, types, values):
+    for scripts and tests that build a config without a command, e.g.
+    ``config_of("nfsp", preset("nfsp", "leduc") | {"num_envs": 32})``."""
+    return build_config(load_trainer(algo), dict(values)).config
 
 
 def resolve_new(trainer: Trainer, options: Mapping[str, Any]) -> Resolved:

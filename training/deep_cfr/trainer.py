@@ -27,10 +27,9 @@ killed one would have done.
 The run follows :mod:`training.contract.entry`'s contract (config resolution, Ctrl-C, checkpoints by
 count or time); the config is :mod:`training.deep_cfr.config`, the network fits
 :mod:`training.deep_cfr.fit`, the policy bundle (kind ``sd-cfr``/``deep-cfr``) and checkpoints
-:mod:`training.deep_cfr.files`. What remains here (about 450 lines) is the algorithm, one class
-over one state (the memories, networks, stack and small-game tables of a run) with the iteration
-and the loop that change it, and the run contract's entry; splitting the loop from the iteration
-would pass that state between modules for no reader's benefit.
+:mod:`training.deep_cfr.files`. What remains here is the algorithm: one class over one state (the memories, networks, stack
+and small-game tables of a run) with the iteration and the loop that change it, which one module
+keeps together.
 """
 
 from __future__ import annotations
@@ -50,8 +49,8 @@ from bot.agents.encoding import InfosetEncoder
 from bot.agents.infosets import is_small
 from bot.agents.input_keys import InputKeys
 from bot.agents.network import DeepCFRNetwork, regret_matching
-from bot.agents.registry import resolve_agent
 from bot.flop.game import flop_shape_error
+from bot.registry import resolve_agent
 from bot.run_files import ELAPSED_METRIC
 from protocol.gamedef import Game, load_game
 from training.common.reservoir import FieldSpec, Reservoir

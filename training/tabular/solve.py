@@ -36,6 +36,7 @@ from bot.run_files import ELAPSED_METRIC, SOLVE_ALGO, SOLVE_ALGORITHMS
 from protocol.files import atomic_write
 from protocol.gamedef import Game, load_game
 from training.contract.entry import Trainer
+from training.contract.loop import StepLoop
 from training.contract.rundir import RunDir
 from training.contract.stop import CheckpointClock, StopRequest
 from training.tabular.cfr import DCFR_ALPHA, DCFR_BETA, DCFR_GAMMA
@@ -161,13 +162,15 @@ def run_solve(
     interval = config.evaluation_interval
     if on_progress is not None:
         on_progress(solver.iteration)
-    clock = CheckpointClock(2**62, config.checkpoint_seconds)
-    saved = solver.iteration
+    loop = StepLoop(stop or StopRequest(), config.iterations, None, CheckpointClock(2**62, config.checkpoint_seconds),
+                    solver.iteration)
+
+    def save() -> None:
+        if run is not None:
+            _save_checkpoint(run, config, game, solver, result)
+
     try:
-        while solver.iteration < config.iterations:
-            if stop is not None and stop.requested:
-                result.interrupted = True
-                break
+        while loop.running(solver.iteration, result.seconds):
             next_eval = (solver.iteration // interval + 1) * interval
             step = min(chunk, next_eval - solver.iteration, config.iterations - solver.iteration)
             start = time.perf_counter()
@@ -181,22 +184,18 @@ def run_solve(
                 if run is not None:
                     run.append_metrics({"iteration": solver.iteration, "exploitability_mbb": result.curve[-1][1],
                                         ELAPSED_METRIC: round(result.seconds, 3)})
-                    _save_checkpoint(run, config, game, solver, result)
-                    saved = solver.iteration
-                    clock.saved()
+                    loop.checkpoint(solver.iteration, save)
                 if on_eval is not None:
                     on_eval(solver.iteration, result.curve[-1][1])
-            elif run is not None and clock.due(solver.iteration):
-                _save_checkpoint(run, config, game, solver, result)
-                saved = solver.iteration
-                clock.saved()
+            elif run is not None:
+                loop.checkpoint_if_due(solver.iteration, save)
     except KeyboardInterrupt:  # abandoned mid-chunk: the tables may hold half an iteration
-        result.interrupted = result.abandoned = True
-        saved = solver.iteration if solver.iteration == saved else -1
+        result.abandoned = True
+    result.interrupted = result.abandoned or solver.iteration < config.iterations
     result.iterations = solver.iteration
     result.strategy = solver.average_strategy()
-    if run is not None and result.iterations and saved not in (-1, solver.iteration):
-        _save_checkpoint(run, config, game, solver, result)
+    if run is not None and result.iterations and not result.abandoned:
+        loop.finish(solver.iteration, save)
     return result
 
 

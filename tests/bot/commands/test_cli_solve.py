@@ -9,7 +9,7 @@ from click.testing import CliRunner
 
 from bot.agents.tabular import save_policy
 from bot.cli import main
-from bot.evaluation.best_response import load_strategy
+from bot.registry import load_strategy
 from training.contract.rundir import RunDir
 from training.tabular.solve import SolveConfig, run_solve
 
@@ -134,19 +134,12 @@ def test_ctrl_c_finishes_the_chunk_checkpoints_exits_0_and_resumes_to_the_uninte
     lets it finish, checkpoints, publishes the 7 iterations and exits 0 naming ``pokerbot solve
     --resume``; the resume ends with the uninterrupted run's strategy. Options the run keeps are
     refused on resume in one line."""
-    import os
     import signal
 
+    from tests.conftest import signal_during
     from training.tabular.cfr import TabularCFR
 
-    original = TabularCFR.run
-
-    def run(self, iterations):
-        if self.iteration == 6:
-            os.kill(os.getpid(), signal.SIGINT)  # handled by the contract's StopRequest
-        return original(self, iterations)
-
-    monkeypatch.setattr(TabularCFR, "run", run)
+    signal_during(monkeypatch, TabularCFR, "run", 6, signal.SIGINT)
     out = tmp_path / "k"
     result = invoke("solve", "--game", "kuhn", "--algo", "dcfr", "--iterations", "20", "--eval-every", "5", "--out", str(out))
     assert result.exit_code == 0, result.output

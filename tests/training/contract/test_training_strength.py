@@ -10,8 +10,8 @@ import time
 import pytest
 
 import training.contract.strength
-from bot.agents.registry import AgentNotFound
 from bot.errors import ConfigError
+from bot.registry import AgentNotFound
 from protocol.gamedef import load_game
 from training.contract.rundir import RunDir
 from training.contract.strength import StrengthSettings, measure_strength

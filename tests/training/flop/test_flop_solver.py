@@ -115,7 +115,7 @@ def test_games_of_another_shape_are_refused():
 
 
 def test_solve_run_logs_exact_points_nodes_and_resumes_to_the_same_tables(tmp_path):
-    """The run loop (training/flop/solve.py) on the 10-card game: exact exploitability every
+    """The run loop (training/flop/trainer.py) on the 10-card game: exact exploitability every
     ``eval_every`` iterations, the training clock under the one metric name, nodes touched per
     iteration as every pass's (decision node, live hand) pairs; a run stopped at 6 iterations
     and resumed to 12 ends with the tables of an uninterrupted 12-iteration run, and its
@@ -123,7 +123,7 @@ def test_solve_run_logs_exact_points_nodes_and_resumes_to_the_same_tables(tmp_pa
     from bot.flop.policies import solve_policy
     from bot.run_files import ELAPSED_METRIC
     from training.contract.rundir import RunDir
-    from training.flop.solve import FlopSolveConfig, solve
+    from training.flop.trainer import FlopSolveConfig, solve
 
     gamedef = tmp_path / "tiny_fhp.game"
     gamedef.write_text(TINY_FHP_TEXT)
@@ -152,11 +152,11 @@ def test_solve_run_is_an_agent_playing_its_canonical_tables_on_every_raw_flop(tm
     flop and hand the agent plays the canonical tables read through the suit renaming that
     ``expand_canonical`` (checked against brute force above) uses; legal and suit-invariant."""
     from bot.agents.bundle import read_bundle
-    from bot.agents.registry import resolve_agent
     from bot.flop.solve_agent import FlopSolveAgent
+    from bot.registry import resolve_agent
     from tests.bot.flop.test_flop_network import check_agent
     from training.contract.rundir import RunDir
-    from training.flop.solve import FlopSolveConfig, solve
+    from training.flop.trainer import FlopSolveConfig, solve
 
     gamedef = tmp_path / "tiny_fhp.game"
     gamedef.write_text(TINY_FHP_TEXT)
@@ -204,7 +204,7 @@ def test_a_stop_request_finishes_the_iteration_then_checkpoints_and_resumes_exac
 
     from training.contract.rundir import RunDir
     from training.contract.stop import StopRequest
-    from training.flop.solve import FlopSolveConfig, solve
+    from training.flop.trainer import FlopSolveConfig, solve
 
     gamedef = tmp_path / "tiny_fhp.game"
     gamedef.write_text(TINY_FHP_TEXT)
@@ -258,25 +258,18 @@ def test_sigterm_checkpoints_exits_0_and_the_run_resumes_to_the_uninterrupted_ta
     iteration 3 lets it finish, checkpoints and publishes at 3, and the command exits 0 naming
     the command that continues; ``--resume --iterations 8`` then ends with the tables of an
     uninterrupted 8-iteration run (and may not change the seed)."""
-    import os
     import signal
 
     from bot.agents.bundle import read_bundle
+    from tests.conftest import signal_during
     from training.contract.rundir import RunDir
-    from training.flop.solve import FlopSolveConfig, solve
+    from training.flop.trainer import FlopSolveConfig, solve
 
     gamedef = tmp_path / "tiny_fhp.game"
     gamedef.write_text(TINY_FHP_TEXT)
     config = FlopSolveConfig(game=str(gamedef), iterations=8, eval_every=8, threads=1)
     whole = solve(config, RunDir.create(tmp_path / "whole", config))
-    original = FlopCFR.iterate
-
-    def iterate(self, progress):
-        if self.iteration == 2:
-            os.kill(os.getpid(), signal.SIGTERM)  # handled by the contract's StopRequest
-        return original(self, progress)
-
-    monkeypatch.setattr(FlopCFR, "iterate", iterate)
+    signal_during(monkeypatch, FlopCFR, "iterate", 2, signal.SIGTERM)
     run = tmp_path / "part"
     args = ["--algo", "flop-cfr", "--game", str(gamedef), "--iterations", "8", "--threads", "1", "--out", str(run)]
     result = _train(*args)
@@ -301,7 +294,7 @@ def test_the_lossless_fhp_abstraction_is_the_flop_solve_and_other_shapes_are_ref
     pokerbot) to ``flop-cfr``; Leduc's lossless abstraction stays an abstraction. A game of
     another shape is a one-line error that creates nothing."""
     from training.contract.rundir import RunDir
-    from training.flop.solve import route_lossless
+    from training.flop.trainer import route_lossless
 
     routed = route_lossless({"algo": "abstraction", "game": "fhp", "size": "lossless", "iterations": 5})
     assert routed == {"algo": "flop-cfr", "game": "fhp", "size": None, "iterations": 5}

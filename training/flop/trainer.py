@@ -1,15 +1,17 @@
 """``pokerbot train --algo flop-cfr --game fhp``: the full-width FHP solve (``--algo abstraction
 --game fhp --size lossless`` names the same run: the lossless "abstraction" of FHP is FHP).
 
-A trainer of the run contract like the others (:data:`TRAINERS`: config resolution, Ctrl-C,
-``--resume`` are :mod:`training.contract.entry`'s). The run loop around :class:`training.flop.cfr.FlopCFR`: a rich progress bar that moves flop by
-flop inside an iteration (with the ETA and the last exact exploitability), exact
-exploitability of the average strategy every ``eval_every`` iterations (off the solve clock:
-``elapsed_s`` counts only CFR time; ``nodes_touched`` per iteration), ``metrics.jsonl``, atomic checkpoints every
-``checkpoint_seconds`` and at a stop request, and publication of the average strategy:
+A trainer of the run contract like the others (:data:`TRAINERS`; config resolution, Ctrl-C and
+``--resume`` are :mod:`training.contract.entry`'s, the loop's stopping rules and checkpoint
+timing :class:`training.contract.loop.StepLoop`'s). Around :class:`training.flop.cfr.FlopCFR`:
+a rich progress bar that moves flop by flop inside an iteration (with the ETA and the last
+exact exploitability), exact exploitability of the average strategy every ``eval_every``
+iterations (off the solve clock: ``elapsed_s`` counts only CFR time; ``nodes_touched`` per
+iteration), ``metrics.jsonl``, atomic checkpoints every ``checkpoint_seconds`` and at the end,
+and publication of the average strategy:
 
 * ``<run>/policy/``: ``pre_average.npy`` and ``average.npy`` (the solver's own tables over the
-  canonical flops, read by :func:`bot.flop.policies.load_flop_policy` for exact evaluation);
+  canonical flops, read by :func:`bot.flop.policies.solve_policy` for exact evaluation);
 * the agent named ``fhp_lossless``: the same strategy as rows of the lossless abstraction
   (decision node x suit-isomorphism class of hole cards + board), which
   :class:`bot.abstraction.agent.AbstractionAgent` plays.
@@ -23,6 +25,7 @@ import time
 from collections.abc import Callable, Mapping
 from contextlib import nullcontext
 from dataclasses import asdict, dataclass
+from pathlib import Path
 from typing import Any
 
 import numba
@@ -38,12 +41,13 @@ from bot.flop.game import flop_shape_error
 from bot.flop.solve_agent import FLOP_FILE, PREFLOP_FILE
 from bot.flop.solve_agent import KIND as FLOP_SOLVE_KIND
 from bot.progress import progress_bar
-from bot.run_files import ELAPSED_METRIC, read_toml
+from bot.run_files import CONFIG_FILE, ELAPSED_METRIC, read_toml
 from protocol.files import atomic_write
 from protocol.gamedef import load_game
 from training.contract.entry import Trainer
+from training.contract.loop import StepLoop
 from training.contract.rundir import RunDir
-from training.contract.stop import StopRequest
+from training.contract.stop import CheckpointClock, StopRequest
 from training.flop.cfr import FlopCFR, FlopCFRConfig
 from training.tabular.cfr import DCFR_ALPHA, DCFR_BETA, DCFR_GAMMA
 
@@ -106,7 +110,7 @@ def route_lossless(options: Mapping[str, Any]) -> dict[str, Any] | None:
     ``--resume`` of a run this solve wrote; as ``--algo flop-cfr`` options, else None."""
     resume = options.get("resume")
     if resume:
-        config = RunDir(resume).path / "config.toml"
+        config = Path(resume) / CONFIG_FILE
         if not (config.is_file() and SOLVER_KEY in read_toml(config)):
             return None
     else:
@@ -120,8 +124,8 @@ def _rss_gb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20
 
 
-def solve(config: FlopSolveConfig, run: RunDir, resume: bool = False, console: Console | None = None,
-          stop: StopRequest | None = None, force: bool = False) -> FlopCFR:
+def solve(config: FlopSolveConfig, run: RunDir, resume: bool = False, stop: StopRequest | None = None,
+          force: bool = False, console: Console | None = None) -> FlopCFR:
     """Run (or continue) the solve to its stopping rule; checkpoint and publish on the way out.
 
     Interrupts follow the run contract (:class:`~training.contract.stop.StopRequest`): the
@@ -134,13 +138,12 @@ def solve(config: FlopSolveConfig, run: RunDir, resume: bool = False, console: C
     if config.threads:
         numba.set_num_threads(config.threads)
     solver = FlopCFR(load_game(config.game), config.cfr_config())
-    state = (_restore(run, solver, force) if resume else None) or {"iteration": 0, "solve_s": 0.0, "eval_s": 0.0,
-                                                                   "exploitability_mbb": None}
+    restored = _restore(run, solver, force) if resume else None
+    state = restored or {"iteration": 0, "solve_s": 0.0, "eval_s": 0.0, "exploitability_mbb": None}
     fg = solver.fg
     console.print(f"{config.game}: {fg.num_flops:,} flops x {fg.flop.num_decisions} flop decision nodes x "
                   f"{fg.num_hands:,} hands; tables {solver.table_bytes / 2**30:.2f} GiB; "
                   f"{config.flop_cfr}, {numba.get_num_threads()} threads")  # fmt: skip
-    last_checkpoint = time.monotonic()
     status = TextColumn("{task.fields[status]}")
 
     def advance(bar: Any, task: Any, start: int) -> Callable[[int, int], None]:
@@ -150,11 +153,16 @@ def solve(config: FlopSolveConfig, run: RunDir, resume: bool = False, console: C
 
         return report
 
+    def save() -> None:
+        _checkpoint(run, solver, state)
+
     with nullcontext(stop) if stop is not None else StopRequest() as stop:
+        loop = StepLoop(stop, config.iterations, config.time_budget, CheckpointClock(2**62, config.checkpoint_seconds),
+                        solver.iteration if restored else None)
         with progress_bar(console, status) as bar:
             task = bar.add_task("flop CFR", total=config.iterations, completed=solver.iteration,
                                 status=_status(state))  # fmt: skip
-            while not _done(config, solver, state) and not stop.requested:
+            while loop.running(solver.iteration, state["solve_s"]) and not _reached_target(config, state):
                 t0 = time.monotonic()
                 solver.iterate(advance(bar, task, solver.iteration))
                 state["solve_s"] += time.monotonic() - t0
@@ -166,20 +174,15 @@ def solve(config: FlopSolveConfig, run: RunDir, resume: bool = False, console: C
                     record |= _evaluate(solver, state, bar, task)
                 run.append_metrics(record)
                 bar.update(task, completed=solver.iteration, status=_status(state))
-                if time.monotonic() - last_checkpoint >= config.checkpoint_seconds:
-                    _checkpoint(run, solver, state)
-                    last_checkpoint = time.monotonic()
-    _checkpoint(run, solver, state)
+                loop.checkpoint_if_due(solver.iteration, save)
+    loop.finish(solver.iteration, save)
     publish(run, solver, state)
     console.print(f"{solver.iteration:,} iterations, {state['solve_s']:.0f} s solving; {_status(state)}")
     return solver
 
 
-def _done(config: FlopSolveConfig, solver: FlopCFR, state: dict) -> bool:
-    if solver.iteration >= config.iterations:
-        return True
-    if config.time_budget is not None and state["solve_s"] >= config.time_budget:
-        return True
+def _reached_target(config: FlopSolveConfig, state: dict) -> bool:
+    """The stopping rule the flop solve adds to the loop's: the measured exploitability."""
     measured = state["exploitability_mbb"]
     return measured is not None and measured < config.target_mbb
 
@@ -274,15 +277,11 @@ def lossless_rows(solver: FlopCFR) -> np.ndarray:
     return rows
 
 
-def _train(config: FlopSolveConfig, run: RunDir, resume: bool, stop: StopRequest, force: bool = False) -> FlopCFR:
-    return solve(config, run, resume, stop=stop, force=force)
-
-
 #: ``--algo flop-cfr`` for :mod:`training.contract.entry` (no presets: one game, the defaults).
 TRAINERS = {"flop-cfr": Trainer(
     algo="flop-cfr", config_class=FlopSolveConfig,
     flags={"game": "game", "iterations": "iterations", "time_budget": "time_budget", "seed": "seed",
            "threads": "threads"},
     resumable=frozenset({"iterations", "time_budget", "threads"}),
-    presets={}, train=_train, prepare=_check_shape,
+    presets={}, train=solve, prepare=_check_shape,
 )}

@@ -40,8 +40,8 @@ from training.contract.rundir import CHECKPOINT_DIR, RunDir, load_torch  # noqa:
 from training.nfsp.config import LEDUC_PAPER  # noqa: E402
 from training.nfsp.diagnostics import best_response_quality, mixture_bias, window_q_strategy  # noqa: E402
 from training.nfsp.learner import NFSP  # noqa: E402
-from training.nfsp.run import train  # noqa: E402
 from training.nfsp.steps import anticipatory  # noqa: E402
+from training.nfsp.trainer import train  # noqa: E402
 
 TARGET_MBB = 37.0
 

@@ -63,7 +63,7 @@ from training.contract.stop import (  # noqa: F401 (trainers' import)
 #: --algo`` (:data:`bot.run_files.TRAIN_ALGORITHMS`) and ``pokerbot solve``'s tabular CFR
 #: (:data:`bot.run_files.SOLVE_ALGO`).
 ALGORITHMS: dict[str, str] = {
-    "nfsp": "training.nfsp.run",
+    "nfsp": "training.nfsp.trainer",
     "deep-cfr": "training.deep_cfr.trainer",
     "sd-cfr": "training.deep_cfr.trainer",
     "dream": "training.deep_cfr.dream",

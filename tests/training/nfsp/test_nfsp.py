@@ -26,8 +26,8 @@ from training.contract.rundir import RunDir
 from training.nfsp.config import LEDUC_PAPER, NFSPConfig
 from training.nfsp.diagnostics import best_response_quality, mixture_bias, window_q_strategy
 from training.nfsp.learner import NFSP
-from training.nfsp.run import train
 from training.nfsp.steps import anticipatory, dqn_targets, q_learning_rate
+from training.nfsp.trainer import train
 
 KUHN = config_of("nfsp", preset("nfsp", "kuhn"))
 

@@ -99,7 +99,7 @@ def _check_shape(values: dict[str, Any], options: dict[str, Any]) -> dict[str, A
     game = load_game(str(values.get("game", "fhp")))
     problem = flop_shape_error(game)
     if problem is not None:
-        raise ConfigError(f"{game.name}: --algo flop-cfr solves flop hold'em-shaped games: {problem}")
+        raise ConfigError(f"{game.name}: --algo flop-cfr solves flop hold'em-shaped games ({problem}), which this is not")
     return values
 
 

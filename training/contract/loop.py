@@ -2,10 +2,10 @@
 checkpoint on the :class:`~training.contract.stop.CheckpointClock` and once more at the end
 when the last step is not saved yet.
 
-What a step is (an NFSP self-play step, a chunk of tabular CFR iterations, one full-width flop
-iteration), what it measures and what a checkpoint holds stay each trainer's own; this is the
-bookkeeping around them that every loop had a copy of (the three stopping rules, the clock, the
-step of the last checkpoint).
+What a step is (a Deep CFR iteration, an NFSP self-play step, an abstraction batch, a chunk of
+tabular CFR iterations, one full-width flop iteration), what it measures and what a checkpoint
+holds stay each trainer's own; this is the bookkeeping around them that every loop had a copy
+of (the three stopping rules, the clock, the step of the last checkpoint).
 """
 
 from __future__ import annotations

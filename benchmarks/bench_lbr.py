@@ -64,9 +64,9 @@ from benchmarks.bench_cfr_leduc import machine  # noqa: E402  (one machine line 
 from bot.agents.base import Agent  # noqa: E402
 from bot.agents.deep_cfr import DeepCFRAgent  # noqa: E402
 from bot.agents.network import DeepCFRNetwork  # noqa: E402
-from bot.agents.registry import resolve_agent  # noqa: E402
 from bot.commands.lbr import single_threaded_torch  # noqa: E402
 from bot.evaluation.lbr import LBRConfig, run_lbr  # noqa: E402
+from bot.registry import resolve_agent  # noqa: E402
 from protocol.gamedef import Game, load_game  # noqa: E402
 
 
@@ -168,7 +168,7 @@ def shipped_speed(deals: int) -> None:
 
 RATE_SCRIPT = """
 import json, sys, time
-from bot.agents.registry import resolve_agent
+from bot.registry import resolve_agent
 from bot.evaluation.lbr import LBRConfig, run_lbr
 from protocol.gamedef import load_game
 game = load_game("holdem")
@@ -230,7 +230,7 @@ def fhp_ratios(deals: int, agents: list[str]) -> None:
     """LBR's mbb/g against FHP policies next to their exact best response
     (:mod:`bot.flop.best_response`, canonical flops): LBR / BR per seat and over both."""
     from bot.flop.best_response import flop_exploitability, flop_game_for, uniform_policy
-    from bot.flop.policies import resolve_flop_policy
+    from bot.registry import resolve_flop_policy
 
     game = load_game("fhp")
     fg = flop_game_for(game, True)

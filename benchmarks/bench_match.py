@@ -28,9 +28,9 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))  # runnable as a plain script without `pip install -e .`
 
 from benchmarks.bench_cfr_leduc import machine  # noqa: E402  (one machine line for every benchmark)
-from bot.agents.registry import resolve_agent  # noqa: E402
 from bot.evaluation.aivat import aivat_values  # noqa: E402
 from bot.evaluation.match import run_in_process, run_wire  # noqa: E402
+from bot.registry import resolve_agent  # noqa: E402
 from protocol.gamedef import load_game  # noqa: E402
 
 

@@ -35,12 +35,13 @@ import torch  # noqa: E402
 from benchmarks.bench_cfr_leduc import machine  # noqa: E402  (one machine line for every benchmark)
 from bot.evaluation.best_response import exploitability  # noqa: E402
 from bot.run_files import ELAPSED_METRIC  # noqa: E402
+from training.contract.entry import config_of, preset  # noqa: E402
 from training.contract.rundir import CHECKPOINT_DIR, RunDir, load_torch  # noqa: E402
-from training.nfsp.config import LEDUC_PAPER, make_config, preset_for  # noqa: E402
+from training.nfsp.config import LEDUC_PAPER  # noqa: E402
 from training.nfsp.diagnostics import best_response_quality, mixture_bias, window_q_strategy  # noqa: E402
 from training.nfsp.learner import NFSP  # noqa: E402
-from training.nfsp.run import train  # noqa: E402
 from training.nfsp.steps import anticipatory  # noqa: E402
+from training.nfsp.trainer import train  # noqa: E402
 
 TARGET_MBB = 37.0
 
@@ -88,11 +89,11 @@ def main() -> None:
         values |= {"time_budget": start_seconds + args.minutes * 60, "steps": 10**9}
     else:
         start_hands, start_seconds = 0, 0.0
-        values = (preset_for("leduc") if not args.paper else LEDUC_PAPER | {"game": "leduc"}) | {"seed": args.seed, "time_budget": args.minutes * 60, "steps": 10**9}
+        values = (preset("nfsp", "leduc") if not args.paper else LEDUC_PAPER | {"game": "leduc"}) | {"seed": args.seed, "time_budget": args.minutes * 60, "steps": 10**9}
     for item in args.set:
         key, _, text = item.partition("=")
         values[key] = parse_value(text)
-    config = make_config(values)
+    config = config_of("nfsp", values)
     print(f"machine: {machine()}; torch {torch.__version__}, {config.threads} thread(s)")
     print(f"config: {dataclasses.asdict(config)}")
     rate = self_play_rate(config)

@@ -3,7 +3,7 @@ how strong it measured, the command and cost to build it, and which candidates `
 play`` tries per game, strongest first. ``pokerbot agents`` prints it, ``pokerbot play`` picks
 its opponent from it and the commands' ``--help`` texts name its agents.
 
-Names come from the registry (:mod:`bot.agents.registry`), so an agent a plugin registers is listed
+Names come from the registry (:mod:`bot.registry`), so an agent a plugin registers is listed
 too; what this module knows about a kind (the shipped bot's manifest, an abstraction's spec
 and cost estimate, NFSP's run directory) only adds detail. Nothing is loaded: status comes
 from which files exist, so the listing is instant even for multi-GB agents. It sits above the
@@ -17,7 +17,7 @@ import textwrap
 from dataclasses import dataclass
 from pathlib import Path
 
-from bot.agents.registry import factory_of, known_names, load_plugins
+from bot.registry import factory_of, known_names, load_plugins
 from protocol.gamedef import load_game
 
 #: The games ``--game`` accepts here, target games first.
@@ -124,7 +124,7 @@ def _published_meta(meta_path: Path) -> dict:
 
 def _solver_name(meta: dict) -> str:
     """Which solver wrote the published policy: the full-width flop solve (``fhp_lossless``,
-    training/flop/solve.py) publishes a meta with ``solver = "flop_cfr"``; the abstraction
+    training/flop/trainer.py) publishes a meta with ``solver = "flop_cfr"``; the abstraction
     trainer's meta has none."""
     if meta.get("solver") == "flop_cfr":
         config = meta.get("config", {})

@@ -3,4 +3,9 @@ the bottom layer, so that every package raises the same root."""
 
 from protocol.errors import ConfigError, CorruptFileError, PokerbotError, UnsupportedGameError
 
-__all__ = ["ConfigError", "CorruptFileError", "PokerbotError", "UnsupportedGameError"]
+__all__ = ["AgentNotFound", "ConfigError", "CorruptFileError", "PokerbotError", "UnsupportedGameError"]
+
+
+class AgentNotFound(PokerbotError, LookupError):
+    """No agent by that name or path; the message says what exists and how to build more (here,
+    below :mod:`bot.registry`, so the modules whose loaders it registers raise it too)."""

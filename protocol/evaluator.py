@@ -4,7 +4,7 @@ Every showdown in the rules engine, every best-response pass, every Deep CFR tra
 every card-abstraction feature goes through this module, so the batched path is built for
 throughput (tens of millions of 7-card hands per second per core) while the scalar path stays
 plain Python so that tools needing a handful of evaluations never wait for numba to compile.
-It is one module (about 530 lines) because building the tables, checking the cached copy and
+It is one module because building the tables, checking the cached copy and
 the scalar and batched lookups all depend on one table layout (colex index of sorted ranks,
 flush mask); split, each half would restate it.
 

@@ -6,7 +6,7 @@ Every player action has a check that raises with a message (``verify_fold``), a 
 none of them re-implements legality. Rules follow the ACPC server's ``game.c``: who
 acts first per round (``firstPlayer``), raise caps that do not count the blinds, no fold when
 checking is free, a round closes when everyone still able to act has called the last raise.
-It is one module (about 400 lines) because it is one job, the rules of one hand, and every
+It is one module because it is one job, the rules of one hand, and every
 rule reads and changes the same :class:`State`.
 
 A whole hand of Leduc (position 0 acts first; each antes 1, bets are 2 then 4):

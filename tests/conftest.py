@@ -65,3 +65,18 @@ def frozen_kuhn_run(tmp_path_factory) -> Path:
     run = tmp_path_factory.mktemp("watch-frozen") / "kuhn-sdcfr"
     shutil.copytree(FROZEN_KUHN_RUN, run)
     return run
+
+
+def signal_during(monkeypatch, cls: type, method: str, iteration: int, signum: int) -> None:
+    """Send this process ``signum`` (a real Ctrl-C or SIGTERM, handled by the run contract's
+    StopRequest) when ``cls.method`` starts the step after ``iteration`` (``self.iteration``)."""
+    import os
+
+    original = getattr(cls, method)
+
+    def step(self, *args, **kwargs):
+        if self.iteration == iteration:
+            os.kill(os.getpid(), signum)
+        return original(self, *args, **kwargs)
+
+    monkeypatch.setattr(cls, method, step)

@@ -7,7 +7,7 @@ rotate as the reference ACPC dealer (``dealer.c``) rotates them: in hand ``h``
 position ``p`` is held by seat ``((p + h) mod 2) + 1``, and the person is seat 1, so the person
 is position ``h mod 2``. Widgets only read this object and call :meth:`TableSession.act`; tests
 drive whole hands through it directly.
-It is one module (about 400 lines) because the session, its end-of-hand result and the words
+It is one module because the session, its end-of-hand result and the words
 that describe its actions all read the one hand in progress; the screen imports only this.
 
 A Leduc hand against a calling station (hand 0: the person is position 0 and acts first):

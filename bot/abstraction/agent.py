@@ -10,6 +10,7 @@ are not built raises an error carrying the exact build command and its estimated
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -18,7 +19,7 @@ from bot.abstraction.spec import SPECS, policy_path
 from bot.abstraction.tables import AbstractGame, Abstraction, build_hint, missing_message
 from bot.agents.base import Agent
 from bot.agents.encoding import EncodingError
-from bot.agents.registry import AgentNotFound, register_name
+from bot.errors import AgentNotFound
 from protocol.betting_tree import BettingTree
 from protocol.gamedef import Game
 from protocol.matchstate import MatchState
@@ -114,9 +115,6 @@ class AbstractionAgent(RowPolicyAgent):
         return np.asarray(self.policy[rows])
 
 
-def _register() -> None:
-    for name in SPECS:
-        register_name(name, lambda game, name=name: AbstractionAgent(game, name))
-
-
-_register()
+def named_agent(name: str) -> Callable[[Game], AbstractionAgent]:
+    """The agent factory of the abstraction ``name`` (every spec is an agent name)."""
+    return lambda game: AbstractionAgent(game, name)

@@ -15,8 +15,8 @@ decides play and drops the rest:
 
 The folder's ``manifest.json`` (:mod:`bot.shipped`) says ``kind: compact-abstraction`` and, under
 ``abstraction``, the per-round methods and bucket counts; :func:`write_compact` writes all three
-files, :class:`CompactAbstractionAgent` plays them. Importing this module registers the kind
-and a path loader, so ``--agent FOLDER`` plays a compact folder built anywhere.
+files, :class:`CompactAbstractionAgent` plays them. :mod:`bot.registry` registers the kind and
+:func:`folder_agent` as a path loader, so ``--agent FOLDER`` plays a compact folder built anywhere.
 """
 
 from __future__ import annotations
@@ -36,12 +36,10 @@ from bot.abstraction.runtime_buckets import (
     RoundBuckets,
 )
 from bot.abstraction.tables import row_layout
-from bot.agents.registry import register_path_loader
 from bot.shipped import (
     MANIFEST_NAME,
     ShippedBotError,
     read_manifest,
-    register_shipped_kind,
     write_manifest,
 )
 from protocol.betting_tree import BettingTree
@@ -199,7 +197,7 @@ class CompactAbstractionAgent(RowPolicyAgent):
         return self.shares[rows]
 
 
-def _folder_loader(game: Game, path: Path) -> CompactAbstractionAgent | None:
+def folder_agent(game: Game, path: Path) -> CompactAbstractionAgent | None:
     """``--agent FOLDER``: a compact abstraction folder (its manifest says the kind)."""
     if not (path / MANIFEST_NAME).is_file():
         return None
@@ -207,7 +205,3 @@ def _folder_loader(game: Game, path: Path) -> CompactAbstractionAgent | None:
     if manifest.get("kind") != KIND:
         return None
     return CompactAbstractionAgent(game, path, manifest)
-
-
-register_shipped_kind(KIND, CompactAbstractionAgent)
-register_path_loader(_folder_loader)

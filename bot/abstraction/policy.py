@@ -16,7 +16,7 @@ import numpy as np
 from bot.abstraction.spec import SPECS
 from bot.abstraction.tables import AbstractGame, Abstraction
 from bot.agents.base import Agent
-from bot.agents.bundle import Bundle, BundleError, register_kind
+from bot.agents.bundle import Bundle, BundleError
 from bot.agents.infosets import normalise_average, space_for
 from protocol.gamedef import Game
 
@@ -61,10 +61,13 @@ def _bundle_table(bundle: Bundle) -> tuple[AbstractGame, np.ndarray]:
     return ag, average
 
 
-def _bundle_agent(game: Game, bundle: Bundle) -> Agent:
+def bundle_agent(game: Game, bundle: Bundle) -> Agent:
+    """An ``abstraction`` bundle's agent."""
     from bot.abstraction.agent import AbstractionAgent
 
     return AbstractionAgent(game, str(bundle.manifest.get("abstraction")), bundle.path(AVERAGE_FILE))
 
 
-register_kind("abstraction", _bundle_agent, lambda bundle: full_game_strategy(*_bundle_table(bundle)))
+def bundle_strategy(bundle: Bundle) -> np.ndarray:
+    """An ``abstraction`` bundle's strategy in the full game (small games)."""
+    return full_game_strategy(*_bundle_table(bundle))

@@ -18,25 +18,21 @@ it is an error, not a bot). Weights are loaded with ``torch.load(weights_only=Tr
 ``numpy.load(allow_pickle=False)``), never unpickled. Format 1 (Deep CFR and SD-CFR bundles
 written before checksums) is refused by name: its files cannot be verified.
 
-The module that plays a kind registers it with :func:`register_kind` (agent and strategy
-loaders), so this module knows nothing of networks or abstractions; :func:`load_bundle_agent`
-and :func:`load_bundle_strategy` are the registry's and ``pokerbot exploit``'s path loaders.
+The module that plays a kind defines its agent and strategy loaders and
+:mod:`bot.registry` registers them by kind, so this module knows nothing of networks or
+abstractions (the registry's bundle path loaders read a bundle here, then play it by its kind).
 """
 
 from __future__ import annotations
 
 import dataclasses
 import json
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
-
-from bot.agents.base import Agent
 from bot.agents.encoding import ENCODER_VERSION
-from bot.errors import CorruptFileError
+from bot.errors import AgentNotFound, CorruptFileError
 from protocol.files import atomic_write_text, confined, sha256_file, verify_sha256
 from protocol.gamedef import Game, parse_gamedef
 
@@ -74,16 +70,6 @@ class Bundle:
     @property
     def provenance(self) -> dict[str, Any]:
         return dict(self.manifest.get("provenance", {}))
-
-
-AgentLoader = Callable[[Game, Bundle], Agent]
-StrategyLoader = Callable[[Bundle], np.ndarray]
-_KINDS: dict[str, tuple[AgentLoader, StrategyLoader | None]] = {}
-
-
-def register_kind(kind: str, agent: AgentLoader, strategy: StrategyLoader | None = None) -> None:
-    """Teach the loader a bundle kind: how to play it and (small games) its exact strategy."""
-    _KINDS[kind] = (agent, strategy)
 
 
 def bundle_root(path: Path) -> Path | None:
@@ -173,40 +159,8 @@ def _shown(value: object) -> str:
 def check_game(bundle: Bundle, game: Game | None) -> None:
     """A one-line error (no agent for that game there) when ``bundle`` was trained for another
     game than ``game``."""
-    from bot.agents.registry import AgentNotFound
-
     if game is not None and game.to_text() != bundle.game.to_text():
         raise AgentNotFound(f"{bundle.root}: a {bundle.kind} policy {game_difference(bundle.game, game)}")
-
-
-def _loaders(bundle: Bundle) -> tuple[AgentLoader, StrategyLoader | None]:
-    from bot.agents.registry import load_plugins
-
-    load_plugins()
-    if bundle.kind not in _KINDS:
-        raise BundleError(f"{bundle.root / BUNDLE_FILE}: unknown kind {bundle.kind!r}; known: {', '.join(sorted(_KINDS))}")
-    return _KINDS[bundle.kind]
-
-
-def load_bundle_agent(game: Game, path: Path) -> Agent | None:
-    """Registry path loader: the agent of any bundle kind (None when ``path`` holds no bundle)."""
-    if bundle_root(path) is None:
-        return None
-    bundle = read_bundle(path)
-    check_game(bundle, game)
-    return _loaders(bundle)[0](game, bundle)
-
-
-def load_bundle_strategy(game: Game | None, path: Path) -> tuple[Game, np.ndarray] | None:
-    """``pokerbot exploit`` / ``export-policy`` loader: the exact strategy of any bundle kind."""
-    if bundle_root(path) is None:
-        return None
-    bundle = read_bundle(path)
-    check_game(bundle, game)
-    strategy = _loaders(bundle)[1]
-    if strategy is None:
-        raise BundleError(f"{bundle.root}: a {bundle.kind} bundle has no exact strategy table")
-    return bundle.game, strategy(bundle)
 
 
 #: Hidden widths above this are refused before any memory is allocated (the paper's are 64-96).
@@ -249,12 +203,3 @@ def load_network(architecture: dict[str, Any], weights: Path | dict[str, Any], s
         raise BundleError(f"{where}: cannot load network ({str(error).splitlines()[0]})") from None
     return net.eval()
 
-
-def _register() -> None:
-    from bot.agents.registry import register_path_loader, register_strategy_loader
-
-    register_path_loader(load_bundle_agent)
-    register_strategy_loader(load_bundle_strategy)
-
-
-_register()

@@ -34,7 +34,6 @@ from bot.agents.bundle import (
     game_difference,
     load_network,
     read_bundle,
-    register_kind,
 )
 from bot.agents.encoding import InfosetEncoder
 from bot.agents.network import DeepCFRNetwork, masked_softmax, regret_matching
@@ -351,8 +350,11 @@ class DeepCFRAgent(Agent):
         self._entry = None
 
 
-# -- registry hooks ---------------------------------------------------------------------------
+def bundle_agent(game: Game, bundle: Bundle) -> DeepCFRAgent:
+    """An ``sd-cfr`` or ``deep-cfr`` bundle's agent (the kinds :mod:`bot.registry` registers)."""
+    return DeepCFRAgent(game, DeepCFRBundle.of(bundle))
 
-for _kind in KINDS:
-    register_kind(_kind, lambda game, bundle: DeepCFRAgent(game, DeepCFRBundle.of(bundle)),
-                  lambda bundle: bundle_strategy(DeepCFRBundle.of(bundle)))
+
+def bundle_strategy_of(bundle: Bundle) -> np.ndarray:
+    """An ``sd-cfr`` or ``deep-cfr`` bundle's exact strategy (small games)."""
+    return bundle_strategy(DeepCFRBundle.of(bundle))

@@ -25,16 +25,18 @@ import numpy as np
 import torch
 
 from bot.agents.base import Agent
-from bot.agents.bundle import Bundle, bundle_root, game_difference, load_network, register_kind
+from bot.agents.bundle import (
+    Bundle,
+    bundle_root,
+    check_game,
+    game_difference,
+    load_network,
+    read_bundle,
+)
 from bot.agents.deep_cfr import InfosetBatch
 from bot.agents.encoding import ENCODER_VERSION, InfosetEncoder
 from bot.agents.network import DeepCFRNetwork, masked_softmax
-from bot.agents.registry import (
-    AgentNotFound,
-    register_name,
-    register_path_loader,
-    register_strategy_loader,
-)
+from bot.errors import AgentNotFound
 from protocol.gamedef import GAME_ALIASES, Game, parse_gamedef
 from protocol.matchstate import MatchState
 from protocol.state import ACTIONS
@@ -162,27 +164,27 @@ class NFSPAgent(Agent):
         return self.policy.probabilities(view.position, np.full(len(hands), node), rows)
 
 
-def _named(game: Game) -> Agent:
+def named_agent(game: Game) -> Agent:
+    """The agent named ``nfsp``: the policy trained in the game's default run directory."""
     run = default_run_dir(game)
     found = policy_file(run)
     if found is None:
         raise AgentNotFound(f"agent 'nfsp' is not built for {game.name} (no policy in {run}): {train_hint(game)}")
     if bundle_root(run) is not None:
-        from bot.agents.bundle import load_bundle_agent
-
-        agent = load_bundle_agent(game, run)
-        assert agent is not None
-        return agent
+        bundle = read_bundle(run)
+        check_game(bundle, game)
+        return bundle_agent(game, bundle)
     return NFSPAgent(game, NFSPPolicy.load(found, game))
 
 
-def _from_path(game: Game, path: Path) -> Agent | None:
+def agent_from_path(game: Game, path: Path) -> Agent | None:
     """Run directories from before bundles (a bundle is :mod:`bot.agents.bundle`'s to load)."""
     found = None if bundle_root(path) is not None else policy_file(path)
     return None if found is None else NFSPAgent(game, NFSPPolicy.load(found, game))
 
 
-def _strategy_from_path(game: Game | None, path: Path) -> tuple[Game, np.ndarray] | None:
+def strategy_from_path(game: Game | None, path: Path) -> tuple[Game, np.ndarray] | None:
+    """The exact strategy of an NFSP run from before bundles (None for any other path)."""
     found = None if bundle_root(path) is not None else policy_file(path)
     if found is None:
         return None
@@ -194,9 +196,11 @@ def _bundle_policy(bundle: Bundle, game: Game | None = None) -> NFSPPolicy:
     return NFSPPolicy.load(bundle.path(POLICY_FILE), game)
 
 
-register_kind("nfsp", lambda game, bundle: NFSPAgent(game, _bundle_policy(bundle, game)),
-              lambda bundle: _bundle_policy(bundle).strategy())
-register_name("nfsp", _named)
-register_path_loader(_from_path)
-register_strategy_loader(_strategy_from_path)
+def bundle_agent(game: Game, bundle: Bundle) -> Agent:
+    """An ``nfsp`` bundle's agent."""
+    return NFSPAgent(game, _bundle_policy(bundle, game))
 
+
+def bundle_strategy(bundle: Bundle) -> np.ndarray:
+    """An ``nfsp`` bundle's exact strategy (small games)."""
+    return _bundle_policy(bundle).strategy()

@@ -16,9 +16,8 @@ folder with ``bundle.json`` naming ``policy.json`` and its sha256, the gamedef t
 provenance), which is what ``pokerbot solve`` writes into its run directory's ``policy/``; the
 bundle's gamedef lets a policy of a custom game load without ``--game``.
 
-Importing this module registers the ``.json`` path loader with :mod:`bot.agents.registry`, so
-``--agent leduc.json`` plays the file with :class:`TabularPolicyAgent`, and the ``tabular``
-bundle kind.
+:mod:`bot.registry` registers :func:`json_agent` as a path loader, so ``--agent
+leduc.json`` plays the file with :class:`TabularPolicyAgent`, and the ``tabular`` bundle kind.
 """
 
 from __future__ import annotations
@@ -30,9 +29,8 @@ from pathlib import Path
 import numpy as np
 
 from bot.agents.base import Agent
-from bot.agents.bundle import Bundle, register_kind, write_bundle
+from bot.agents.bundle import Bundle, write_bundle
 from bot.agents.infosets import SUM_TOLERANCE, InfosetSpace, require_tabular_size, space_for
-from bot.agents.registry import register_path_loader
 from bot.errors import PokerbotError
 from protocol.files import atomic_write_text
 from protocol.gamedef import Game, GamedefError, load_game
@@ -181,15 +179,18 @@ class TabularPolicyAgent(Agent):
         return {a: float(p) for a, p, ok in zip(ACTIONS, self.strategy[index], legal, strict=True) if ok}
 
 
-def _agent_loader(game: Game, path: Path) -> Agent | None:
+def json_agent(game: Game, path: Path) -> Agent | None:
+    """``--agent FILE.json``: a tabular policy file (None for any other path)."""
     if path.suffix.lower() != ".json" or not path.is_file():
         return None
     return TabularPolicyAgent.from_file(path, game)
 
 
-def _bundle_strategy(bundle: Bundle) -> np.ndarray:
+def bundle_strategy(bundle: Bundle) -> np.ndarray:
+    """A ``tabular`` bundle's strategy."""
     return load_policy(bundle.path(BUNDLE_POLICY_FILE), bundle.game)[1]
 
 
-register_path_loader(_agent_loader)
-register_kind("tabular", lambda game, bundle: TabularPolicyAgent(game, _bundle_strategy(bundle)), _bundle_strategy)
+def bundle_agent(game: Game, bundle: Bundle) -> Agent:
+    """A ``tabular`` bundle's agent."""
+    return TabularPolicyAgent(game, bundle_strategy(bundle))

@@ -5,10 +5,10 @@ from __future__ import annotations
 import click
 from rich.console import Console
 
-from bot.agents.registry import resolve_agent
 from bot.catalogue import AGENT_HELP
 from bot.commands.options import SEED
 from bot.evaluation.match import require_playable, run_as_client
+from bot.registry import resolve_agent
 from protocol.acpc_client import DEFAULT_READ_TIMEOUT
 from protocol.gamedef import load_game
 

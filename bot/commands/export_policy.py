@@ -26,7 +26,7 @@ def export_policy(run: Path, out: Path) -> None:
     from bot.agents.infosets import is_small, space_for
     from bot.agents.nfsp import policy_file
     from bot.agents.tabular import save_policy
-    from bot.evaluation.best_response import load_strategy
+    from bot.registry import load_strategy
 
     if not run.exists():
         raise PokerbotError(f"{run}: no such run directory or policy bundle")

@@ -17,11 +17,11 @@ from pathlib import Path
 import click
 from rich.table import Table
 
-from bot.agents.registry import resolve_agent
 from bot.commands.options import SEED
 from bot.evaluation.lbr import EquityCounters, LBRConfig, LBRError, LBRResult, run_lbr
 from bot.evaluation.match_report import console, require_folder
 from bot.progress import progress_bar
+from bot.registry import resolve_agent
 from protocol.files import atomic_write_text
 from protocol.gamedef import Game, load_game
 

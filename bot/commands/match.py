@@ -19,7 +19,6 @@ from rich.progress import (
 )
 
 from bot.agents.base import Agent
-from bot.agents.registry import resolve_agent
 from bot.catalogue import AGENT_HELP
 from bot.commands.options import SEED
 from bot.errors import PokerbotError
@@ -42,6 +41,7 @@ from bot.evaluation.match_report import (
     write_json,
 )
 from bot.progress import progress_bar
+from bot.registry import resolve_agent
 from protocol.acpc_client import Turn
 from protocol.gamedef import Game, load_game
 

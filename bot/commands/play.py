@@ -19,10 +19,10 @@ from typing import NamedTuple
 import click
 
 from bot.agents.base import Agent
-from bot.agents.registry import AgentNotFound, resolve_agent
 from bot.catalogue import AGENT_HELP, CHEAPEST, STRONGEST_FIRST, cheapest_hint
 from bot.commands.options import SEED
 from bot.errors import PokerbotError
+from bot.registry import AgentNotFound, resolve_agent
 from protocol.gamedef import GAME_ALIASES, Game, load_game
 
 #: The documented simple opponent when nothing trained exists: the calling station never folds

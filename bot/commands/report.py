@@ -9,7 +9,6 @@ import click
 import numpy as np
 from rich.console import Console
 
-from bot.agents.registry import resolve_agent
 from bot.errors import PokerbotError
 from bot.evaluation.aivat import aivat_values
 from bot.evaluation.match import require_playable
@@ -24,6 +23,7 @@ from bot.evaluation.match_report import (
     write_json,
 )
 from bot.progress import progress_bar
+from bot.registry import resolve_agent
 from protocol.gamedef import Game, GamedefError, load_game
 from protocol.match_log import HandRecord, MatchLog, read_match_log
 

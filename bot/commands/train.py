@@ -20,7 +20,7 @@ from bot.run_files import TRAIN_ALGORITHMS
               "--config file): no default, as a run's cost differs by hours between games.")
 @click.option("--algo", required=True, help="Training algorithm: " + ", ".join(TRAIN_ALGORITHMS) + ".")
 @click.option("--config", "config_path", type=click.Path(dir_okay=False), help="TOML file of settings (flags override it, it overrides the game's preset).")
-@click.option("--iterations", type=POSITIVE, help="CFR iterations (Deep CFR / SD-CFR / abstraction) or self-play steps (NFSP).")
+@click.option("--iterations", type=POSITIVE, help="CFR iterations (Deep CFR / SD-CFR / abstraction / flop-cfr) or self-play steps (NFSP).")
 @click.option("--traversals", type=POSITIVE, help="Traversals per player per iteration (Deep CFR / SD-CFR).")
 @click.option("--time-budget", help="Stop after this much training time, e.g. 90s, 10m, 2h.")
 @click.option("--seed", type=SEED, help="Random seed (recorded in config.toml).")

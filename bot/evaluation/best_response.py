@@ -8,9 +8,8 @@ the Python loop runs once per *betting* node (Leduc: 85) and numpy does the rest
 
 Values are *counterfactual* values weighted by chance: ``v_p[b, h]`` is the sum over deals
 (own hand h, board b, opponent hand h') of P(deal) x opponent reach x own future play x payoff.
-It is one module (about 450 lines) because every figure it computes (best response,
-exploitability, profile and head-to-head values) is one walk of one public tree; the strategy
-loaders at its end are the table those figures are read from.
+It is one module because every figure it computes (best response, exploitability, profile and
+head-to-head values) is one walk of one public tree.
 Summed over h at the root this is the player's expected value, so chance nodes are plain sums
 over child boards (``_Walk.child``). Terminals use card removal exactly:
 
@@ -47,13 +46,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
 from math import comb
-from pathlib import Path
 
 import numpy as np
 from numba import njit
 
 from bot.agents.infosets import InfosetSpace, space_for
-from bot.errors import PokerbotError, UnsupportedGameError
+from bot.errors import UnsupportedGameError
 from protocol.betting_tree import DECISION, FOLD_END
 from protocol.evaluator import NUM_CARDS, hand_strength_batch
 from protocol.gamedef import Game
@@ -434,25 +432,3 @@ def best_response_strategy(game: Game, strategy: np.ndarray, player: int) -> np.
             pt.space.node_block(dense, node)[...] = block
     return pt.space.from_dense(dense)
 
-
-# -- loading strategies from files ---------------------------------------------------------
-
-class PolicyNotFound(PokerbotError, LookupError, ValueError):
-    """A path that is not there or holds nothing :func:`load_strategy` can evaluate (``ValueError``
-    as before the one error root, ``LookupError`` as a name that resolves to nothing)."""
-
-
-def load_strategy(path: Path, game: Game | None = None) -> tuple[Game, np.ndarray]:
-    """The game and strategy array stored at ``path`` (a policy JSON or a kind registered with
-    :func:`bot.agents.registry.register_strategy_loader`)."""
-    from bot.agents.registry import strategy_loaders
-    from bot.agents.tabular import load_policy_strategy
-
-    loaders = strategy_loaders()  # loads the plugins that register them
-    if not path.exists():
-        raise PolicyNotFound(f"{path}: no such file or directory")
-    for loader in [load_policy_strategy, *loaders]:
-        found = loader(game, path)
-        if found is not None:
-            return found
-    raise PolicyNotFound(f"{path}: not a policy file or a run directory pokerbot can evaluate")

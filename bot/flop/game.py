@@ -26,7 +26,7 @@ cfv_f(sigma^-1 h)``, so the sum over all raw flops of a hand's value equals the 
 hand's preflop suit class, of ``sum_c w_c cfv_c(h')`` (w_c the orbit size of canonical flop c):
 :meth:`FlopGame.symmetrize` is that mean.
 
-It is one module (about 480 lines) because the compiled arrays and the numba kernels that walk
+It is one module because the compiled arrays and the numba kernels that walk
 them are one layout: a field added to :class:`SubTree` changes every kernel's signature here.
 """
 

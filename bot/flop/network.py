@@ -11,8 +11,8 @@ The shipped FHP bot (``--agent default --game fhp``) is distilled from the lossl
   over its legal actions, is the strategy. Canonical inputs make the policy suit-invariant by
   construction, so its exact exploitability is measured on the 1,755 canonical flops.
 
-Importing this module registers the shipped kind ``flop_net`` (:mod:`bot.shipped`) and the
-``default`` name for ``pokerbot exploit`` (:mod:`bot.flop.policies`).
+:mod:`bot.registry` registers :func:`load_shipped` as the shipped kind ``flop_net``
+(:mod:`bot.shipped`) and :func:`default_flop_policy` for ``pokerbot exploit default``.
 """
 
 from __future__ import annotations
@@ -28,8 +28,7 @@ from torch import nn
 from bot.agents.base import Agent
 from bot.flop.best_response import FlopPolicy, flop_game_for
 from bot.flop.game import FlopGame
-from bot.flop.policies import register_flop_policy_loader
-from bot.shipped import ShippedBotError, register_shipped_kind, shipped_manifest
+from bot.shipped import ShippedBotError, shipped_manifest
 from protocol.betting_tree import BettingTree
 from protocol.cards import NUM_SUITS
 from protocol.gamedef import Game
@@ -183,11 +182,12 @@ class FlopNetAgent(Agent):
         return {kind: float(w) for kind, w, ok in zip(ACTIONS, weights, legal, strict=True) if ok}
 
 
-def _load_shipped(game: Game, folder: Path, manifest: dict[str, Any]) -> Agent:
+def load_shipped(game: Game, folder: Path, manifest: dict[str, Any]) -> Agent:
+    """A shipped bot of kind :data:`KIND`."""
     return FlopNetAgent(game, FlopNetPolicy.load(game, folder, manifest))
 
 
-def _default_flop_policy(game: Game, spec: str) -> tuple[FlopGame, FlopPolicy] | None:
+def default_flop_policy(game: Game, spec: str) -> tuple[FlopGame, FlopPolicy] | None:
     """``pokerbot exploit default --game fhp``: the shipped bot, when it is a flop network."""
     if spec != "default":
         return None
@@ -198,7 +198,3 @@ def _default_flop_policy(game: Game, spec: str) -> tuple[FlopGame, FlopPolicy] |
 
     policy = FlopNetPolicy.load(game, shipped_folder(game), manifest)
     return policy.fg, policy.flop_policy()
-
-
-register_shipped_kind(KIND, _load_shipped)
-register_flop_policy_loader(_default_flop_policy)

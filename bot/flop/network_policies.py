@@ -56,7 +56,7 @@ from bot.errors import PokerbotError
 from bot.flop.best_response import FlopPolicy, flop_game_for
 from bot.flop.game import FlopGame, leaf_reach, reach_down
 from bot.flop.network_kernels import scatter_strategies, trunk_strategies
-from bot.flop.policies import NETWORK_DEVICE, register_flop_policy_loader
+from bot.flop.policies import NETWORK_DEVICE
 from bot.progress import report
 from protocol.betting_tree import DECISION
 from protocol.gamedef import Game
@@ -347,7 +347,9 @@ def bundle_policy(game: Game, path: Path, device: str = "cpu") -> tuple[FlopGame
     return fg, average.policy()
 
 
-def _loader(game: Game, spec: str) -> tuple[FlopGame, FlopPolicy] | None:
+def path_policy(game: Game, spec: str) -> tuple[FlopGame, FlopPolicy] | None:
+    """A network run or bundle at the path ``spec`` (None for anything else), its networks on
+    :data:`bot.flop.policies.NETWORK_DEVICE`."""
     path = Path(spec)
     if not path.exists():
         return None
@@ -355,6 +357,3 @@ def _loader(game: Game, spec: str) -> tuple[FlopGame, FlopPolicy] | None:
     if choice == "cuda" and not torch.cuda.is_available():
         raise NetworkPolicyError("--device cuda: torch sees no GPU here (use --device cpu)")
     return bundle_policy(game, path, "cuda" if choice == "cuda" or (choice == "auto" and torch.cuda.is_available()) else "cpu")
-
-
-register_flop_policy_loader(_loader)

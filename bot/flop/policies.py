@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import itertools
 import json
-from collections.abc import Callable
 from contextvars import ContextVar
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -27,6 +26,7 @@ from bot.agents.infosets import space_for
 from bot.errors import PokerbotError
 from bot.flop.best_response import FlopPolicy, FlopTables, flop_game_for
 from bot.flop.game import FlopGame
+from bot.run_files import CONFIG_FILE, RunDirError, latest_checkpoint, read_toml, run_format_problem
 from protocol.cards import NUM_SUITS
 from protocol.gamedef import Game
 
@@ -163,14 +163,16 @@ def _solve_folder(path: Path) -> tuple[Path, str] | None:
                 return None
             if meta_json.get("solver") == "flop_cfr":
                 return folder, str(meta_json.get("game"))
-    config = path / "config.toml"
+    config = path / CONFIG_FILE
     if config.is_file() and "flop_cfr" in config.read_text():
         from protocol.gamedef import load_game
-        from training.contract.rundir import RunDir
 
-        checkpoint = RunDir.open(path).checkpoint_path
+        problem = run_format_problem(path)
+        if problem is not None:
+            raise RunDirError(problem)
+        checkpoint = latest_checkpoint(path)
         if checkpoint is not None:
-            return checkpoint, load_game(str(RunDir.open(path).config().get("game", "fhp"))).name
+            return checkpoint, load_game(str(read_toml(config).get("game", "fhp"))).name
     return None
 
 
@@ -213,21 +215,14 @@ def policy_strategy(fg: FlopGame, policy: FlopPolicy) -> np.ndarray:
     return space.from_dense(dense)
 
 
-#: ``(game, spec) -> (FlopGame, FlopPolicy) | None``: how ``pokerbot exploit`` reads a policy
-#: name or path in a flop game (None: not this loader's kind).
-FlopPolicyLoader = Callable[[Game, str], "tuple[FlopGame, FlopPolicy] | None"]
-_LOADERS: list[FlopPolicyLoader] = []
 #: ``auto`` (cuda when torch sees a GPU), ``cpu`` or ``cuda``: where loaders of network policies
 #: run the networks (``pokerbot exploit --device``).
 NETWORK_DEVICE: ContextVar[str] = ContextVar("flop_network_device", default="auto")
 
 
-def register_flop_policy_loader(loader: FlopPolicyLoader) -> None:
-    """Teach :func:`resolve_flop_policy` a new kind of policy (e.g. a shipped bot's kind)."""
-    _LOADERS.append(loader)
-
-
-def _builtin_loader(game: Game, spec: str) -> tuple[FlopGame, FlopPolicy] | None:
+def builtin_flop_policy(game: Game, spec: str) -> tuple[FlopGame, FlopPolicy] | None:
+    """The kinds this module reads (``random``, an abstraction name, a flop-solve run, a policy
+    file); None for another (:func:`bot.registry.resolve_flop_policy` tries the others)."""
     from bot.abstraction.spec import SPECS
 
     canonical = flop_game_for(game, True)
@@ -247,19 +242,3 @@ def _builtin_loader(game: Game, spec: str) -> tuple[FlopGame, FlopPolicy] | None
         raw = flop_game_for(game, False)
         return raw, strategy_policy(raw, strategy)
     return None
-
-
-def resolve_flop_policy(game: Game, spec: str) -> tuple[FlopGame, FlopPolicy]:
-    """The policy named or stored at ``spec`` as the flop passes read it, with the FlopGame to
-    evaluate it on (canonical flops when the policy is suit-invariant)."""
-    from bot.agents.registry import load_plugins
-
-    load_plugins()
-    for loader in [_builtin_loader, *_LOADERS]:
-        found = loader(game, spec)
-        if found is not None:
-            return found
-    raise FlopPolicyError(
-        f"{spec}: not a policy pokerbot can evaluate in {game.name} (an abstraction name, 'default', "
-        "a flop-solve run, a policy file, or a run directory of a registered kind)"
-    )

@@ -1,7 +1,7 @@
 """The full-width flop solve's policy as an agent: the bundle kind ``flop_solve``.
 
 ``pokerbot train --algo abstraction --game fhp --size lossless --out RUN`` publishes its average
-strategy in ``RUN/policy/`` as the solver keeps it (:mod:`training.flop.solve`): the strategy
+strategy in ``RUN/policy/`` as the solver keeps it (:mod:`training.flop.trainer`): the strategy
 sums ``pre_average.npy`` ``[preflop decision nodes, hands, 3]`` and ``average.npy`` ``[canonical
 flops, flop decision nodes, hands, 3]``, hands in :class:`bot.flop.game.FlopGame` order, with a
 ``bundle.json`` like every other policy. So ``--agent RUN`` plays the run itself (for FHP the
@@ -9,7 +9,7 @@ same strategy is also published as the agent ``fhp_lossless``, rows of the lossl
 
 The strategy is suit-invariant, so only canonical flops are stored: on a raw flop the agent
 plays the canonical flop it is a suit renaming of, with its hole cards renamed the same way
-(:func:`bot.flop.policies.suit_maps`). Importing this module registers the kind.
+(:func:`bot.flop.policies.suit_maps`). :mod:`bot.registry` registers the kind.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from __future__ import annotations
 import numpy as np
 
 from bot.agents.base import Agent
-from bot.agents.bundle import Bundle, BundleError, register_kind
+from bot.agents.bundle import Bundle, BundleError
 from bot.flop.best_response import flop_game_for
 from bot.flop.policies import hand_lookup, suit_maps
 from protocol.gamedef import Game
@@ -66,6 +66,3 @@ class FlopSolveAgent(Agent):
         weights = np.where(legal, np.maximum(self.strategy_sums(node, (hole[0], hole[1]), flop), 0.0), 0.0)
         weights = weights / weights.sum() if weights.sum() > 0 else legal / legal.sum()
         return {kind: float(w) for kind, w, ok in zip(ACTIONS, weights, legal, strict=True) if ok}
-
-
-register_kind(KIND, FlopSolveAgent)

@@ -2,9 +2,9 @@
 
 A shipped bot is a folder ``bot/shipped/<alias>/`` (``fhp``, ``holdem``) holding a
 ``manifest.json`` and the small data files it names. The manifest says which *kind* of policy
-the folder holds; the module that knows that kind registers a loader with
-:func:`register_shipped_kind` when it is imported (the registry imports it lazily, as it does
-every agent plugin), so this module needs no knowledge of networks or abstractions.
+the folder holds; the module that knows that kind defines its loader and
+:mod:`bot.registry` registers it by kind (and passes the table to :func:`load_shipped`),
+so this module needs no knowledge of networks or abstractions.
 
 Manifest fields (format 1): ``format``, ``kind``, ``game`` (the gamedef's name), ``name`` (what
 tables and the TUI call the bot), ``description`` (one line: what it is and how it was made),
@@ -21,12 +21,12 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
 from bot.agents.base import Agent
-from bot.errors import PokerbotError
+from bot.errors import AgentNotFound, PokerbotError
 from protocol.gamedef import GAME_ALIASES, Game, load_game
 
 SHIPPED_ROOT = Path(__file__).resolve().parent
@@ -36,16 +36,10 @@ MANIFEST_FORMAT = 1
 SHIPPED_GAMES = ("holdem", "fhp")
 
 ShippedLoader = Callable[[Game, Path, dict[str, Any]], Agent]
-_KIND_LOADERS: dict[str, ShippedLoader] = {}
 
 
 class ShippedBotError(PokerbotError, ValueError):
     """A shipped bot's folder is damaged (missing file, checksum mismatch, unknown kind)."""
-
-
-def register_shipped_kind(kind: str, loader: ShippedLoader) -> None:
-    """Register how to load a shipped folder whose manifest says ``kind``."""
-    _KIND_LOADERS[kind] = loader
 
 
 def _same_rules(a: Game, b: Game) -> bool:
@@ -96,17 +90,15 @@ def shipped_manifest(game: Game) -> dict[str, Any] | None:
     return None if folder is None else read_manifest(folder)
 
 
-def load_default(game: Game) -> Agent:
-    """The shipped bot for ``game`` (the agent named ``default``)."""
-    from bot.agents.registry import AgentNotFound, load_plugins
-
+def load_shipped(game: Game, kinds: Mapping[str, ShippedLoader]) -> Agent:
+    """The shipped bot for ``game`` (the agent named ``default``), loaded by its manifest's kind
+    from ``kinds`` (the registry's table)."""
     folder = shipped_folder(game)
     if folder is None:
         games = ", ".join(a for a in SHIPPED_GAMES if (SHIPPED_ROOT / a / MANIFEST_NAME).is_file())
         raise AgentNotFound(f"no bot ships for {game.name} (shipped: {games or 'none'}); name an agent or a policy path")
     manifest = read_manifest(folder)
-    load_plugins()
-    loader = _KIND_LOADERS.get(manifest.get("kind", ""))
+    loader = kinds.get(manifest.get("kind", ""))
     if loader is None:
         raise ShippedBotError(f"{folder / MANIFEST_NAME}: unknown shipped-bot kind {manifest.get('kind')!r}")
     agent = loader(game, folder, manifest)

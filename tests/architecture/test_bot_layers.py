@@ -1,15 +1,15 @@
 """Inside ``bot`` the sub-packages' import arrows run one way, lowest first:
 
     helpers  <-  agents  <-  shipped  <-  abstraction | evaluation  <-  flop
-             <-  catalogue  <-  cli  <-  commands  <-  __main__
+             <-  registry  <-  catalogue  <-  cli  <-  commands  <-  __main__
 
 The helpers are ``bot``'s top-level modules other than the CLI (``errors``, ``progress``, ...);
 they import no other part of ``bot``. A module may import its own sub-package and any lower
 layer; ``abstraction`` and ``evaluation`` share a layer and import neither each other nor
-anything above. So evaluation measures agents
-only through the Agent interface and the registry, the agents of abstraction, flop and shipped
-join the registry through its plugin list (module names as strings, imported lazily), and the
-CLI's commands sit on top (``bot.cli`` loads them by name; ``exploit`` reads ``bot.cli``'s
+anything above. So evaluation measures agents only through the Agent interface; the modules
+that play a kind (agents, shipped, abstraction, flop) only define their loaders, and
+``bot.registry``, above them all, imports them and registers every loader by name (one
+registry, filled explicitly); the CLI's commands sit on top (``bot.cli`` loads them by name; ``exploit`` reads ``bot.cli``'s
 command table). Every import statement is read with ``ast``, nested and relative ones
 included; the package-level arrows (protocol <- bot <- training, tui) are
 ``tests/architecture/test_import_directions.py``'s.
@@ -23,15 +23,15 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-#: ``bot``'s top-level helpers (its top-level modules but the CLI's and the catalogue): the lowest
+#: ``bot``'s top-level helpers (its top-level modules but the CLI's, the registry and the catalogue): the lowest
 #: layer (``pair_strengths`` serves both the abstraction's range buckets and LBR's equities).
 HELPERS = {"__init__", "errors", "progress", "run_files", "pair_strengths"}
 #: Groups of ``bot`` (a sub-package or a top-level module), lowest layer first.
 LAYERS: list[set[str]] = [HELPERS, {"agents"}, {"shipped"}, {"abstraction", "evaluation"}, {"flop"},
-                          {"catalogue"}, {"cli"}, {"commands"}, {"__main__"}]
+                          {"registry"}, {"catalogue"}, {"cli"}, {"commands"}, {"__main__"}]
 LEVEL = {group: level for level, groups in enumerate(LAYERS) for group in groups}
-#: module -> groups it imports against the arrows today, to be removed (none: the strategy
-#: loaders register in ``bot.agents.registry`` beside the agent loaders, one layer down).
+#: module -> groups it imports against the arrows today, to be removed (none: every loader is
+#: registered by ``bot.registry``, above the modules that define them).
 KNOWN_BACK_ARROWS: dict[str, set[str]] = {}
 
 

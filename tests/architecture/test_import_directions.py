@@ -33,11 +33,6 @@ FORBIDDEN = {"protocol": {"bot", "training", "tui"}, "bot": {"training", "tui"},
 #: module -> packages it may import inside a function despite FORBIDDEN (the CLI's exception).
 LAZY_EXCEPTIONS = {"bot/commands/train.py": {"training"}, "bot/commands/solve.py": {"training"},
                    "bot/commands/play.py": {"tui"}, "bot/commands/watch.py": {"tui"}}
-#: module -> packages it imports against the arrows today, to be removed: the FHP best
-#: response's reader of a running flop solve reads the flop trainer's checkpoint through
-#: ``training.contract.rundir``; the run directory's names and readers are in ``bot.run_files`` (which
-#: ``pokerbot watch`` and the registry use), so the next step is reading it from there.
-KNOWN_BACK_ARROWS = {"bot/flop/policies.py": {"training"}}
 
 
 def imports(path: Path) -> list[tuple[str, bool, int]]:
@@ -145,10 +140,7 @@ def test_imports_follow_the_arrows(package: str) -> None:
     for path in modules(package):
         relative = path.relative_to(ROOT).as_posix()
         allowed_lazily = LAZY_EXCEPTIONS.get(relative, set())
-        tolerated = KNOWN_BACK_ARROWS.get(relative, set())
         for imported, in_function, line in imports(path):
-            if imported in tolerated:
-                continue
             if imported in FORBIDDEN[package] and not (in_function and imported in allowed_lazily):
                 wrong.append(f"{relative}:{line} imports {imported}")
     assert not wrong, "\n".join(wrong)
@@ -181,5 +173,3 @@ def test_the_exceptions_are_used() -> None:
     for relative, packages in LAZY_EXCEPTIONS.items():
         used = {imported for imported, in_function, _ in imports(ROOT / relative) if in_function}
         assert packages <= used, relative
-    for relative, packages in KNOWN_BACK_ARROWS.items():
-        assert packages <= {imported for imported, _, _ in imports(ROOT / relative)}, relative

@@ -9,8 +9,8 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-CONTRACT_MODULES = ["training/contract/entry.py", "training/contract/rundir.py", "training/tabular/solve.py", "bot/agents/bundle.py", "bot/errors.py",
-                    "bot/run_files.py", "protocol/files.py", "protocol/errors.py"]
+CONTRACT_MODULES = ["training/contract/entry.py", "training/contract/rundir.py", "training/contract/loop.py", "training/tabular/solve.py", "bot/agents/bundle.py", "bot/errors.py",
+                    "bot/registry.py", "bot/run_files.py", "protocol/files.py", "protocol/errors.py"]
 
 
 def mypy(*args: str) -> subprocess.CompletedProcess[str]:

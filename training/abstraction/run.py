@@ -41,7 +41,9 @@ from training.abstraction.pcs import SCHEMES
 from training.abstraction.resources import check_build_fits, check_tables_fit
 from training.contract import cluster as distributed
 from training.contract.entry import CheckpointClock, StopRequest, Trainer, parse_duration
+from training.contract.loop import StepLoop
 from training.contract.rundir import RunDir
+from training.flop.trainer import route_lossless
 
 
 @dataclass(frozen=True)
@@ -115,7 +117,7 @@ TRAINERS = {"abstraction": Trainer(
     flags={"iterations": "iterations", "time_budget": "time_budget", "seed": "seed", "threads": "threads",
            "size": "abstraction"},
     resumable=frozenset({"iterations", "time_budget", "threads"}),
-    presets={}, train=_train, prepare=_abstraction_name,
+    presets={}, train=_train, prepare=_abstraction_name, route=route_lossless,
 )}
 
 
@@ -149,8 +151,8 @@ def train(config: AbstractionConfig, run: RunDir, resume: bool = False, stop: St
         bar.add_task(f"{solver.label}: compiling the kernels (cached after the first run)", total=None)
         solver.compile(regrets, average)
     started = time.monotonic()
-    clock = CheckpointClock(2**62, config.checkpoint_seconds)
     with nullcontext(stop) if stop is not None else StopRequest() as stop:
+        loop = StepLoop(stop, target, config.time_budget, CheckpointClock(2**62, config.checkpoint_seconds))
         with progress_bar(console, transient=True) as bar:
             task = bar.add_task(solver.label, total=target, completed=state["iterations"])
 
@@ -163,7 +165,7 @@ def train(config: AbstractionConfig, run: RunDir, resume: bool = False, stop: St
                 return config.time_budget is not None and time.monotonic() - started >= config.time_budget
 
             first_of_run = state["iterations"]
-            while state["iterations"] < target and not stop.requested and not out_of_time():
+            while loop.running(state["iterations"], time.monotonic() - started):
                 count = min(batch, target - state["iterations"])
                 t0 = time.monotonic()
                 touched, done = solver.run_batch(regrets, average, state["iterations"] + 1, count, state["batches"] + 1, keep_going)
@@ -177,10 +179,8 @@ def train(config: AbstractionConfig, run: RunDir, resume: bool = False, stop: St
                 if config.eval_every and state["iterations"] % config.eval_every < done:
                     record |= _exploitability(ag, average, bar)
                 run.append_metrics(record)
-                if clock.due(state["batches"]):
-                    _checkpoint(run, regrets, average, state)
-                    clock.saved()
-    _checkpoint(run, regrets, average, state)
+                loop.checkpoint_if_due(state["iterations"], lambda: _checkpoint(run, regrets, average, state))
+    loop.finish(state["iterations"], lambda: _checkpoint(run, regrets, average, state))
     with progress_bar(console, transient=True) as bar:
         final = _exploitability(ag, average, bar)
     if final:

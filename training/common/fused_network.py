@@ -5,7 +5,7 @@ Why: on Kuhn and Leduc every fit is a *full-batch* problem (a few hundred distin
 iteration. In torch such a step costs ~1.6 ms of which ~80% is per-operator dispatch, autograd
 and optimizer bookkeeping (about 60 small operators per step; ``benchmarks/bench_deep_cfr_throughput.py``
 prints the steps per second of both).
-It is one module (about 450 lines) because its kernels share one flat parameter layout
+It is one module because its kernels share one flat parameter layout
 (:func:`_layout`): forward, backward, clipping and the optimizer steps are one computation.
 Here the forward pass, the backward pass, gradient-norm clipping and the Adam/SGD update are each
 one numba-compiled call over a single flat parameter buffer, and the matrix products go to BLAS

@@ -1,6 +1,9 @@
-"""The run contract every trainer follows (``pokerbot train --algo ...``).
+"""The run contract every trainer follows: the one door of ``pokerbot train --algo ...`` (every
+algorithm, the full-width flop solve ``flop-cfr`` included) and ``pokerbot solve``.
 
-One resolver turns the command's options into an algorithm's frozen config dataclass, the same
+A trainer registers a :class:`Trainer` (its config class, flags, presets and train function) in
+its module's ``TRAINERS``; :data:`ALGORITHMS` says which module. The contract names no trainer:
+one resolver turns the command's options into an algorithm's frozen config dataclass, the same
 way for every algorithm:
 
 * **Precedence**: the game's preset < the ``--config`` TOML file < explicit flags. A preset is
@@ -44,6 +47,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from bot.errors import ConfigError, UnsupportedGameError
+from bot.run_files import SOLVE_ALGO, continue_command
 from protocol.gamedef import GAME_ALIASES, Game, load_game
 from training.contract import cluster as distributed
 from training.contract.rundir import RunDir, read_toml
@@ -55,21 +59,26 @@ from training.contract.stop import (  # noqa: F401 (trainers' import)
     parse_duration,
 )
 
-#: ``--algo`` -> the module whose ``TRAINER`` attribute describes it.
+#: Algorithm -> the module whose ``TRAINERS`` attribute describes it: every ``pokerbot train
+#: --algo`` (:data:`bot.run_files.TRAIN_ALGORITHMS`) and ``pokerbot solve``'s tabular CFR
+#: (:data:`bot.run_files.SOLVE_ALGO`).
 ALGORITHMS: dict[str, str] = {
-    "nfsp": "training.nfsp.run",
+    "nfsp": "training.nfsp.trainer",
     "deep-cfr": "training.deep_cfr.trainer",
     "sd-cfr": "training.deep_cfr.trainer",
     "dream": "training.deep_cfr.dream",
     "os-sd-cfr": "training.deep_cfr.dream",
     "abstraction": "training.abstraction.run",
+    "flop-cfr": "training.flop.trainer",
+    SOLVE_ALGO: "training.tabular.solve",
 }
 
 #: Algorithms whose work ``--workers``/``--ray-address`` spread over Ray actors
 #: (:mod:`training.contract.cluster`); the others run in one process.
 DISTRIBUTED_ALGOS = ("deep-cfr", "sd-cfr", "abstraction")
 
-#: ``pokerbot train`` options that map onto config fields (the rest steer the command itself).
+#: ``pokerbot train`` options that map onto config fields (the rest steer the command itself); a
+#: trainer's own :attr:`Trainer.flags` count too (``pokerbot solve``'s ``--eval-every``, say).
 CONFIG_FLAGS = ("game", "iterations", "traversals", "time_budget", "seed", "device", "threads", "size", "preset")
 
 
@@ -101,6 +110,10 @@ class Trainer:
     ``--game``/``--size`` pair becomes the abstraction's name)."""
     cpu_only: Mapping[str, tuple[Any, Any]] = field(default_factory=dict)
     """field -> (value that needs the CPU, value used instead on cuda)."""
+    route: Callable[[Mapping[str, Any]], Mapping[str, Any] | None] | None = None
+    """``options -> options | None``: options of this ``--algo`` that name another algorithm's
+    work (``--algo abstraction --game fhp --size lossless`` is FHP itself, solved by
+    ``flop-cfr``), as the options to run instead (their ``algo`` the other's); None: this one's."""
 
 
 def load_trainer(algo: str) -> Trainer:
@@ -174,9 +187,11 @@ class Resolved:
     notes: tuple[str, ...] = ()
 
 
-def _given(options: Mapping[str, Any]) -> dict[str, Any]:
-    """The config flags given, ``--time-budget`` checked (0 is an error, not "no limit")."""
-    given = {name: options[name] for name in CONFIG_FLAGS if options.get(name) is not None}
+def _given(trainer: Trainer, options: Mapping[str, Any]) -> dict[str, Any]:
+    """The config flags given (None: not given), ``--time-budget`` checked (0 is an error, not
+    "no limit")."""
+    names = (*CONFIG_FLAGS, *(name for name in trainer.flags if name not in CONFIG_FLAGS))
+    given = {name: options[name] for name in names if options.get(name) is not None}
     if "time_budget" in given:
         given["time_budget"] = parse_duration(given["time_budget"])
     return given
@@ -248,9 +263,25 @@ def build_config(trainer: Trainer, values: dict[str, Any], device_notes: bool = 
         raise ConfigError(f"{trainer.algo} config: {error}") from None
 
 
+def preset(algo: str, game: str) -> dict[str, Any]:
+    """The settings a new ``algo`` run on ``game`` starts from, ``game`` included: the game's
+    preset when it is a shipped game (by its rules), else none (the config's defaults)."""
+    trainer = load_trainer(algo)
+    alias = shipped_alias(load_game(game))
+    values = dict(trainer.presets.get(alias, {})) if alias is not None else {}
+    return values | ({"game": game} if "game" in _field_names(trainer.config_class) else {})
+
+
+def config_of(algo: str, values: Mapping[str, Any]) -> Any:
+    """``values`` as ``algo``'s config, checked as a ``--config`` file is (names, types, values):
+    for scripts and tests that build a config without a command, e.g.
+    ``config_of("nfsp", preset("nfsp", "leduc") | {"num_envs": 32})``."""
+    return build_config(load_trainer(algo), dict(values)).config
+
+
 def resolve_new(trainer: Trainer, options: Mapping[str, Any]) -> Resolved:
     """A new run's config: preset < ``--config`` TOML < flags (see the module docstring)."""
-    given = _given(options)
+    given = _given(trainer, options)
     stray = sorted(set(given) - set(trainer.flags) - {"game"})
     if stray:
         raise ConfigError(f"{', '.join(_flag(s) for s in stray)} does not apply to --algo {trainer.algo}")
@@ -294,7 +325,7 @@ def resolve_resume(trainer: Trainer, run: RunDir, options: Mapping[str, Any]) ->
     """The config of a run being continued: its ``config.toml`` with the resumable flags applied."""
     if options.get("config_path"):
         raise ConfigError("--config cannot change a run on --resume (its config.toml is kept)")
-    given = _given(options)
+    given = _given(trainer, options)
     refused = sorted(option for option in given
                      if option not in trainer.flags or trainer.flags[option] not in trainer.resumable)
     if refused:
@@ -307,10 +338,6 @@ def resolve_resume(trainer: Trainer, run: RunDir, options: Mapping[str, Any]) ->
 
 # -- the command ---------------------------------------------------------------------------------
 
-def resume_hint(algo: str, run: RunDir) -> str:
-    return f"pokerbot train --algo {algo} --resume {run.path}"
-
-
 def standing(run: RunDir) -> str:
     """What a resume of ``run`` continues from, after a step was abandoned."""
     checkpoint = run.checkpoint_path
@@ -319,51 +346,52 @@ def standing(run: RunDir) -> str:
     return f"the last checkpoint ({checkpoint}) stands; iterations after it are done again on resume"
 
 
-def run_from_cli(options: Mapping[str, Any]) -> None:
-    """``pokerbot train``: resolve (and validate) everything, then create or open the run
-    directory and train. Ctrl-C follows :class:`StopRequest`."""
-    algo = str(options["algo"])
-    if algo == "abstraction":
-        from training.flop import solve as flop_solve
-
-        if flop_solve.claims(dict(options)):  # lossless FHP: full-width CFR, its own loop
-            flop_solve.run_from_cli(dict(options))
-            return
-    trainer = load_trainer(algo)
+def run_from_cli(options: Mapping[str, Any], algo: str | None = None) -> None:
+    """``pokerbot train`` (``algo``: ``options["algo"]``) and ``pokerbot solve`` (``algo``:
+    :data:`~bot.run_files.SOLVE_ALGO`; its ``--algo`` is a config flag): resolve (and validate)
+    everything, then create or open the run directory and train. Options that are None were
+    not given. Ctrl-C follows :class:`StopRequest`."""
+    requested = algo or str(options["algo"])
+    trainer = load_trainer(requested)
+    routed = trainer.route(options) if trainer.route is not None else None
+    if routed is not None:
+        options = routed
+        trainer = load_trainer(str(routed["algo"]))
     cluster = distributed.Cluster.from_options(options)
-    if cluster.distributed and algo not in DISTRIBUTED_ALGOS:
-        raise ConfigError(f"--workers/--ray-address apply to {', '.join(DISTRIBUTED_ALGOS)}, not {algo}")
+    if cluster.distributed and trainer.algo not in DISTRIBUTED_ALGOS:
+        raise ConfigError(f"--workers/--ray-address apply to {', '.join(DISTRIBUTED_ALGOS)}, not {trainer.algo}")
     if options.get("resume"):
         if options.get("out"):
             raise ConfigError("give either --out (a new run) or --resume (an existing one), not both")
-        run = RunDir.open(options["resume"], algo=algo)
+        run = RunDir.open(options["resume"], algo=requested)
         run.lock()  # before anything is read for the resume or written
         run.check_game()
         resolved = resolve_resume(trainer, run, options)
-        run.save_config(resolved.config, algo=algo)
+        run.save_config(resolved.config, algo=trainer.algo)
         resume = True
     elif options.get("out"):
         resolved = resolve_new(trainer, options)
-        run = RunDir.create(options["out"], resolved.config, algo=algo, notes=resolved.notes)
+        run = RunDir.create(options["out"], resolved.config, algo=trainer.algo, notes=resolved.notes)
         resume = False
     else:
         raise ConfigError("give --out RUN_DIR for a new run or --resume RUN_DIR to continue one")
     for note in resolved.notes:
         print(f"note: {note}", file=sys.stderr)
+    hint = continue_command(run.path, run.algo or trainer.algo)
     stop = StopRequest()
     try:
         with stop, distributed.session(cluster):
             trainer.train(resolved.config, run, resume, stop, force=bool(options.get("force")))
     except KeyboardInterrupt:
-        raise RunInterrupted(f"interrupted; the last checkpoint stands; continue with: {resume_hint(algo, run)}") from None
+        raise RunInterrupted(f"interrupted; the last checkpoint stands; continue with: {hint}") from None
     except StepAbandoned as abandoned:
         print(f"{abandoned.reason}: the step in progress would have run on for more than {stop.grace:.0f} s, so it was "
-              f"abandoned; {standing(run)}; continue with: {resume_hint(algo, run)}", file=sys.stderr)
+              f"abandoned; {standing(run)}; continue with: {hint}", file=sys.stderr)
         return
     except Exception:
         if not resume:
             run.discard()  # nothing to resume: a retry finds no half-made run
         raise
     if stop.requested:
-        print(f"stopped on request; checkpoint saved; continue with: {resume_hint(algo, run)}", file=sys.stderr)
+        print(f"stopped on request; checkpoint saved; continue with: {hint}", file=sys.stderr)
     print(f"run directory: {run.path} (policy in {run.policy_path})")

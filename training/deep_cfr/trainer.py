@@ -27,10 +27,9 @@ killed one would have done.
 The run follows :mod:`training.contract.entry`'s contract (config resolution, Ctrl-C, checkpoints by
 count or time); the config is :mod:`training.deep_cfr.config`, the network fits
 :mod:`training.deep_cfr.fit`, the policy bundle (kind ``sd-cfr``/``deep-cfr``) and checkpoints
-:mod:`training.deep_cfr.files`. What remains here (about 450 lines) is the algorithm, one class
-over one state (the memories, networks, stack and small-game tables of a run) with the iteration
-and the loop that change it, and the run contract's entry; splitting the loop from the iteration
-would pass that state between modules for no reader's benefit.
+:mod:`training.deep_cfr.files`. What remains here is the algorithm: one class over one state (the memories, networks, stack
+and small-game tables of a run) with the iteration and the loop that change it, which one module
+keeps together.
 """
 
 from __future__ import annotations
@@ -50,8 +49,8 @@ from bot.agents.encoding import InfosetEncoder
 from bot.agents.infosets import is_small
 from bot.agents.input_keys import InputKeys
 from bot.agents.network import DeepCFRNetwork, regret_matching
-from bot.agents.registry import resolve_agent
 from bot.flop.game import flop_shape_error
+from bot.registry import resolve_agent
 from bot.run_files import ELAPSED_METRIC
 from protocol.gamedef import Game, load_game
 from training.common.reservoir import FieldSpec, Reservoir
@@ -64,6 +63,7 @@ from training.contract.entry import (
     resolve_device,
     worker_threads,
 )
+from training.contract.loop import StepLoop
 from training.contract.rundir import Progress, RunDir, load_torch
 from training.contract.strength import StrengthSettings, measure_strength, strength_summary
 from training.deep_cfr.config import ALGOS, PRESETS, DeepCFRConfig
@@ -383,6 +383,13 @@ class DeepCFRTrainer(RunFiles):
 
     # -- the loop ---------------------------------------------------------------------------------
 
+    def timed_checkpoint(self) -> None:
+        """A checkpoint whose wall time counts in the training clock (it shows in the next line)."""
+        started = time.perf_counter()
+        self.run.write_status(self.iteration, "checkpointing")
+        self.save_checkpoint()
+        self.elapsed += time.perf_counter() - started
+
     def train(self, stop: StopRequest | None = None) -> list[dict]:
         """Run until ``iterations``, the time budget or a stop request (:class:`StopRequest`: the
         iteration in progress finishes and is checkpointed, or is abandoned by
@@ -390,11 +397,12 @@ class DeepCFRTrainer(RunFiles):
         this session's records."""
         cfg = self.config
         progress = Progress(cfg.iterations, self.iteration + 1, cfg.time_budget) if self.show_progress else _Silent()
-        clock = CheckpointClock(cfg.checkpoint_every, cfg.checkpoint_seconds)
+        loop = StepLoop(stop or StopRequest(), cfg.iterations, cfg.time_budget,
+                        CheckpointClock(cfg.checkpoint_every, cfg.checkpoint_seconds), self.iteration)
         records = []
         self.fit.progress, self.fit.stop = progress, stop
         try:
-            while self.iteration < cfg.iterations and (cfg.time_budget is None or self.elapsed < cfg.time_budget):
+            while loop.running(self.iteration, self.elapsed):
                 if stop is not None and cfg.time_budget is not None:
                     stop.budget_ends(cfg.time_budget - self.elapsed)
                 started = time.perf_counter()
@@ -407,16 +415,12 @@ class DeepCFRTrainer(RunFiles):
                     record.update(measure_strength(self.game, self.strength_agent(), self.strength_reference, self.strength))
                 self.run.append_metrics(record)  # first: a resume drops lines past the checkpoint
                 records.append(record)
-                stopping = stop is not None and stop.requested
-                if clock.due(self.iteration) or self.iteration >= cfg.iterations or stopping:
-                    started = time.perf_counter()
-                    self.run.write_status(self.iteration, "checkpointing")
-                    self.save_checkpoint()
-                    clock.saved()
-                    self.elapsed += time.perf_counter() - started  # wall clock: shows in the next line
+                if self.iteration >= cfg.iterations or loop.stop.requested:
+                    loop.checkpoint(self.iteration, self.timed_checkpoint)
+                else:
+                    loop.checkpoint_if_due(self.iteration, self.timed_checkpoint)
                 progress.end_iteration(self.iteration, _summary(record))
-                if stopping:
-                    break
+            loop.finish(self.iteration, self.timed_checkpoint)  # the time budget ended between checkpoints
             if cfg.algo == "deep-cfr" and self.iteration > 0:
                 if stop is not None:
                     stop.budget_ends(float("inf"))  # the closing fit is the policy, not training time

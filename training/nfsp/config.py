@@ -3,7 +3,7 @@ the tuning history of the Leduc preset (docs/benchmarks/nfsp-leduc.md has the me
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 
 from bot.errors import ConfigError
 from training.contract.entry import parse_duration, resolve_device, runs_on_cpu, worker_threads
@@ -189,21 +189,3 @@ PRESETS: dict[str, dict] = {
     "holdem": _HOLDEM,
 }
 
-
-def preset_for(game: str) -> dict:
-    """The preset of a shipped game (matched by its rules) with ``game`` set; any other gamedef
-    gets no preset (the config's defaults), never Leduc's tuned one."""
-    from protocol.gamedef import load_game
-    from training.contract.entry import shipped_alias
-
-    alias = shipped_alias(load_game(game))
-    return dict(PRESETS.get(alias, {}) if alias else {}, game=game)
-
-
-def make_config(values: dict) -> NFSPConfig:
-    """An :class:`NFSPConfig` from a dict, naming any key that is not a config field."""
-    known = {f.name for f in fields(NFSPConfig)}
-    unknown = sorted(set(values) - known)
-    if unknown:
-        raise ConfigError(f"unknown nfsp config key(s) {', '.join(unknown)}; known: {', '.join(sorted(known))}")
-    return NFSPConfig(**values)

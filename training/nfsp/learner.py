@@ -27,8 +27,8 @@ learning rhythm keeps the paper's ratio: ``updates_per_learn`` Q updates and
 Rewards are in big blinds so one set of learning rates fits Kuhn to HULH.
 
 This module is the learner; its settings are :mod:`training.nfsp.config`, its loss and schedule
-functions :mod:`training.nfsp.steps`, the run loop :mod:`training.nfsp.run` and the small-game
-diagnostics :mod:`training.nfsp.diagnostics`. What remains (about 450 lines) is the learner's one
+functions :mod:`training.nfsp.steps`, the run loop :mod:`training.nfsp.trainer` and the small-game
+diagnostics :mod:`training.nfsp.diagnostics`. What remains is the learner's one
 state (self-play hands in progress, both players' networks and memories) and the methods that
 step, learn and checkpoint it.
 """

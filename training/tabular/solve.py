@@ -1,36 +1,42 @@
-"""The tabular CFR family on a small game (``pokerbot solve``'s loop) on a run directory.
+"""The tabular CFR family on a small game (``pokerbot solve``) on a run directory.
 
-:func:`run_solve` is the loop the CLI and the tests share: build the solver, run iterations in
+``pokerbot solve`` goes through the run contract's one door (:mod:`training.contract.entry`,
+:data:`TRAINERS`: resolution, resume rules, Ctrl-C) like every trainer; its ``--algo`` is the CFR
+variant, a config field. :func:`run_solve` is the loop the command and the tests share: build the solver, run iterations in
 chunks, measure exact exploitability of the average strategy every ``eval_every`` iterations,
 return the average strategy and its curve. With a run directory (:class:`training.contract.rundir.RunDir`,
 the layout every trainer writes) each evaluation appends a ``metrics.jsonl`` line, the solver
 tables are checkpointed into ``checkpoint/`` (format number and sha256 of every file, the
 previous checkpoint kept) at every evaluation and every ``checkpoint_seconds``, and
 :func:`publish` writes the average strategy as a ``tabular`` policy bundle into ``policy/``.
-Interrupts follow :class:`training.contract.entry.StopRequest`: the first Ctrl-C finishes the chunk in
+Interrupts follow :class:`training.contract.stop.StopRequest`: the first Ctrl-C finishes the chunk in
 progress and saves the checkpoint; a second abandons the chunk (the last checkpoint stands).
 """
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import time
 import zipfile
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
 import numpy as np
+from rich.console import Console
+from rich.progress import TextColumn
 
 from bot.agents.infosets import require_tabular_size
 from bot.agents.tabular import save_policy_bundle
 from bot.errors import ConfigError, CorruptFileError, PokerbotError
 from bot.evaluation.best_response import exploitability
-from bot.run_files import ELAPSED_METRIC, SOLVE_ALGORITHMS
+from bot.progress import progress_bar
+from bot.run_files import ELAPSED_METRIC, SOLVE_ALGO, SOLVE_ALGORITHMS
 from protocol.files import atomic_write
 from protocol.gamedef import Game, load_game
+from training.contract.entry import Trainer
+from training.contract.loop import StepLoop
 from training.contract.rundir import RunDir
 from training.contract.stop import CheckpointClock, StopRequest
 from training.tabular.cfr import DCFR_ALPHA, DCFR_BETA, DCFR_GAMMA
@@ -128,6 +134,7 @@ def run_solve(
     run: RunDir | None = None,
     resume: bool = False,
     stop: StopRequest | None = None,
+    force: bool = False,
 ) -> SolveResult:
     """Run the solve, measuring exploitability (NashConv/2, mbb/g) every evaluation interval
     and at the end; ``on_progress`` gets the iterations done so far.
@@ -147,7 +154,7 @@ def run_solve(
     if resume:
         if run is None:
             raise PokerbotError("resuming needs a run directory")
-        folder = run.resume_checkpoint()
+        folder = run.resume_checkpoint(force)
         if folder is not None:
             _load_checkpoint(folder / TABLES_FILE, config, game, solver, result)
         run.truncate_metrics(solver.iteration)
@@ -155,13 +162,15 @@ def run_solve(
     interval = config.evaluation_interval
     if on_progress is not None:
         on_progress(solver.iteration)
-    clock = CheckpointClock(2**62, config.checkpoint_seconds)
-    saved = solver.iteration
+    loop = StepLoop(stop or StopRequest(), config.iterations, None, CheckpointClock(2**62, config.checkpoint_seconds),
+                    solver.iteration)
+
+    def save() -> None:
+        if run is not None:
+            _save_checkpoint(run, config, game, solver, result)
+
     try:
-        while solver.iteration < config.iterations:
-            if stop is not None and stop.requested:
-                result.interrupted = True
-                break
+        while loop.running(solver.iteration, result.seconds):
             next_eval = (solver.iteration // interval + 1) * interval
             step = min(chunk, next_eval - solver.iteration, config.iterations - solver.iteration)
             start = time.perf_counter()
@@ -175,22 +184,18 @@ def run_solve(
                 if run is not None:
                     run.append_metrics({"iteration": solver.iteration, "exploitability_mbb": result.curve[-1][1],
                                         ELAPSED_METRIC: round(result.seconds, 3)})
-                    _save_checkpoint(run, config, game, solver, result)
-                    saved = solver.iteration
-                    clock.saved()
+                    loop.checkpoint(solver.iteration, save)
                 if on_eval is not None:
                     on_eval(solver.iteration, result.curve[-1][1])
-            elif run is not None and clock.due(solver.iteration):
-                _save_checkpoint(run, config, game, solver, result)
-                saved = solver.iteration
-                clock.saved()
+            elif run is not None:
+                loop.checkpoint_if_due(solver.iteration, save)
     except KeyboardInterrupt:  # abandoned mid-chunk: the tables may hold half an iteration
-        result.interrupted = result.abandoned = True
-        saved = solver.iteration if solver.iteration == saved else -1
+        result.abandoned = True
+    result.interrupted = result.abandoned or solver.iteration < config.iterations
     result.iterations = solver.iteration
     result.strategy = solver.average_strategy()
-    if run is not None and result.iterations and saved not in (-1, solver.iteration):
-        _save_checkpoint(run, config, game, solver, result)
+    if run is not None and result.iterations and not result.abandoned:
+        loop.finish(solver.iteration, save)
     return result
 
 
@@ -226,22 +231,6 @@ def _load_checkpoint(path: Path, config: SolveConfig, game: Game, solver: Solver
     result.seconds = float(state["seconds"])
 
 
-def resume_config(run: RunDir, given: Mapping[str, Any]) -> SolveConfig:
-    """The config of a solve being continued: its ``config.toml`` with the ``given`` options
-    applied; an option outside :data:`RESUMABLE` is refused by name (the run keeps it)."""
-    refused = sorted(set(given) - RESUMABLE)
-    if refused:
-        names = ", ".join("--" + name.replace("_", "-") for name in refused)
-        raise ConfigError(f"{names} cannot change a run on --resume (its config.toml is kept; "
-                          f"--resume takes --iterations, --eval-every)")
-    values = run.config() | dict(given)
-    known = {f.name for f in dataclasses.fields(SolveConfig)}
-    unknown = sorted(set(values) - known)
-    if unknown:
-        raise ConfigError(f"{run.path / 'config.toml'}: unknown solve setting(s) {', '.join(unknown)}")
-    return SolveConfig(**values)
-
-
 def provenance(config: SolveConfig, result: SolveResult) -> dict[str, Any]:
     """The policy bundle's provenance: the config, iterations, solver time and the curve."""
     return {
@@ -258,3 +247,43 @@ def provenance(config: SolveConfig, result: SolveResult) -> dict[str, Any]:
 def publish(run: RunDir, config: SolveConfig, result: SolveResult) -> None:
     """The average strategy as the run's ``tabular`` policy bundle (``policy/``)."""
     save_policy_bundle(run.policy_path, result.game, result.strategy, provenance(config, result))
+
+
+def train(config: SolveConfig, run: RunDir, resume: bool, stop: StopRequest, force: bool = False) -> SolveResult:
+    """``pokerbot solve``'s run (the contract's :attr:`~training.contract.entry.Trainer.train`):
+    :func:`run_solve` with a progress bar and the curve printed as it goes, then the policy
+    published. A second Ctrl-C (the chunk abandoned) still publishes the iterations done, then
+    leaves as the contract says (exit 130)."""
+    console = Console(stderr=True)
+    with progress_bar(console, TextColumn("expl {task.fields[expl]}")) as progress:
+        task = progress.add_task(f"{config.algo} {config.game}", total=config.iterations, expl="-")
+
+        def evaluated(iteration: int, mbb: float) -> None:
+            progress.update(task, expl=f"{mbb:.4g} mbb/g")
+            progress.console.print(f"iteration {iteration:>9,}  exploitability {mbb:.6g} mbb/g (NashConv/2)")
+
+        result = run_solve(config, lambda done: progress.update(task, completed=done), evaluated, run, resume, stop, force)
+    if result.iterations == 0:
+        raise PokerbotError("interrupted before the first iteration finished; nothing written")
+    publish(run, config, result)
+    final = f"{result.curve[-1][1]:.6g} mbb/g" if result.curve else "not measured"
+    print(f"{'interrupted: ' if result.interrupted else ''}{result.iterations:,} iterations of {config.algo} in "
+          f"{result.seconds:.2f} s; exploitability {final}")
+    if result.abandoned:
+        raise KeyboardInterrupt
+    return result
+
+
+def _check_size(values: dict[str, Any], options: dict[str, Any]) -> dict[str, Any]:
+    """A game too large for tables is a one-line error before the run directory exists."""
+    require_tabular_size(load_game(str(values.get("game", "leduc"))))
+    return values
+
+
+#: ``pokerbot solve`` for :mod:`training.contract.entry` (its ``--algo`` is the CFR variant).
+TRAINERS = {SOLVE_ALGO: Trainer(
+    algo=SOLVE_ALGO, config_class=SolveConfig,
+    flags={name: name for name in ("game", "algo", "iterations", "seed", "eval_every", "alpha", "beta", "gamma",
+                                   "linear")},
+    resumable=RESUMABLE, presets={}, train=train, prepare=_check_size,
+)}

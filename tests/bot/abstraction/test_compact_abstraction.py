@@ -249,9 +249,9 @@ def test_connect_plays_the_shipped_bot_given_the_reference_gamedef_file(tmp_path
     from click.testing import CliRunner
 
     from bot.agents.base import CallAgent
-    from bot.agents.registry import resolve_agent
     from bot.cli import main
     from bot.evaluation.match import run_as_client
+    from bot.registry import resolve_agent
     from bot.shipped import shipped_alias
     from protocol.dealer import Dealer, DealerOptions
     from protocol.match_log import read_match_log
@@ -296,7 +296,7 @@ def test_connect_plays_the_shipped_bot_given_the_reference_gamedef_file(tmp_path
 
 
 def test_shipped_holdem_bot_is_the_default_agent_and_small():
-    from bot.agents.registry import resolve_agent
+    from bot.registry import resolve_agent
 
     manifest = read_manifest(SHIPPED_HOLDEM)
     assert manifest["kind"] == "compact-abstraction" and manifest["game"] == HOLDEM.name

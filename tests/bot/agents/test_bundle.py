@@ -10,11 +10,10 @@ import pytest
 from click.testing import CliRunner
 
 from bot.agents.bundle import BUNDLE_FILE, BundleError, load_network, read_bundle
-from bot.agents.registry import resolve_agent
 from bot.agents.tabular import load_policy
 from bot.cli import main
 from bot.errors import CorruptFileError, PokerbotError
-from bot.evaluation.best_response import load_strategy
+from bot.registry import load_strategy, resolve_agent
 from protocol.gamedef import load_game
 
 

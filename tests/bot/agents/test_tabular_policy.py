@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 
 from bot.agents.infosets import InfosetSpace, space_for
-from bot.agents.registry import resolve_agent
 from bot.agents.tabular import PolicyFileError, TabularPolicyAgent, load_policy, save_policy
+from bot.registry import resolve_agent
 from protocol.dealing import deal_hand
 from protocol.gamedef import load_game
 from protocol.matchstate import view_of

@@ -54,9 +54,8 @@ def test_a_bug_keeps_its_traceback(boom, bug):
 def test_every_user_facing_error_class_has_the_one_root():
     from bot.abstraction.tables import AbstractionMissing
     from bot.agents.encoding import EncodingError
-    from bot.agents.registry import AgentNotFound
     from bot.agents.tabular import PolicyFileError
-    from bot.evaluation.best_response import PolicyNotFound
+    from bot.registry import AgentNotFound, PolicyNotFound
     from bot.shipped import ShippedBotError
     from protocol.dealer import DealerSocketError
     from protocol.state import IllegalActionError

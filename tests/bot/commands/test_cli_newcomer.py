@@ -10,9 +10,9 @@ from click.testing import CliRunner
 
 from bot import catalogue
 from bot.agents.bundle import manifest
-from bot.agents.registry import known_names, load_plugins
 from bot.cli import main
 from bot.commands import exploit as exploit_command
+from bot.registry import known_names, load_plugins
 from protocol.gamedef import load_game
 
 

@@ -9,7 +9,7 @@ from click.testing import CliRunner
 
 from bot.agents.tabular import save_policy
 from bot.cli import main
-from bot.evaluation.best_response import load_strategy
+from bot.registry import load_strategy
 from training.contract.rundir import RunDir
 from training.tabular.solve import SolveConfig, run_solve
 
@@ -127,6 +127,35 @@ def test_cli_resume_takes_the_run_directory_and_keeps_its_config(tmp_path):
     assert wrong.exit_code == 2 and "error: --algo cannot change a run on --resume" in wrong.output
     missing = invoke("solve", "--resume", str(tmp_path / "none"))
     assert missing.exit_code == 2 and "is not a run directory (no config.toml)" in missing.output
+
+
+def test_ctrl_c_finishes_the_chunk_checkpoints_exits_0_and_resumes_to_the_uninterrupted_result(tmp_path, monkeypatch):
+    """``pokerbot solve`` goes through the run contract's door: a real SIGINT during iteration 7
+    lets it finish, checkpoints, publishes the 7 iterations and exits 0 naming ``pokerbot solve
+    --resume``; the resume ends with the uninterrupted run's strategy. Options the run keeps are
+    refused on resume in one line."""
+    import signal
+
+    from tests.conftest import signal_during
+    from training.tabular.cfr import TabularCFR
+
+    signal_during(monkeypatch, TabularCFR, "run", 6, signal.SIGINT)
+    out = tmp_path / "k"
+    result = invoke("solve", "--game", "kuhn", "--algo", "dcfr", "--iterations", "20", "--eval-every", "5", "--out", str(out))
+    assert result.exit_code == 0, result.output
+    assert f"stopped on request; checkpoint saved; continue with: pokerbot solve --resume {out}" in result.output
+    assert "interrupted: 7 iterations of dcfr" in result.output and provenance(out)["iterations"] == 7
+    monkeypatch.undo()
+    refused = invoke("solve", "--resume", str(out), "--seed", "3")
+    assert refused.exit_code == 2 and len(refused.output.strip().splitlines()) == 1
+    assert "error: --seed cannot change a run on --resume (its config.toml is kept; --resume takes --eval-every, " \
+           "--iterations)" in refused.output
+    assert invoke("solve", "--resume", str(out)).exit_code == 0
+    straight = tmp_path / "straight"
+    assert invoke("solve", "--game", "kuhn", "--algo", "dcfr", "--iterations", "20", "--eval-every", "5",
+                  "--out", str(straight)).exit_code == 0
+    assert np.array_equal(load_strategy(out)[1], load_strategy(straight)[1])
+    assert provenance(out)["exploitability_curve_mbb"] == provenance(straight)["exploitability_curve_mbb"]
 
 
 def test_train_and_solve_runs_name_their_own_resume_command(tmp_path):

@@ -38,6 +38,7 @@ def test_default_comes_first_and_the_notice_names_the_shipped_bot(monkeypatch, t
     other candidate; its notice is one line (name and first measured figure, without its
     parenthesis) with the manifest's name, description and every figure as details."""
     import bot.shipped as shipped
+    from bot import registry
     from bot.agents.base import RaiseAgent
 
     assert all(candidates[0] == "default" for candidates in play.STRONGEST_FIRST.values())
@@ -48,7 +49,7 @@ def test_default_comes_first_and_the_notice_names_the_shipped_bot(monkeypatch, t
                                     "description": "always raises (a test bot).",
                                     "strength": {"exploitability": "2,000 mbb/g (exact, NashConv/2)",
                                                  "vs call": "+300 mbb/g"}}, ["weights.txt"])
-    shipped.register_shipped_kind("test-raise", lambda game, path, manifest: RaiseAgent(game))
+    registry.register_shipped_kind("test-raise", lambda game, path, manifest: RaiseAgent(game))
     monkeypatch.setattr(shipped, "SHIPPED_ROOT", tmp_path)
     monkeypatch.setattr(shipped, "SHIPPED_GAMES", ("leduc",))
     agent, notice = play.strongest_opponent(LEDUC)

@@ -6,7 +6,6 @@ import numpy as np
 import pytest
 
 from bot.agents.infosets import InfosetSpace, space_for
-from bot.agents.registry import register_strategy_loader
 from bot.evaluation.best_response import (
     PublicTree,
     best_response_strategy,
@@ -14,9 +13,9 @@ from bot.evaluation.best_response import (
     exploitability,
     exploitability_of_blocks,
     head_to_head,
-    load_strategy,
     uniform_blocks,
 )
+from bot.registry import load_strategy, register_strategy_loader
 from protocol.gamedef import load_game
 from protocol.state import ACTIONS, State
 

@@ -15,10 +15,10 @@ from bot.agents.deep_cfr import DeepCFRAgent, bundle_strategy
 from bot.agents.infosets import InfosetSpace, space_for
 from bot.agents.network import DeepCFRNetwork
 from bot.agents.nfsp import NFSPAgent, NFSPPolicy
-from bot.agents.registry import resolve_agent
 from bot.agents.tabular import TabularPolicyAgent
 from bot.cli import main as pokerbot
 from bot.evaluation.lbr import PrivateHands
+from bot.registry import resolve_agent
 from protocol.dealing import deal_hand
 from protocol.gamedef import Game, load_game
 from protocol.matchstate import MatchState, view_of

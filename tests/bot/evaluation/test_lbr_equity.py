@@ -12,7 +12,6 @@ from bot.abstraction.range_buckets import nearest_centres
 from bot.abstraction.runtime_buckets import nearest_centre
 from bot.agents.base import RandomAgent
 from bot.agents.infosets import card_masks
-from bot.agents.registry import resolve_agent
 from bot.evaluation import lbr
 from bot.evaluation.lbr import LBRConfig, PrivateHands, run_lbr
 from bot.evaluation.lbr_equity import EquityCounters, checkdown_equity, equity_plan, runouts
@@ -22,6 +21,7 @@ from bot.pair_strengths import (
     pair_rows,
     rest_pair_strengths,
 )
+from bot.registry import resolve_agent
 from protocol.cards import NUM_RANKS, cards_from_str
 from protocol.evaluator import hand_strength_batch
 from protocol.gamedef import Game, load_game

@@ -6,11 +6,11 @@ import numpy as np
 import pytest
 import torch
 
-from bot.agents.registry import resolve_agent
 from bot.evaluation.best_response import exploitability
 from bot.flop.best_response import flop_exploitability, flop_game_for
 from bot.flop.network import FlopNet, FlopNetAgent, FlopNetPolicy, canonical_cards
-from bot.flop.policies import expand_canonical, policy_strategy, resolve_flop_policy
+from bot.flop.policies import expand_canonical, policy_strategy
+from bot.registry import resolve_agent, resolve_flop_policy
 from bot.shipped import shipped_manifest
 from protocol.cards import NUM_SUITS
 from protocol.gamedef import load_game

@@ -20,7 +20,8 @@ from bot.agents.nfsp import POLICY_FILE, NFSPPolicy
 from bot.evaluation.best_response import exploitability
 from bot.flop.best_response import flop_exploitability, flop_game_for
 from bot.flop.network_policies import FlopStackAverage, NetworkGrid, bundle_policy, network_policy
-from bot.flop.policies import policy_strategy, resolve_flop_policy
+from bot.flop.policies import policy_strategy
+from bot.registry import resolve_flop_policy
 from protocol.cards import NUM_SUITS
 from tests.training.flop.test_flop_solver import TINY_FHP
 from training.contract.rundir import save_torch

@@ -13,10 +13,10 @@ from hypothesis import strategies as st
 from bot.abstraction.policy import full_game_strategy
 from bot.abstraction.spec import SPECS, AbstractionSpec, bucket_path, num_infosets
 from bot.abstraction.tables import AbstractGame, Abstraction
-from bot.agents.registry import AgentNotFound, resolve_agent
 from bot.cli import main as pokerbot
 from bot.evaluation.best_response import exploitability
 from bot.flop.best_response import flop_exploitability, flop_game_for, uniform_policy
+from bot.registry import AgentNotFound, resolve_agent
 from protocol.evaluator import hand_strength
 from protocol.gamedef import load_game
 from protocol.isomorphism import round_indexer
@@ -404,6 +404,6 @@ def test_playing_imports_no_training_code():
     import subprocess
     import sys
 
-    code = ("import sys, bot.abstraction.agent, bot.agents.registry; "
+    code = ("import sys, bot.abstraction.agent, bot.registry; "
             "bad = [m for m in sys.modules if m.startswith('training')]; assert not bad, bad")  # fmt: skip
     subprocess.run([sys.executable, "-c", code], check=True)

@@ -10,7 +10,7 @@ from click.testing import CliRunner
 
 from bot.cli import main
 from bot.errors import ConfigError
-from bot.run_files import TRAIN_ALGORITHMS
+from bot.run_files import SOLVE_ALGO, TRAIN_ALGORITHMS
 from protocol.gamedef import load_game
 from training.contract.entry import (
     ALGORITHMS,
@@ -29,12 +29,12 @@ def invoke(*args: str):
 
 
 def test_train_help_lists_every_algorithm_and_no_internal_text() -> None:
-    assert sorted(TRAIN_ALGORITHMS) == sorted(ALGORITHMS)
+    assert sorted(TRAIN_ALGORITHMS) == sorted(set(ALGORITHMS) - {SOLVE_ALGO})  # solve: pokerbot solve's door
     result = invoke("train", "--help")
     assert result.exit_code == 0
     assert "Options left out are None" not in result.output and "resolves them" not in result.output
     flat = " ".join(result.output.split()).replace("- ", "-")  # click may wrap after a hyphen
-    assert "Training algorithm: abstraction, deep-cfr, dream, nfsp, os-sd-cfr, sd-cfr." in flat
+    assert "Training algorithm: abstraction, deep-cfr, dream, flop-cfr, nfsp, os-sd-cfr, sd-cfr." in flat
 
 
 @pytest.mark.parametrize("algo", ["sd-cfr", "nfsp"])
@@ -155,3 +155,27 @@ def test_checkpoint_clock_by_count_or_time(monkeypatch) -> None:
     clock.saved()
     assert not clock.due(12)
     assert not CheckpointClock(1000, 0.0).due(12)  # 0 seconds: by count only
+
+
+def test_the_step_loop_stops_on_count_budget_or_request_and_saves_what_is_unsaved(monkeypatch) -> None:
+    """The loop shape every trainer shares (training/contract/loop.py): three stopping rules; a
+    checkpoint when the clock is due; at the end a checkpoint only of steps not saved yet."""
+    from training.contract.loop import StepLoop
+    from training.contract.stop import StopRequest
+
+    now = [0.0]
+    monkeypatch.setattr("training.contract.stop.time.monotonic", lambda: now[0])
+    stop = StopRequest()
+    saves: list[int] = []
+    loop = StepLoop(stop, target=10, time_budget=5.0, clock=CheckpointClock(4, 60.0), saved_at=2)
+    assert loop.running(2, 0.0) and not loop.running(10, 0.0) and not loop.running(3, 5.0)
+    assert [step for step in range(3, 10) if loop.checkpoint_if_due(step, lambda s=step: saves.append(s))] == [4, 8]
+    now[0] += 61.0
+    assert loop.checkpoint_if_due(9, lambda: saves.append(9))  # a minute passed: due off the count
+    loop.finish(9, lambda: saves.append(-1))  # 9 is saved already: nothing more
+    assert saves == [4, 8, 9] and not loop.unsaved(9) and loop.unsaved(10)
+    stop.request()
+    assert not loop.running(3, 0.0)
+    loop.finish(10, lambda: saves.append(10))
+    assert saves == [4, 8, 9, 10]
+    assert StepLoop(stop, 10, None, CheckpointClock(4, 0.0)).unsaved(0)  # a new run has saved nothing

@@ -10,8 +10,8 @@ import time
 import pytest
 
 import training.contract.strength
-from bot.agents.registry import AgentNotFound
 from bot.errors import ConfigError
+from bot.registry import AgentNotFound
 from protocol.gamedef import load_game
 from training.contract.rundir import RunDir
 from training.contract.strength import StrengthSettings, measure_strength
@@ -20,7 +20,7 @@ from training.deep_cfr.config import DeepCFRConfig
 from training.deep_cfr.trainer import DeepCFRTrainer
 from training.nfsp.config import PRESETS as NFSP_PRESETS
 from training.nfsp.config import NFSPConfig
-from training.nfsp.run import train as train_nfsp
+from training.nfsp.trainer import train as train_nfsp
 
 #: HULH chips a hand can move at most (4 bets of 10 on the turn and river, 2 x 2 before): 48 big
 #: blinds, so any mbb/g figure lies within +-48,000.
@@ -43,7 +43,7 @@ def slow_measurements(monkeypatch):
         return out | {"strength_s": out["strength_s"] + JUMP}
 
     monkeypatch.setattr(time, "perf_counter", lambda: real_clock() + offset[0])
-    for module in ("training.nfsp.run", "training.deep_cfr.trainer"):
+    for module in ("training.nfsp.trainer", "training.deep_cfr.trainer"):
         monkeypatch.setattr(f"{module}.measure_strength", measure)
     return offset
 

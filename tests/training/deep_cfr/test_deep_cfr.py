@@ -17,10 +17,10 @@ import torch
 from click.testing import CliRunner
 
 from bot.agents.deep_cfr import DeepCFRAgent, DeepCFRBundle, bundle_strategy
-from bot.agents.registry import resolve_agent
 from bot.agents.tabular import load_policy
 from bot.cli import main
-from bot.evaluation.best_response import exploitability, load_strategy
+from bot.evaluation.best_response import exploitability
+from bot.registry import load_strategy, resolve_agent
 from protocol.gamedef import load_game
 from protocol.matchstate import parse_matchstate
 from training.contract.entry import resolve_new

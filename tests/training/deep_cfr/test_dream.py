@@ -10,9 +10,9 @@ import pytest
 from click.testing import CliRunner
 
 from bot.agents.deep_cfr import DeepCFRBundle, bundle_strategy
-from bot.agents.registry import resolve_agent
 from bot.cli import main
 from bot.evaluation.best_response import exploitability
+from bot.registry import resolve_agent
 from protocol.gamedef import load_game
 from training.contract.entry import load_trainer, resolve_new
 from training.contract.rundir import RunDir

@@ -115,7 +115,7 @@ def test_games_of_another_shape_are_refused():
 
 
 def test_solve_run_logs_exact_points_nodes_and_resumes_to_the_same_tables(tmp_path):
-    """The run loop (training/flop/solve.py) on the 10-card game: exact exploitability every
+    """The run loop (training/flop/trainer.py) on the 10-card game: exact exploitability every
     ``eval_every`` iterations, the training clock under the one metric name, nodes touched per
     iteration as every pass's (decision node, live hand) pairs; a run stopped at 6 iterations
     and resumed to 12 ends with the tables of an uninterrupted 12-iteration run, and its
@@ -123,7 +123,7 @@ def test_solve_run_logs_exact_points_nodes_and_resumes_to_the_same_tables(tmp_pa
     from bot.flop.policies import solve_policy
     from bot.run_files import ELAPSED_METRIC
     from training.contract.rundir import RunDir
-    from training.flop.solve import FlopSolveConfig, solve
+    from training.flop.trainer import FlopSolveConfig, solve
 
     gamedef = tmp_path / "tiny_fhp.game"
     gamedef.write_text(TINY_FHP_TEXT)
@@ -152,11 +152,11 @@ def test_solve_run_is_an_agent_playing_its_canonical_tables_on_every_raw_flop(tm
     flop and hand the agent plays the canonical tables read through the suit renaming that
     ``expand_canonical`` (checked against brute force above) uses; legal and suit-invariant."""
     from bot.agents.bundle import read_bundle
-    from bot.agents.registry import resolve_agent
     from bot.flop.solve_agent import FlopSolveAgent
+    from bot.registry import resolve_agent
     from tests.bot.flop.test_flop_network import check_agent
     from training.contract.rundir import RunDir
-    from training.flop.solve import FlopSolveConfig, solve
+    from training.flop.trainer import FlopSolveConfig, solve
 
     gamedef = tmp_path / "tiny_fhp.game"
     gamedef.write_text(TINY_FHP_TEXT)
@@ -204,7 +204,7 @@ def test_a_stop_request_finishes_the_iteration_then_checkpoints_and_resumes_exac
 
     from training.contract.rundir import RunDir
     from training.contract.stop import StopRequest
-    from training.flop.solve import FlopSolveConfig, solve
+    from training.flop.trainer import FlopSolveConfig, solve
 
     gamedef = tmp_path / "tiny_fhp.game"
     gamedef.write_text(TINY_FHP_TEXT)
@@ -221,22 +221,95 @@ def test_a_stop_request_finishes_the_iteration_then_checkpoints_and_resumes_exac
     assert np.array_equal(resumed.average, whole.average) and np.array_equal(resumed.regrets, whole.regrets)
 
 
-def test_an_iteration_past_the_grace_period_is_abandoned_and_the_last_checkpoint_stands(tmp_path, monkeypatch, capsys):
-    """When the iteration in progress runs past the grace period it is abandoned: nothing of it
-    is saved (no checkpoint of half-updated tables), the command says so and exits 0."""
+def _train(*args: str):
+    from click.testing import CliRunner
+
+    from bot.cli import main
+
+    return CliRunner().invoke(main, ["train", *args])
+
+
+def test_an_iteration_past_the_grace_period_is_abandoned_and_the_last_checkpoint_stands(tmp_path, monkeypatch):
+    """Through the run contract's door (``pokerbot train --algo flop-cfr``): when the iteration
+    in progress runs past the grace period it is abandoned, nothing of it is saved (no
+    checkpoint of half-updated tables), the command says so and exits 0."""
+    import training.contract.entry
     from training.contract.rundir import RunDir
     from training.contract.stop import StopRequest
-    from training.flop import solve as flop_solve
 
     gamedef = tmp_path / "tiny_fhp.game"
     gamedef.write_text(TINY_FHP_TEXT)
-    config = flop_solve.FlopSolveConfig(game=str(gamedef), iterations=8, eval_every=8, threads=1)
     ticks = iter(range(0, 10_000, 100))  # every clock reading is 100 s after the last
     stop = StopRequest()
     stop.clock = lambda: float(next(ticks))
     _stop_during_iteration(monkeypatch, stop, 2)
-    monkeypatch.setattr(flop_solve, "StopRequest", lambda: stop)
-    run = RunDir.create(tmp_path / "run", config)
-    flop_solve._run(config, run, resume=False)  # returns: exit 0
-    assert "the iteration in progress was abandoned; the last checkpoint stands" in capsys.readouterr().err
-    assert RunDir.open(run.path).checkpoint_path is None  # checkpoint_seconds not reached: none written
+    monkeypatch.setattr(training.contract.entry, "StopRequest", lambda: stop)
+    run = tmp_path / "run"
+    result = _train("--algo", "flop-cfr", "--game", str(gamedef), "--iterations", "8", "--threads", "1", "--out", str(run))
+    assert result.exit_code == 0, result.output
+    assert ("stop requested: the step in progress would have run on for more than 10 s, so it was abandoned; no "
+            f"checkpoint was written yet, so a resume starts the run over; continue with: pokerbot train --algo "
+            f"flop-cfr --resume {run}") in result.output
+    assert RunDir.open(run).checkpoint_path is None  # checkpoint_seconds not reached: none written
+
+
+def test_sigterm_checkpoints_exits_0_and_the_run_resumes_to_the_uninterrupted_tables(tmp_path, monkeypatch):
+    """The one interrupt policy on the full-width solve, by a real signal: SIGTERM during
+    iteration 3 lets it finish, checkpoints and publishes at 3, and the command exits 0 naming
+    the command that continues; ``--resume --iterations 8`` then ends with the tables of an
+    uninterrupted 8-iteration run (and may not change the seed)."""
+    import signal
+
+    from bot.agents.bundle import read_bundle
+    from tests.conftest import signal_during
+    from training.contract.rundir import RunDir
+    from training.flop.trainer import FlopSolveConfig, solve
+
+    gamedef = tmp_path / "tiny_fhp.game"
+    gamedef.write_text(TINY_FHP_TEXT)
+    config = FlopSolveConfig(game=str(gamedef), iterations=8, eval_every=8, threads=1)
+    whole = solve(config, RunDir.create(tmp_path / "whole", config))
+    signal_during(monkeypatch, FlopCFR, "iterate", 2, signal.SIGTERM)
+    run = tmp_path / "part"
+    args = ["--algo", "flop-cfr", "--game", str(gamedef), "--iterations", "8", "--threads", "1", "--out", str(run)]
+    result = _train(*args)
+    assert result.exit_code == 0, result.output
+    assert f"stopped on request; checkpoint saved; continue with: pokerbot train --algo flop-cfr --resume {run}" in result.output
+    assert [r["iteration"] for r in RunDir.open(run).read_metrics()] == [1, 2, 3]
+    assert read_bundle(run).provenance["iterations"] == 3
+    monkeypatch.undo()
+    refused = _train("--algo", "flop-cfr", "--resume", str(run), "--seed", "3")
+    assert refused.exit_code == 2 and "--seed cannot change a run on --resume" in refused.output
+    assert len(refused.output.strip().splitlines()) == 1
+    resumed = _train("--algo", "flop-cfr", "--resume", str(run), "--iterations", "8")
+    assert resumed.exit_code == 0, resumed.output
+    tables = RunDir.open(run).checkpoint_path
+    assert np.array_equal(np.load(tables / "average.npy"), whole.average)
+    assert np.array_equal(np.load(tables / "regrets.npy"), whole.regrets)
+
+
+def test_the_lossless_fhp_abstraction_is_the_flop_solve_and_other_shapes_are_refused(tmp_path):
+    """``--algo abstraction --game fhp --size lossless`` names FHP itself: the abstraction
+    trainer routes it (and a resume of a flop-solve run recorded as ``abstraction`` by an older
+    pokerbot) to ``flop-cfr``; Leduc's lossless abstraction stays an abstraction. A game of
+    another shape is a one-line error that creates nothing."""
+    from training.contract.rundir import RunDir
+    from training.flop.trainer import route_lossless
+
+    routed = route_lossless({"algo": "abstraction", "game": "fhp", "size": "lossless", "iterations": 5})
+    assert routed == {"algo": "flop-cfr", "game": "fhp", "size": None, "iterations": 5}
+    assert route_lossless({"algo": "abstraction", "game": "leduc", "size": "lossless"}) is None
+    assert route_lossless({"algo": "abstraction", "game": "fhp", "size": "4e4"}) is None
+    wrong = _train("--algo", "flop-cfr", "--game", "leduc", "--out", str(tmp_path / "x"))
+    assert wrong.exit_code == 2 and "--algo flop-cfr solves flop hold'em-shaped games" in wrong.output
+    assert len(wrong.output.strip().splitlines()) == 1 and not (tmp_path / "x").exists()
+    gamedef = tmp_path / "tiny_fhp.game"
+    gamedef.write_text(TINY_FHP_TEXT)
+    run = tmp_path / "old"
+    assert _train("--algo", "flop-cfr", "--game", str(gamedef), "--iterations", "2", "--threads", "1",
+                  "--out", str(run)).exit_code == 0
+    (run / "run.json").write_text('{"format": 1, "algo": "abstraction"}\n')  # as the older pokerbot wrote it
+    assert route_lossless({"algo": "abstraction", "resume": str(run)})["algo"] == "flop-cfr"
+    resumed = _train("--algo", "abstraction", "--resume", str(run), "--iterations", "3")
+    assert resumed.exit_code == 0, resumed.output
+    assert "continue" not in resumed.output and [r["iteration"] for r in RunDir.open(run).read_metrics()] == [1, 2, 3]

@@ -15,20 +15,21 @@ import torch
 from click.testing import CliRunner
 
 from bot.agents.infosets import space_for
-from bot.agents.registry import AgentNotFound, resolve_agent
 from bot.cli import main
 from bot.evaluation.best_response import exploitability
+from bot.registry import AgentNotFound, resolve_agent
 from protocol.betting_tree import FOLD_END
 from protocol.gamedef import load_game
 from protocol.matchstate import parse_matchstate
+from training.contract.entry import config_of, preset
 from training.contract.rundir import RunDir
-from training.nfsp.config import LEDUC_PAPER, NFSPConfig, make_config, preset_for
+from training.nfsp.config import LEDUC_PAPER, NFSPConfig
 from training.nfsp.diagnostics import best_response_quality, mixture_bias, window_q_strategy
 from training.nfsp.learner import NFSP
-from training.nfsp.run import train
 from training.nfsp.steps import anticipatory, dqn_targets, q_learning_rate
+from training.nfsp.trainer import train
 
-KUHN = make_config(preset_for("kuhn"))
+KUHN = config_of("nfsp", preset("nfsp", "kuhn"))
 
 
 def test_dqn_targets_hand_checked() -> None:
@@ -58,7 +59,7 @@ def test_stored_transitions_follow_the_game(name: str) -> None:
     """Every M_RL row is (s, a, r, s'): s' is the same player's next decision below s·a with
     reward 0, or the hand's end below s·a with the player's payoff in big blinds; M_SL holds
     only best-response decisions of the player."""
-    config = dataclasses.replace(make_config(preset_for(name)), steps=40, num_envs=32, eta=0.5)
+    config = dataclasses.replace(config_of("nfsp", preset("nfsp", name)), steps=40, num_envs=32, eta=0.5)
     learner = NFSP(config)
     for _ in range(40):
         learner.step()
@@ -145,7 +146,7 @@ def test_greedy_q_diagnostic_is_zero_for_exact_best_responses(monkeypatch) -> No
     untrained greedy Q of a fresh learner falls short in both seats; mixture_bias is 0 at eta = 0."""
     from bot.evaluation.best_response import best_response_strategy
 
-    learner = NFSP(dataclasses.replace(make_config(preset_for("leduc")), num_envs=16))
+    learner = NFSP(dataclasses.replace(config_of("nfsp", preset("nfsp", "leduc")), num_envs=16))
     game, average = learner.game, learner.policy.strategy()
     report = exploitability(game, average)
     untrained = best_response_quality(learner, report)
@@ -341,7 +342,7 @@ def test_interrupt_checkpoints_the_step_in_progress(tmp_path) -> None:
     last = run.read_metrics()[-1]["iteration"]
     state = torch.load(run.checkpoint_path / "state.pt", weights_only=True)
     assert state["step"] == last and last < 100000
-    config = dataclasses.replace(make_config(run.config()), steps=last + 10)
+    config = dataclasses.replace(config_of("nfsp", run.config()), steps=last + 10)
     resumed = train(config, run, resume=True)
     assert resumed.step_count == last + 10
 
@@ -352,5 +353,5 @@ def test_documented_paper_config_gives_the_paper_settings() -> None:
     page = (Path(__file__).resolve().parents[3] / "docs" / "algorithms" / "nfsp.md").read_text()
     block = page.split("# nfsp-leduc-paper.toml")[1].split("```")[0]
     from_file = tomllib.loads(block.split("\n", 1)[1])
-    assert make_config(preset_for("leduc") | from_file) == make_config(LEDUC_PAPER | {"game": "leduc"})
-    assert make_config(preset_for("leduc")) != make_config(LEDUC_PAPER | {"game": "leduc"})
+    assert config_of("nfsp", preset("nfsp", "leduc") | from_file) == config_of("nfsp", LEDUC_PAPER | {"game": "leduc"})
+    assert config_of("nfsp", preset("nfsp", "leduc")) != config_of("nfsp", LEDUC_PAPER | {"game": "leduc"})

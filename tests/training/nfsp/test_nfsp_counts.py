@@ -13,14 +13,14 @@ import torch.nn.functional as F
 
 from bot.agents.encoding import InfosetEncoder
 from protocol.gamedef import load_game
-from training.nfsp.config import make_config, preset_for
+from training.contract.entry import config_of, preset
 from training.nfsp.counts import InputCounts, ReplayCounts
 from training.nfsp.learner import NFSP
 from training.nfsp.steps import dqn_targets, supervised_loss
 
 
 def _leduc(**changes) -> NFSP:
-    config = make_config(preset_for("leduc") | {"num_envs": 32, "eta": 0.5, "sl_full_batch": True} | changes)
+    config = config_of("nfsp", preset("nfsp", "leduc") | {"num_envs": 32, "eta": 0.5, "sl_full_batch": True} | changes)
     return NFSP(config)
 
 
@@ -121,7 +121,7 @@ def test_large_games_need_minibatches(tmp_path) -> None:
 
     from bot.cli import main
 
-    config = dataclasses.replace(make_config(preset_for("fhp")), sl_full_batch=True, num_envs=4)
+    config = dataclasses.replace(config_of("nfsp", preset("nfsp", "fhp")), sl_full_batch=True, num_envs=4)
     with pytest.raises(ValueError, match="set sl_full_batch = false"):
         NFSP(config)
     (tmp_path / "exact.toml").write_text("sl_full_batch = true\n")
@@ -134,7 +134,7 @@ def test_large_games_need_minibatches(tmp_path) -> None:
 def test_update_counts_follow_the_learning_rhythm() -> None:
     """Every ``learn_every`` transitions of a seat: ``updates_per_learn`` Q steps and
     ``sl_updates_per_learn`` Pi steps (memories already past one batch)."""
-    config = make_config(preset_for("kuhn") | {"num_envs": 32, "eta": 1.0, "batch_size": 8, "learn_every": 16,
+    config = config_of("nfsp", preset("nfsp", "kuhn") | {"num_envs": 32, "eta": 1.0, "batch_size": 8, "learn_every": 16,
                                                "updates_per_learn": 3, "sl_updates_per_learn": 1})
     learner = NFSP(config)
     for _ in range(30):
@@ -240,7 +240,7 @@ def test_exact_q_step_needs_a_small_game(tmp_path) -> None:
     from bot.cli import main
 
     with pytest.raises(ValueError, match="set rl_full_batch = false"):
-        NFSP(dataclasses.replace(make_config(preset_for("fhp")), rl_full_batch=True, num_envs=4))
+        NFSP(dataclasses.replace(config_of("nfsp", preset("nfsp", "fhp")), rl_full_batch=True, num_envs=4))
     (tmp_path / "exact.toml").write_text("rl_full_batch = true\n")
     result = CliRunner().invoke(main, ["train", "--algo", "nfsp", "--game", "fhp", "--config", str(tmp_path / "exact.toml"),
                                        "--out", str(tmp_path / "run")])

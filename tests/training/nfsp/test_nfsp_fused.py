@@ -10,7 +10,8 @@ import numpy as np
 import pytest
 import torch
 
-from training.nfsp.config import NFSPConfig, make_config, preset_for
+from training.contract.entry import config_of, preset
+from training.nfsp.config import NFSPConfig
 from training.nfsp.learner import NFSP
 from training.nfsp.steps import supervised_loss, supervised_loss_gradient
 
@@ -19,7 +20,7 @@ def _twins(**changes) -> tuple[NFSP, NFSP]:
     """Two Leduc learners with the same seed, memories and weights, torch and fused steps; no
     learning during the 60 self-play steps (learn_every is huge), so the steps under test are the
     first ones."""
-    config = make_config(preset_for("leduc") | {"num_envs": 32, "rl_capacity": 3_000, "learn_every": 10**9,
+    config = config_of("nfsp", preset("nfsp", "leduc") | {"num_envs": 32, "rl_capacity": 3_000, "learn_every": 10**9,
                                                 "updates_per_learn": 5, "target_update_every": 3} | changes)
     learners = (NFSP(config), NFSP(dataclasses.replace(config, fused=True)))
     for learner in learners:

@@ -11,10 +11,11 @@ from pathlib import Path
 from bot.agents.bundle import write_bundle
 from bot.agents.infosets import is_small
 from bot.agents.nfsp import POLICY_FILE, NFSPAgent
-from bot.agents.registry import resolve_agent
+from bot.registry import resolve_agent
 from bot.run_files import ELAPSED_METRIC
 from training.contract import plots
 from training.contract.entry import CheckpointClock, StopRequest, Trainer
+from training.contract.loop import StepLoop
 from training.contract.rundir import Progress, RunDir, save_torch
 from training.contract.strength import StrengthSettings, measure_strength, strength_summary
 from training.nfsp.config import PRESETS, NFSPConfig
@@ -44,15 +45,15 @@ def train(config: NFSPConfig, run: RunDir, resume: bool = False, stream=None, st
     small = is_small(learner.game)
     periods = -(-config.steps // config.eval_every)
     progress = Progress(periods, learner.step_count // config.eval_every + 1, config.time_budget, stream=stream)
-    budget_end = config.time_budget if config.time_budget is not None else float("inf")
-    saved_at = learner.step_count if resumed_from is not None else -1
     logged_at = learner.step_count  # the step of the last metrics line (one line per step at most)
-    clock = CheckpointClock(config.checkpoint_every, config.checkpoint_seconds)
     strength = StrengthSettings.of(config)
     reference = resolve_agent(config.strength_reference, learner.game) if strength.every and strength.hands else None
     try:
         with nullcontext(stop) if stop is not None else StopRequest(stream) as stop:
-            while learner.step_count < config.steps and learner.train_seconds < budget_end and not stop.requested:
+            loop = StepLoop(stop, config.steps, config.time_budget,
+                            CheckpointClock(config.checkpoint_every, config.checkpoint_seconds),
+                            learner.step_count if resumed_from is not None else None)
+            while loop.running(learner.step_count, learner.train_seconds):
                 period = learner.step_count // config.eval_every + 1
                 progress.start_iteration(period, "self-play")
                 started = time.perf_counter()
@@ -69,20 +70,17 @@ def train(config: NFSPConfig, run: RunDir, resume: bool = False, stream=None, st
                     run.append_metrics(record)
                     logged_at = learner.step_count
                     progress.end_iteration(period, _summary(record))
-                if clock.due(learner.step_count):
-                    learner.save_checkpoint(run)
-                    clock.saved()
-                    saved_at = learner.step_count
+                loop.checkpoint_if_due(learner.step_count, lambda: learner.save_checkpoint(run))
     finally:
         progress.close()
-    if learner.step_count != saved_at:
+    if loop.unsaved(learner.step_count):
         if learner.step_count != logged_at:  # a last partial period (budget, stop) still gets its line
             record = {"iteration": learner.step_count, **learner.metrics(),
                       ELAPSED_METRIC: round(learner.train_seconds, 3)}
             if small:
                 record.update(evaluate(learner))
             run.append_metrics(record)
-        learner.save_checkpoint(run)
+        loop.checkpoint(learner.step_count, lambda: learner.save_checkpoint(run))
     save_policy(learner, run)
     if small:
         plot_exploitability(run)

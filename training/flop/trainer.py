@@ -1,13 +1,17 @@
-"""``pokerbot train --algo abstraction --game fhp --size lossless``: the full-width FHP solve.
+"""``pokerbot train --algo flop-cfr --game fhp``: the full-width FHP solve (``--algo abstraction
+--game fhp --size lossless`` names the same run: the lossless "abstraction" of FHP is FHP).
 
-The run loop around :class:`training.flop.cfr.FlopCFR`: a rich progress bar that moves flop by
-flop inside an iteration (with the ETA and the last exact exploitability), exact
-exploitability of the average strategy every ``eval_every`` iterations (off the solve clock:
-``elapsed_s`` counts only CFR time; ``nodes_touched`` per iteration), ``metrics.jsonl``, atomic checkpoints every
-``checkpoint_seconds`` and at a stop request (the run contract's interrupt policy), ``--resume``, and publication of the average strategy:
+A trainer of the run contract like the others (:data:`TRAINERS`; config resolution, Ctrl-C and
+``--resume`` are :mod:`training.contract.entry`'s, the loop's stopping rules and checkpoint
+timing :class:`training.contract.loop.StepLoop`'s). Around :class:`training.flop.cfr.FlopCFR`:
+a rich progress bar that moves flop by flop inside an iteration (with the ETA and the last
+exact exploitability), exact exploitability of the average strategy every ``eval_every``
+iterations (off the solve clock: ``elapsed_s`` counts only CFR time; ``nodes_touched`` per
+iteration), ``metrics.jsonl``, atomic checkpoints every ``checkpoint_seconds`` and at the end,
+and publication of the average strategy:
 
 * ``<run>/policy/``: ``pre_average.npy`` and ``average.npy`` (the solver's own tables over the
-  canonical flops, read by :func:`bot.flop.policies.load_flop_policy` for exact evaluation);
+  canonical flops, read by :func:`bot.flop.policies.solve_policy` for exact evaluation);
 * the agent named ``fhp_lossless``: the same strategy as rows of the lossless abstraction
   (decision node x suit-isomorphism class of hole cards + board), which
   :class:`bot.abstraction.agent.AbstractionAgent` plays.
@@ -17,9 +21,9 @@ from __future__ import annotations
 
 import json
 import resource
-import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from contextlib import nullcontext
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -32,15 +36,18 @@ from rich.progress import TextColumn
 from bot.abstraction.spec import SPECS, policy_path, resolve_size, spec_dir
 from bot.abstraction.tables import AbstractGame, Abstraction
 from bot.agents.bundle import write_bundle
-from bot.errors import PokerbotError
+from bot.errors import ConfigError, PokerbotError
+from bot.flop.game import flop_shape_error
 from bot.flop.solve_agent import FLOP_FILE, PREFLOP_FILE
 from bot.flop.solve_agent import KIND as FLOP_SOLVE_KIND
 from bot.progress import progress_bar
-from bot.run_files import ELAPSED_METRIC
+from bot.run_files import CONFIG_FILE, ELAPSED_METRIC, read_toml
 from protocol.files import atomic_write
 from protocol.gamedef import load_game
+from training.contract.entry import Trainer
+from training.contract.loop import StepLoop
 from training.contract.rundir import RunDir
-from training.contract.stop import RunInterrupted, StepAbandoned, StopRequest, parse_duration
+from training.contract.stop import CheckpointClock, StopRequest
 from training.flop.cfr import FlopCFR, FlopCFRConfig
 from training.tabular.cfr import DCFR_ALPHA, DCFR_BETA, DCFR_GAMMA
 
@@ -78,32 +85,47 @@ class FlopSolveConfig:
     seed: int = 0
     """Recorded for the record: full-width CFR is deterministic."""
 
+    def __post_init__(self) -> None:
+        self.cfr_config()  # validates the variant
+        if self.iterations < 1 or self.eval_every < 1:
+            raise ConfigError("iterations and eval_every must be positive")
+
     def cfr_config(self) -> FlopCFRConfig:
         return FlopCFRConfig(self.flop_cfr, self.average_exponent, self.alpha, self.beta, self.gamma, True)
 
 
-def is_flop_run(config: dict) -> bool:
-    return SOLVER_KEY in config
+def _check_shape(values: dict[str, Any], options: dict[str, Any]) -> dict[str, Any]:
+    """A game of another shape than flop hold'em is a one-line error before the run exists."""
+    game = load_game(str(values.get("game", "fhp")))
+    problem = flop_shape_error(game)
+    if problem is not None:
+        raise ConfigError(f"{game.name}: --algo flop-cfr solves flop hold'em-shaped games ({problem}), which this is not")
+    return values
 
 
-def make_config(values: dict) -> FlopSolveConfig:
-    known = set(FlopSolveConfig.__dataclass_fields__)
-    unknown = set(values) - known
-    if unknown:
-        raise PokerbotError(f"unknown flop-solve config keys: {', '.join(sorted(unknown))} (known: {', '.join(sorted(known))})")
-    config = FlopSolveConfig(**values)
-    config.cfr_config()  # validates the variant
-    if config.iterations < 1 or config.eval_every < 1:
-        raise PokerbotError("iterations and eval_every must be positive")
-    return config
+def route_lossless(options: Mapping[str, Any]) -> dict[str, Any] | None:
+    """``--algo abstraction`` options that name this solve (the abstraction trainer's
+    :attr:`~training.contract.entry.Trainer.route`): ``--size lossless`` of FHP (its lossless
+    abstraction is the game itself, so there is nothing to sample: full-width CFR solves it), or
+    ``--resume`` of a run this solve wrote; as ``--algo flop-cfr`` options, else None."""
+    resume = options.get("resume")
+    if resume:
+        config = Path(resume) / CONFIG_FILE
+        if not (config.is_file() and SOLVER_KEY in read_toml(config)):
+            return None
+    else:
+        size, game = options.get("size"), options.get("game")
+        if not (size and game and resolve_size(str(game), str(size)).name == LOSSLESS_NAME):
+            return None
+    return {**options, "algo": "flop-cfr", "size": None}
 
 
 def _rss_gb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20
 
 
-def solve(config: FlopSolveConfig, run: RunDir, resume: bool = False, console: Console | None = None,
-          stop: StopRequest | None = None) -> FlopCFR:
+def solve(config: FlopSolveConfig, run: RunDir, resume: bool = False, stop: StopRequest | None = None,
+          force: bool = False, console: Console | None = None) -> FlopCFR:
     """Run (or continue) the solve to its stopping rule; checkpoint and publish on the way out.
 
     Interrupts follow the run contract (:class:`~training.contract.stop.StopRequest`): the
@@ -113,18 +135,15 @@ def solve(config: FlopSolveConfig, run: RunDir, resume: bool = False, console: C
     ``KeyboardInterrupt``) and the last checkpoint stands: a half-done iteration's tables are
     never saved."""
     console = console or Console(stderr=True)
-    stop = stop or StopRequest()
     if config.threads:
         numba.set_num_threads(config.threads)
     solver = FlopCFR(load_game(config.game), config.cfr_config())
-    state = {"iteration": 0, "solve_s": 0.0, "eval_s": 0.0, "exploitability_mbb": None}
-    if resume:
-        state = _restore(run, solver)
+    restored = _restore(run, solver, force) if resume else None
+    state = restored or {"iteration": 0, "solve_s": 0.0, "eval_s": 0.0, "exploitability_mbb": None}
     fg = solver.fg
     console.print(f"{config.game}: {fg.num_flops:,} flops x {fg.flop.num_decisions} flop decision nodes x "
                   f"{fg.num_hands:,} hands; tables {solver.table_bytes / 2**30:.2f} GiB; "
                   f"{config.flop_cfr}, {numba.get_num_threads()} threads")  # fmt: skip
-    last_checkpoint = time.monotonic()
     status = TextColumn("{task.fields[status]}")
 
     def advance(bar: Any, task: Any, start: int) -> Callable[[int, int], None]:
@@ -134,11 +153,16 @@ def solve(config: FlopSolveConfig, run: RunDir, resume: bool = False, console: C
 
         return report
 
-    with stop:
+    def save() -> None:
+        _checkpoint(run, solver, state)
+
+    with nullcontext(stop) if stop is not None else StopRequest() as stop:
+        loop = StepLoop(stop, config.iterations, config.time_budget, CheckpointClock(2**62, config.checkpoint_seconds),
+                        solver.iteration if restored else None)
         with progress_bar(console, status) as bar:
             task = bar.add_task("flop CFR", total=config.iterations, completed=solver.iteration,
                                 status=_status(state))  # fmt: skip
-            while not _done(config, solver, state) and not stop.requested:
+            while loop.running(solver.iteration, state["solve_s"]) and not _reached_target(config, state):
                 t0 = time.monotonic()
                 solver.iterate(advance(bar, task, solver.iteration))
                 state["solve_s"] += time.monotonic() - t0
@@ -150,39 +174,15 @@ def solve(config: FlopSolveConfig, run: RunDir, resume: bool = False, console: C
                     record |= _evaluate(solver, state, bar, task)
                 run.append_metrics(record)
                 bar.update(task, completed=solver.iteration, status=_status(state))
-                if time.monotonic() - last_checkpoint >= config.checkpoint_seconds:
-                    _checkpoint(run, solver, state)
-                    last_checkpoint = time.monotonic()
-    _checkpoint(run, solver, state)
+                loop.checkpoint_if_due(solver.iteration, save)
+    loop.finish(solver.iteration, save)
     publish(run, solver, state)
-    console.print(f"{solver.iteration:,} iterations, {state['solve_s']:.0f} s solving; {_status(state)}; "
-                  f"policy in {run.policy_path}")  # fmt: skip
-    if stop.requested:
-        console.print(f"stopped on request; checkpoint saved; continue with: {_resume_command(run)}")
+    console.print(f"{solver.iteration:,} iterations, {state['solve_s']:.0f} s solving; {_status(state)}")
     return solver
 
 
-def _resume_command(run: RunDir) -> str:
-    return f"pokerbot train --algo abstraction --resume {run.path}"
-
-
-def _run(config: FlopSolveConfig, run: RunDir, resume: bool) -> None:
-    """:func:`solve` under the contract's exits: a stop request returns (exit 0), an abandoned
-    iteration says the last checkpoint stands (exit 0), a second Ctrl-C exits 130."""
-    try:
-        solve(config, run, resume=resume)
-    except StepAbandoned as abandoned:
-        print(f"{abandoned.reason}: the iteration in progress was abandoned; the last checkpoint stands; "
-              f"continue with: {_resume_command(run)}", file=sys.stderr)
-    except KeyboardInterrupt:
-        raise RunInterrupted(f"interrupted; the last checkpoint stands; continue with: {_resume_command(run)}") from None
-
-
-def _done(config: FlopSolveConfig, solver: FlopCFR, state: dict) -> bool:
-    if solver.iteration >= config.iterations:
-        return True
-    if config.time_budget is not None and state["solve_s"] >= config.time_budget:
-        return True
+def _reached_target(config: FlopSolveConfig, state: dict) -> bool:
+    """The stopping rule the flop solve adds to the loop's: the measured exploitability."""
     measured = state["exploitability_mbb"]
     return measured is not None and measured < config.target_mbb
 
@@ -210,10 +210,13 @@ def _checkpoint(run: RunDir, solver: FlopCFR, state: dict) -> None:
         (directory / "state.json").write_text(json.dumps(state))
 
 
-def _restore(run: RunDir, solver: FlopCFR) -> dict:
-    checkpoint = run.checkpoint_path
+def _restore(run: RunDir, solver: FlopCFR, force: bool = False) -> dict | None:
+    """The solve's state from the run's verified checkpoint (the tables loaded into ``solver``);
+    None when the run starts over (nothing to lose, or ``force``)."""
+    checkpoint = run.resume_checkpoint(force)
     if checkpoint is None:
-        raise PokerbotError(f"{run.path} has no checkpoint to resume from")
+        run.truncate_metrics(0)
+        return None
     try:
         state = json.loads((checkpoint / "state.json").read_text())
         solver.restore(lambda name: np.load(checkpoint / f"{name}.npy", mmap_mode="r"), int(state["iteration"]))
@@ -274,41 +277,11 @@ def lossless_rows(solver: FlopCFR) -> np.ndarray:
     return rows
 
 
-def claims(options: dict) -> bool:
-    """Whether ``train --algo abstraction`` options name a lossless FHP solve (new or resumed):
-    full-width CFR on the real game, not MCCFR over sampled buckets."""
-    if options.get("resume"):
-        return is_flop_run(RunDir.open(options["resume"]).config())
-    size, game = options.get("size"), options.get("game")
-    return bool(size and game) and resolve_size(str(game), str(size)).name == LOSSLESS_NAME
-
-
-def run_from_cli(options: dict) -> None:
-    """``train --algo abstraction --size lossless --game fhp`` (or ``--resume`` of such a run):
-    preset < ``--config`` TOML < flags; ``--resume`` may change iterations, time budget, threads."""
-    if options.get("traversals") is not None:
-        raise PokerbotError("--traversals does not apply to --algo abstraction")
-    flags: dict = {}
-    if options.get("iterations") is not None:
-        flags["iterations"] = int(options["iterations"])
-    if options.get("time_budget") is not None:
-        flags["time_budget"] = parse_duration(options["time_budget"])
-    if options.get("threads"):
-        flags["threads"] = int(options["threads"])
-    if options.get("resume"):
-        if options.get("seed") is not None or options.get("config_path") or options.get("size"):
-            raise PokerbotError("--seed, --size and --config cannot change a run on --resume (its config.toml is kept)")
-        run = RunDir.open(options["resume"])
-        config = make_config(run.config() | flags)
-        run.save_config(config)
-        _run(config, run, resume=True)
-        return
-    values: dict = {"game": str(options.get("game") or "fhp")}
-    if options.get("config_path"):
-        from training.contract.rundir import read_toml
-
-        values |= read_toml(Path(options["config_path"]))
-    if options.get("seed") is not None:
-        flags = flags | {"seed": int(options["seed"])}
-    config = make_config(values | flags)
-    _run(config, RunDir.create(options["out"], config, algo="abstraction"), resume=False)
+#: ``--algo flop-cfr`` for :mod:`training.contract.entry` (no presets: one game, the defaults).
+TRAINERS = {"flop-cfr": Trainer(
+    algo="flop-cfr", config_class=FlopSolveConfig,
+    flags={"game": "game", "iterations": "iterations", "time_budget": "time_budget", "seed": "seed",
+           "threads": "threads"},
+    resumable=frozenset({"iterations", "time_budget", "threads"}),
+    presets={}, train=solve, prepare=_check_shape,
+)}

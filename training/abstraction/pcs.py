@@ -67,7 +67,7 @@ from numba import njit, prange
 from bot.abstraction.tables import AbstractGame
 from bot.errors import ConfigError
 from protocol.evaluator import hand_strength_batch
-from training.abstraction.pcs_kernel import NUM_CARDS, prepare_board, walk
+from training.abstraction.pcs_kernel import NUM_CARDS, local_buckets, prepare_board, walk
 from training.abstraction.solver import kernel_args, seed_state, uniform
 
 #: Regret/average weighting schemes (module docstring).
@@ -192,6 +192,9 @@ def _walk_boards(boards, strengths, players, num_chunks, hands, preflop_bucket, 
     for c in prange(num_chunks):
         live_cards = np.empty((num_hands, num_hole), dtype=np.int64)
         bucket = np.empty((board_through.shape[0], num_hands), dtype=np.int64)
+        local = np.empty((board_through.shape[0], num_hands), dtype=np.int64)
+        ids = np.empty((board_through.shape[0], num_hands), dtype=np.int64)
+        counts = np.empty(board_through.shape[0], dtype=np.int64)
         sorted_strength = np.empty(num_hands, dtype=np.int64)
         node_at = np.empty(depth, dtype=np.int64)
         action_at = np.empty(depth, dtype=np.int64)
@@ -201,15 +204,19 @@ def _walk_boards(boards, strengths, players, num_chunks, hands, preflop_bucket, 
         value = np.empty((depth, num_hands))
         sigma = np.zeros((depth, 3, num_hands))
         child_value = np.zeros((depth, 3, num_hands))
+        acc = np.empty((4, num_hands))
+        mass = np.empty((depth, num_hands))
+        mass_ok = np.zeros(depth, dtype=np.bool_)
         per_card = np.zeros(NUM_CARDS)
         for i in range(c * count // num_chunks, (c + 1) * count // num_chunks):
             v = prepare_board(boards[i], hands, strengths[i], preflop_bucket, board_through, groups, binom, suit_size, class_keys,
                               class_offsets, num_ranks, num_suits, tables, lossless, live_cards, bucket, sorted_strength)  # fmt: skip
+            local_buckets(bucket, v, local, ids, counts)
             for p in players:
-                touched[c] += walk(p, v, live_cards, bucket, sorted_strength, kind, actor, rnd, child, legal,
+                touched[c] += walk(p, v, live_cards, local, ids, counts, sorted_strength, kind, actor, rnd, child, legal,
                                    folder, spent, row_offset, regrets, regret_out, average, regret_weight,
                                    average_weight, floor, node_at, action_at, own_at, opp_at, reach, value, sigma,
-                                   child_value, per_card)  # fmt: skip
+                                   child_value, acc, mass, mass_ok, per_card)  # fmt: skip
     return touched.sum()
 
 

@@ -203,8 +203,8 @@ def _walk_boards(boards, strengths, players, num_chunks, hands, preflop_bucket, 
         reach = np.empty((depth, num_hands))
         value = np.empty((depth, num_hands))
         sigma = np.zeros((depth, 3, num_hands))
-        child_value = np.zeros((depth, 3, num_hands))
-        acc = np.empty((4, num_hands))
+        bucket_value = np.zeros((depth, 3, num_hands))
+        own_mass = np.empty(num_hands)
         mass = np.empty((depth, num_hands))
         mass_ok = np.zeros(depth, dtype=np.bool_)
         per_card = np.zeros(NUM_CARDS)
@@ -216,7 +216,7 @@ def _walk_boards(boards, strengths, players, num_chunks, hands, preflop_bucket, 
                 touched[c] += walk(p, v, live_cards, local, ids, counts, sorted_strength, kind, actor, rnd, child, legal,
                                    folder, spent, row_offset, regrets, regret_out, average, regret_weight,
                                    average_weight, floor, node_at, action_at, own_at, opp_at, reach, value, sigma,
-                                   child_value, acc, mass, mass_ok, per_card)  # fmt: skip
+                                   bucket_value, own_mass, mass, mass_ok, per_card)  # fmt: skip
     return touched.sum()
 
 

@@ -166,21 +166,41 @@ def _showdown(win, lose, reach, cards, v, strength, per_card, out):
         out[h] -= lose * _disjoint(total, per_card, cards, reach, h)
 
 
+@njit(cache=True, inline="always")
+def _match(regrets, row, legal, n, out, b):
+    """Regret matching of table row ``row`` (node ``n``'s legal actions) into ``out[:, b]``."""
+    s0 = max(regrets[row, 0], 0.0) if legal[n, 0] else 0.0
+    s1 = max(regrets[row, 1], 0.0) if legal[n, 1] else 0.0
+    s2 = max(regrets[row, 2], 0.0) if legal[n, 2] else 0.0
+    total = s0 + s1 + s2
+    if total > 0.0:
+        out[0, b] = s0 / total
+        out[1, b] = s1 / total
+        out[2, b] = s2 / total
+    else:
+        count = legal[n, 0] + legal[n, 1] + legal[n, 2]
+        out[0, b] = legal[n, 0] / count
+        out[1, b] = legal[n, 1] / count
+        out[2, b] = legal[n, 2] / count
+
+
 @njit(cache=True, fastmath=True, error_model="numpy")
 def walk(player, v, live_cards, local, ids, counts, sorted_strength, kind, actor, rnd, child, legal, folder, spent,
          row_offset, regrets, regret_out, average, regret_weight, average_weight, floor,
-         node_at, action_at, own_at, opp_at, reach, value, sigma, child_value, acc, mass, mass_ok, per_card):  # fmt: skip
+         node_at, action_at, own_at, opp_at, reach, value, sigma, bucket_value, own_mass, mass, mass_ok, per_card):  # fmt: skip
     """One PCS pass for ``player`` on a prepared board (:func:`prepare_board`, then
     :func:`local_buckets`): regret increments ``regret_weight x (v(I, a) - v(I))`` of every live
     hand at the player's nodes are summed per bucket and added into ``regret_out`` at row
     (node, bucket) (then floored at 0 if ``floor``); ``average_weight x own reach x sigma`` into
     ``average``. Strategies are read from ``regrets`` by regret matching, once per (node,
     bucket) (pass the same array as ``regret_out`` for immediate updates, a zeroed one to
-    collect one iteration's increments against fixed strategies). Work arrays are per depth
-    (``[max_depth + 1, ...]``; ``reach`` has a row per depth, and ``own_at``/``opp_at`` say which
-    row holds each player's reach at a depth: an action changes only its actor's reach, the
-    other row is shared, not copied). ``mass[j]`` caches the disjoint opponent reach of every
-    hand under reach row j (a fold's value, and a showdown's last term), valid while
+    collect one iteration's increments against fixed strategies). As sigma is one per bucket, a
+    bucket's summed regret is ``S(a) - sum_a' sigma(a') S(a')`` with ``S(a)`` the bucket's summed
+    action values (``bucket_value``), so no per-hand action values are kept. Work arrays are
+    per depth (``[max_depth + 1, ...]``; ``reach`` has a row per depth, and ``own_at``/``opp_at``
+    say which row holds each player's reach at a depth: an action changes only its actor's
+    reach, the other row is shared, not copied). ``mass[j]`` caches the disjoint opponent reach
+    of every hand under reach row j (a fold's value, and a showdown's last term), valid while
     ``mass_ok[j]``: children are visited last action first, so at the player's river nodes the
     call's showdown fills it and the fold reuses it. Returns the (decision node, live hand)
     pairs evaluated."""
@@ -195,6 +215,7 @@ def walk(player, v, live_cards, local, ids, counts, sorted_strength, kind, actor
     entering = True
     while d >= 0:
         n = node_at[d]
+        r = rnd[n]
         if entering:
             if kind[n] != DECISION:
                 j = opp_at[d]
@@ -220,38 +241,28 @@ def walk(player, v, live_cards, local, ids, counts, sorted_strength, kind, actor
                 continue
             touched += v
             offset = row_offset[n]
-            r = rnd[n]
-            count = legal[n, 0] + legal[n, 1] + legal[n, 2]
             for b in range(counts[r]):
-                row = offset + ids[r, b]
-                s0 = max(regrets[row, 0], 0.0) if legal[n, 0] else 0.0
-                s1 = max(regrets[row, 1], 0.0) if legal[n, 1] else 0.0
-                s2 = max(regrets[row, 2], 0.0) if legal[n, 2] else 0.0
-                total = s0 + s1 + s2
-                if total > 0.0:
-                    sigma[d, 0, b] = s0 / total
-                    sigma[d, 1, b] = s1 / total
-                    sigma[d, 2, b] = s2 / total
-                else:
-                    sigma[d, 0, b] = legal[n, 0] / count
-                    sigma[d, 1, b] = legal[n, 1] / count
-                    sigma[d, 2, b] = legal[n, 2] / count
-            if actor[n] != player:
-                value[d, :v] = 0.0
+                _match(regrets, offset + ids[r, b], legal, n, sigma[d], b)
+            value[d, :v] = 0.0
+            if actor[n] == player:
+                bucket_value[d, :, : counts[r]] = 0.0
             action_at[d] = 3
         else:
             x = action_at[d]
             if actor[n] == player:
-                child_value[d, x, :v] = value[d + 1, :v]
+                for i in range(v):
+                    b = local[r, i]
+                    value[d, i] += sigma[d, x, b] * value[d + 1, i]
+                    bucket_value[d, x, b] += value[d + 1, i]
             else:
-                value[d, :v] += value[d + 1, :v]
+                for i in range(v):
+                    value[d, i] += value[d + 1, i]
         x = action_at[d] - 1
         while x >= 0 and not legal[n, x]:
             x -= 1
         if x >= 0:
             action_at[d] = x
             source = own_at[d] if actor[n] == player else opp_at[d]
-            r = rnd[n]
             for i in range(v):
                 reach[d + 1, i] = reach[source, i] * sigma[d, x, local[r, i]]
             mass_ok[d + 1] = False
@@ -262,27 +273,21 @@ def walk(player, v, live_cards, local, ids, counts, sorted_strength, kind, actor
             entering = True
             continue
         if actor[n] == player:
-            r = rnd[n]
             nb = counts[r]
             own = reach[own_at[d]]
-            acc[:, :nb] = 0.0
+            own_mass[:nb] = 0.0
             for i in range(v):
-                b = local[r, i]
-                expected = sigma[d, 0, b] * child_value[d, 0, i] + sigma[d, 1, b] * child_value[d, 1, i] \
-                    + sigma[d, 2, b] * child_value[d, 2, i]
-                value[d, i] = expected
-                acc[0, b] += child_value[d, 0, i] - expected
-                acc[1, b] += child_value[d, 1, i] - expected
-                acc[2, b] += child_value[d, 2, i] - expected
-                acc[3, b] += own[i]
+                own_mass[local[r, i]] += own[i]
             offset = row_offset[n]
             for b in range(nb):
                 row = offset + ids[r, b]
+                expected = sigma[d, 0, b] * bucket_value[d, 0, b] + sigma[d, 1, b] * bucket_value[d, 1, b] \
+                    + sigma[d, 2, b] * bucket_value[d, 2, b]
                 for x in range(3):
                     if legal[n, x]:
-                        updated = regret_out[row, x] + regret_weight * acc[x, b]
+                        updated = regret_out[row, x] + regret_weight * (bucket_value[d, x, b] - expected)
                         regret_out[row, x] = max(updated, 0.0) if floor else updated
-                        average[row, x] += average_weight * acc[3, b] * sigma[d, x, b]
+                        average[row, x] += average_weight * own_mass[b] * sigma[d, x, b]
         d -= 1
         entering = False
     return touched

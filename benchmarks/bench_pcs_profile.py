@@ -101,7 +101,7 @@ def profile(name: str, boards_count: int) -> None:
     ag = AbstractGame.build(Abstraction.load(SPECS[name]))
     pg, tree = PCSGame.build(ag), ag.tree
     deck = np.array(ag.abstraction.game.deck, dtype=np.int8)
-    boards = sample_boards(deck, pg.board_cards, 0, 1, boards_count)
+    boards = sample_boards(deck, pg.board_cards, pg.strata, 0, 1, boards_count)
     rng = np.random.default_rng(0)
     regrets = rng.normal(size=(ag.num_rows, 3)).astype(np.float32)
     average = np.zeros_like(regrets)

@@ -67,6 +67,7 @@ from numba import njit, prange
 from bot.abstraction.tables import AbstractGame
 from bot.errors import ConfigError
 from protocol.evaluator import hand_strength_batch
+from protocol.isomorphism import HandIndexer, canonical_representatives
 from training.abstraction.pcs_kernel import NUM_CARDS, local_buckets, prepare_board, walk
 from training.abstraction.solver import kernel_args, seed_state, uniform
 
@@ -130,6 +131,7 @@ class PCSGame:
     card_args: tuple  # prepare_board's indexer and bucket-table arguments
     tree_args: tuple  # walk's tree arguments
     max_depth: int
+    strata: np.ndarray  # int8 [L, k]: the first board round's canonical cards, by orbit (:func:`first_board_strata`)
 
     @classmethod
     def build(cls, ag: AbstractGame) -> PCSGame:
@@ -145,23 +147,63 @@ class PCSGame:
         preflop = a.indexers[0].index_batch(hands)
         if a.tables[0] is not None:
             preflop = np.asarray(a.tables[0])[preflop].astype(np.int64)
-        return cls(ag, hands, preflop, game.total_board_cards, (board_through, *rest), tree_args, int(t.depth.max()))
+        return cls(ag, hands, preflop, game.total_board_cards, (board_through, *rest), tree_args, int(t.depth.max()),
+                   first_board_strata(game))  # fmt: skip
 
     @property
     def num_hands(self) -> int:
         return len(self.hands)
 
 
+def first_board_strata(game) -> np.ndarray:
+    """int8 ``[L, k]``: one representative of every suit class of the first board round's ``k``
+    cards (the flop), each repeated (class size / g) times, g the classes' common divisor
+    (hold'em and FHP flops: 1,755 classes of 4, 12 or 24 flops, L = 5,525); ``[0, 0]`` without
+    board cards. A seeded permutation of these rows is a stratified draw of the flop: over L
+    iterations every flop class comes up in proportion to its size (the bucket tables are
+    suit-invariant, so a representative updates exactly what any flop of its class would)."""
+    rounds = [int(c) for c in game.num_board_cards if c]
+    if not rounds:
+        return np.zeros((0, 0), dtype=np.int8)
+    representatives, sizes = canonical_representatives(HandIndexer((rounds[0],), game.num_ranks, game.num_suits),
+                                                       tuple(game.deck))  # fmt: skip
+    return np.repeat(representatives, sizes // np.gcd.reduce(sizes), axis=0).astype(np.int8)
+
+
 @njit(cache=True)
-def sample_boards(deck, board_cards, seed, first_iteration, count):  # pragma: no cover - numba
-    """The full board (every round's cards, in dealing order) of ``count`` iterations."""
+def sample_boards(deck, board_cards, strata, seed, first_iteration, count):  # pragma: no cover - numba
+    """The full board (every round's cards, in dealing order) of ``count`` iterations: the first
+    round's cards are row ``perm_e[(t - 1) % L]`` of ``strata`` for iteration t in epoch
+    e = (t - 1) // L (``perm_e`` a permutation seeded by (seed, e)), the later rounds' cards are
+    drawn uniformly from the rest of the deck (seeded by (seed, t)); any split of the
+    iterations into calls draws the same boards."""
     boards = np.empty((count, board_cards), dtype=np.int8)
     work = deck.copy()
     n = deck.shape[0]
+    size, first_cards = strata.shape
+    perm = np.arange(size)
+    epoch_drawn = -1
     for i in range(count):
-        work[:] = deck  # each board from the full deck: any split of the iterations draws the same
+        t = first_iteration + i - 1
+        work[:] = deck
+        if size:
+            epoch = t // size
+            if epoch != epoch_drawn:
+                perm[:] = np.arange(size)
+                state = seed_state(seed, epoch, 5)
+                for j in range(size - 1):
+                    state, u = uniform(state)
+                    k = j + int(u * (size - j))
+                    perm[j], perm[k] = perm[k], perm[j]
+                epoch_drawn = epoch
+            for j in range(first_cards):  # the stratum's cards to the front of the deck
+                k = j
+                while work[k] != strata[perm[t % size], j]:
+                    k += 1
+                work[j], work[k] = work[k], work[j]
+                boards[i, j] = work[j]
         state = seed_state(seed, first_iteration + i, 4)
-        for j in range(board_cards):  # partial Fisher-Yates
+        for j in range(first_cards, board_cards):  # partial Fisher-Yates
             state, u = uniform(state)
             k = j + int(u * (n - j))
             work[j], work[k] = work[k], work[j]
@@ -238,6 +280,6 @@ def run_iterations(pg: PCSGame, regrets: np.ndarray, average: np.ndarray, seed: 
     """Iterations ``first_iteration ..`` (``count``), one sampled board each, both players'
     passes (alternating), updates applied at once; returns (node, hand) pairs evaluated."""
     deck = np.array(pg.ag.abstraction.game.deck, dtype=np.int8)
-    boards = sample_boards(deck, pg.board_cards, seed, first_iteration, count)
+    boards = sample_boards(deck, pg.board_cards, pg.strata, seed, first_iteration, count)
     return walk_boards(pg, regrets, regrets, average, boards, (0, 1), weights.regret_weight, weights.average_weight,
                        weights.floor, threads)  # fmt: skip

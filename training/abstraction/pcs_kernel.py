@@ -3,7 +3,9 @@
 For one full board (every round's public cards), :func:`prepare_board` lists the hands that
 share no card with it (the *live* hands), each one's bucket in every round (imperfect recall:
 hole cards plus the board visible in that round, through the suit-isomorphism index and the
-bucket table) and the live hands in ascending showdown strength. :func:`walk` is then one
+bucket table) and the live hands in ascending showdown strength; :func:`local_buckets` numbers
+each round's distinct buckets among them, so the walk reads and writes the tables once per
+(node, bucket) rather than per (node, hand). :func:`walk` is then one
 depth-first pass over the betting tree (:class:`protocol.betting_tree.BettingTree` arrays)
 carrying vectors over the live hands: both players' reach on the way down, the updating
 player's counterfactual values on the way up (Johanson, Bard, Lanctot, Gibson & Bowling 2012,
@@ -11,7 +13,9 @@ player's counterfactual values on the way up (Johanson, Bard, Lanctot, Gibson & 
 Minimization", sec. 3, vector form). Terminal values use exact card removal in O(V): a fold
 by inclusion-exclusion over the hands holding each of h's cards, a showdown by the
 sort-by-strength sweep (Johanson, Waugh, Bowling & Zinkevich 2011, "Accelerating Best Response
-Calculation in Large Extensive Games", sec. 4.2). The pass keeps one row of vectors per *depth*
+Calculation in Large Extensive Games", sec. 4.2), here in one ascending direction: the stronger
+hands' reach is the fold mass minus the weaker-or-tied, and the fold mass is shared with a fold
+under the same opponent reach. The pass keeps one row of vectors per *depth*
 (not per node), so its working set is depth x V (HULH: ~20 x 1,081 doubles per array) and
 stays in cache; a node-indexed layout would be 6,378+ x V per array.
 

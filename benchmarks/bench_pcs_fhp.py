@@ -102,7 +102,7 @@ def plot(results: dict, path: Path) -> None:
         for ax, key in zip(axes, ("seconds", "cpu_seconds", "updates"), strict=True):
             ax.plot([p[key] for p in points], [p["exploitability_mbb"] for p in points], style, marker="o", ms=3,
                     label=f"{name} {label}")  # fmt: skip
-    labels = ("solve wall seconds (2 threads, shared machine)", "solve CPU seconds (both threads)",
+    labels = ("solve wall seconds (shared machine)", "solve CPU seconds (all threads)",
               "(decision node, hand) updates")
     for ax, xlabel in zip(axes, labels, strict=True):
         ax.set_xscale("log")

@@ -28,11 +28,12 @@ FEATURE_ROWS_PER_SECOND = 4.8e6
 #: same (shared) machine: HULH abstraction_3e6, FHP fhp_abstraction_4e4, Leduc lossless.
 ITERATIONS_PER_SECOND = {"holdem": 1.45e4, "fhp": 1.4e5, "leduc": 1.0e5, "kuhn": 2.0e5}
 #: PCS (decision node, live hand) pairs per second on the 2-core machine with both cores free:
-#: twice the pairs per CPU second measured while other jobs shared the machine (load 12-14):
-#: ``benchmarks/bench_pcs_holdem.py`` (abstraction_3e6: 3.77e7 per CPU s) and
-#: ``benchmarks/bench_pcs_fhp.py`` (fhp_abstraction_3.6e6: 1.9e7 per CPU s, short calls between
-#: evaluations). Other games (Leduc, Kuhn: seconds either way) use the FHP rate.
-PCS_PAIRS_PER_SECOND = {"holdem": 7.5e7, "fhp": 3.8e7}
+#: twice the pairs per CPU second measured while other jobs shared the machine (load 11-14):
+#: ``benchmarks/bench_pcs_holdem.py --iterations 20`` (abstraction_3e6: 4.62e7 per CPU s, 149 CPU
+#: ms per pass, 187 before the per-bucket kernel) and ``benchmarks/bench_pcs_fhp.py --threads 1``
+#: (fhp_abstraction_3.6e6: 3.36e7 per CPU s over an 80 CPU-s solve). Other games (Leduc, Kuhn:
+#: seconds either way) use the FHP rate.
+PCS_PAIRS_PER_SECOND = {"holdem": 9.2e7, "fhp": 6.7e7}
 #: A default PCS solve gives every bucket of the finest round this many hand updates per
 #: decision node: iterations = this x buckets / live hands per board. Calibrated by
 #: ``benchmarks/bench_pcs_fhp.py`` on fhp_abstraction_4e4, whose exploitability stops falling

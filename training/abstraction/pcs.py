@@ -35,9 +35,19 @@ before batch k the tables are rescaled, then batch k's increments are added with
 exact exploitability): DCFR reaches 48.5 mbb/g at 1,024 iterations and stays near it (its
 floor), CFR+ is at 59.1 and Linear at 68.3 after as long; DCFR is :data:`DEFAULT_SCHEME`.
 
-**Batch structure and threads.** :func:`run_iterations` samples one board per iteration from a
-splitmix64 stream keyed by (seed, iteration), evaluates every (hand, board) showdown strength in
-one vectorised call, then a ``prange`` over ``threads`` contiguous shares of the iterations runs
+**Board sampling.** The flop is *stratified*: iteration t's flop is row perm_e((t - 1) mod L) of
+the flop classes listed by size (:func:`first_board_strata`, L = 5,525 on a 52-card deck),
+perm_e a permutation seeded by (seed, epoch e); the turn and river are drawn uniformly from the
+rest of the deck by a splitmix64 stream keyed by (seed, t). Every epoch of L iterations thus
+deals each flop class exactly in proportion to its probability (the abstraction is
+suit-invariant, so a class's representative updates exactly what any of its flops would):
+the sampling noise of which flops came up is gone at every epoch's end, and each iteration's
+board is still uniformly distributed. On ``fhp_abstraction_3.6e6`` (where the flop is the whole
+board) it measured 252.9 mbb/g after 10 CPU-s against 260.6 for independent draws (one run
+each, 1 thread, load 11-13; ``benchmarks/bench_pcs_fhp.py --iid-boards`` runs the comparison).
+
+**Batch structure and threads.** :func:`run_iterations` samples the boards as above, evaluates
+every (hand, board) showdown strength in one vectorised call, then a ``prange`` over ``threads`` contiguous shares of the iterations runs
 each share's boards one after another; every thread owns its work arrays (depth x hands, ~2 MB
 on hold'em) and updates the shared tables without locks (Hogwild-style, as the ES solver: two
 threads rarely write one row at the same instant, and a lost update is noise far below the
@@ -67,7 +77,8 @@ from numba import njit, prange
 from bot.abstraction.tables import AbstractGame
 from bot.errors import ConfigError
 from protocol.evaluator import hand_strength_batch
-from training.abstraction.pcs_kernel import NUM_CARDS, prepare_board, walk
+from protocol.isomorphism import HandIndexer, canonical_representatives
+from training.abstraction.pcs_kernel import NUM_CARDS, local_buckets, prepare_board, walk
 from training.abstraction.solver import kernel_args, seed_state, uniform
 
 #: Regret/average weighting schemes (module docstring).
@@ -130,6 +141,7 @@ class PCSGame:
     card_args: tuple  # prepare_board's indexer and bucket-table arguments
     tree_args: tuple  # walk's tree arguments
     max_depth: int
+    strata: np.ndarray  # int8 [L, k]: the first board round's canonical cards, by orbit (:func:`first_board_strata`)
 
     @classmethod
     def build(cls, ag: AbstractGame) -> PCSGame:
@@ -145,23 +157,63 @@ class PCSGame:
         preflop = a.indexers[0].index_batch(hands)
         if a.tables[0] is not None:
             preflop = np.asarray(a.tables[0])[preflop].astype(np.int64)
-        return cls(ag, hands, preflop, game.total_board_cards, (board_through, *rest), tree_args, int(t.depth.max()))
+        return cls(ag, hands, preflop, game.total_board_cards, (board_through, *rest), tree_args, int(t.depth.max()),
+                   first_board_strata(game))  # fmt: skip
 
     @property
     def num_hands(self) -> int:
         return len(self.hands)
 
 
+def first_board_strata(game) -> np.ndarray:
+    """int8 ``[L, k]``: one representative of every suit class of the first board round's ``k``
+    cards (the flop), each repeated (class size / g) times, g the classes' common divisor
+    (hold'em and FHP flops: 1,755 classes of 4, 12 or 24 flops, L = 5,525); ``[0, 0]`` without
+    board cards. A seeded permutation of these rows is a stratified draw of the flop: over L
+    iterations every flop class comes up in proportion to its size (the bucket tables are
+    suit-invariant, so a representative updates exactly what any flop of its class would)."""
+    rounds = [int(c) for c in game.num_board_cards if c]
+    if not rounds:
+        return np.zeros((0, 0), dtype=np.int8)
+    representatives, sizes = canonical_representatives(HandIndexer((rounds[0],), game.num_ranks, game.num_suits),
+                                                       tuple(game.deck))  # fmt: skip
+    return np.repeat(representatives, sizes // np.gcd.reduce(sizes), axis=0).astype(np.int8)
+
+
 @njit(cache=True)
-def sample_boards(deck, board_cards, seed, first_iteration, count):  # pragma: no cover - numba
-    """The full board (every round's cards, in dealing order) of ``count`` iterations."""
+def sample_boards(deck, board_cards, strata, seed, first_iteration, count):  # pragma: no cover - numba
+    """The full board (every round's cards, in dealing order) of ``count`` iterations: the first
+    round's cards are row ``perm_e[(t - 1) % L]`` of ``strata`` for iteration t in epoch
+    e = (t - 1) // L (``perm_e`` a permutation seeded by (seed, e)), the later rounds' cards are
+    drawn uniformly from the rest of the deck (seeded by (seed, t)); any split of the
+    iterations into calls draws the same boards."""
     boards = np.empty((count, board_cards), dtype=np.int8)
     work = deck.copy()
     n = deck.shape[0]
+    size, first_cards = strata.shape
+    perm = np.arange(size)
+    epoch_drawn = -1
     for i in range(count):
-        work[:] = deck  # each board from the full deck: any split of the iterations draws the same
+        t = first_iteration + i - 1
+        work[:] = deck
+        if size:
+            epoch = t // size
+            if epoch != epoch_drawn:
+                perm[:] = np.arange(size)
+                state = seed_state(seed, epoch, 5)
+                for j in range(size - 1):
+                    state, u = uniform(state)
+                    k = j + int(u * (size - j))
+                    perm[j], perm[k] = perm[k], perm[j]
+                epoch_drawn = epoch
+            for j in range(first_cards):  # the stratum's cards to the front of the deck
+                k = j
+                while work[k] != strata[perm[t % size], j]:
+                    k += 1
+                work[j], work[k] = work[k], work[j]
+                boards[i, j] = work[j]
         state = seed_state(seed, first_iteration + i, 4)
-        for j in range(board_cards):  # partial Fisher-Yates
+        for j in range(first_cards, board_cards):  # partial Fisher-Yates
             state, u = uniform(state)
             k = j + int(u * (n - j))
             work[j], work[k] = work[k], work[j]
@@ -192,6 +244,9 @@ def _walk_boards(boards, strengths, players, num_chunks, hands, preflop_bucket, 
     for c in prange(num_chunks):
         live_cards = np.empty((num_hands, num_hole), dtype=np.int64)
         bucket = np.empty((board_through.shape[0], num_hands), dtype=np.int64)
+        local = np.empty((board_through.shape[0], num_hands), dtype=np.int64)
+        ids = np.empty((board_through.shape[0], num_hands), dtype=np.int64)
+        counts = np.empty(board_through.shape[0], dtype=np.int64)
         sorted_strength = np.empty(num_hands, dtype=np.int64)
         node_at = np.empty(depth, dtype=np.int64)
         action_at = np.empty(depth, dtype=np.int64)
@@ -200,16 +255,20 @@ def _walk_boards(boards, strengths, players, num_chunks, hands, preflop_bucket, 
         reach = np.empty((depth, num_hands))
         value = np.empty((depth, num_hands))
         sigma = np.zeros((depth, 3, num_hands))
-        child_value = np.zeros((depth, 3, num_hands))
+        bucket_value = np.zeros((depth, 3, num_hands))
+        own_mass = np.empty(num_hands)
+        mass = np.empty((depth, num_hands))
+        mass_ok = np.zeros(depth, dtype=np.bool_)
         per_card = np.zeros(NUM_CARDS)
         for i in range(c * count // num_chunks, (c + 1) * count // num_chunks):
             v = prepare_board(boards[i], hands, strengths[i], preflop_bucket, board_through, groups, binom, suit_size, class_keys,
                               class_offsets, num_ranks, num_suits, tables, lossless, live_cards, bucket, sorted_strength)  # fmt: skip
+            local_buckets(bucket, v, local, ids, counts)
             for p in players:
-                touched[c] += walk(p, v, live_cards, bucket, sorted_strength, kind, actor, rnd, child, legal,
+                touched[c] += walk(p, v, live_cards, local, ids, counts, sorted_strength, kind, actor, rnd, child, legal,
                                    folder, spent, row_offset, regrets, regret_out, average, regret_weight,
                                    average_weight, floor, node_at, action_at, own_at, opp_at, reach, value, sigma,
-                                   child_value, per_card)  # fmt: skip
+                                   bucket_value, own_mass, mass, mass_ok, per_card)  # fmt: skip
     return touched.sum()
 
 
@@ -231,6 +290,6 @@ def run_iterations(pg: PCSGame, regrets: np.ndarray, average: np.ndarray, seed: 
     """Iterations ``first_iteration ..`` (``count``), one sampled board each, both players'
     passes (alternating), updates applied at once; returns (node, hand) pairs evaluated."""
     deck = np.array(pg.ag.abstraction.game.deck, dtype=np.int8)
-    boards = sample_boards(deck, pg.board_cards, seed, first_iteration, count)
+    boards = sample_boards(deck, pg.board_cards, pg.strata, seed, first_iteration, count)
     return walk_boards(pg, regrets, regrets, average, boards, (0, 1), weights.regret_weight, weights.average_weight,
                        weights.floor, threads)  # fmt: skip

@@ -3,7 +3,9 @@
 For one full board (every round's public cards), :func:`prepare_board` lists the hands that
 share no card with it (the *live* hands), each one's bucket in every round (imperfect recall:
 hole cards plus the board visible in that round, through the suit-isomorphism index and the
-bucket table) and the live hands in ascending showdown strength. :func:`walk` is then one
+bucket table) and the live hands in ascending showdown strength; :func:`local_buckets` numbers
+each round's distinct buckets among them, so the walk reads and writes the tables once per
+(node, bucket) rather than per (node, hand). :func:`walk` is then one
 depth-first pass over the betting tree (:class:`protocol.betting_tree.BettingTree` arrays)
 carrying vectors over the live hands: both players' reach on the way down, the updating
 player's counterfactual values on the way up (Johanson, Bard, Lanctot, Gibson & Bowling 2012,
@@ -11,7 +13,9 @@ player's counterfactual values on the way up (Johanson, Bard, Lanctot, Gibson & 
 Minimization", sec. 3, vector form). Terminal values use exact card removal in O(V): a fold
 by inclusion-exclusion over the hands holding each of h's cards, a showdown by the
 sort-by-strength sweep (Johanson, Waugh, Bowling & Zinkevich 2011, "Accelerating Best Response
-Calculation in Large Extensive Games", sec. 4.2). The pass keeps one row of vectors per *depth*
+Calculation in Large Extensive Games", sec. 4.2), here in one ascending direction: the stronger
+hands' reach is the fold mass minus the weaker-or-tied, and the fold mass is shared with a fold
+under the same opponent reach. The pass keeps one row of vectors per *depth*
 (not per node), so its working set is depth x V (HULH: ~20 x 1,081 doubles per array) and
 stays in cache; a node-indexed layout would be 6,378+ x V per array.
 
@@ -79,15 +83,41 @@ def prepare_board(board, hands, strengths, preflop_bucket, board_through, groups
     return v
 
 
+@njit(cache=True)
+def local_buckets(bucket, v, local, ids, counts):
+    """Number the distinct buckets of each round among the first ``v`` hands: ``ids[r, :counts[r]]``
+    are round r's buckets in ascending order and ``local[r, i]`` is hand i's position among them.
+    Many hands share a bucket on one board (abstraction_3e6's river: ~60 buckets for 1,081 hands;
+    fhp_abstraction_3.6e6's flop: ~100 for 1,176), so the walk matches regrets and writes the
+    tables once per (node, bucket) instead of once per (node, hand)."""
+    for r in range(bucket.shape[0]):
+        order = np.argsort(bucket[r, :v])
+        n = 0
+        for k in range(v):
+            b = bucket[r, order[k]]
+            if n == 0 or ids[r, n - 1] != b:
+                ids[r, n] = b
+                n += 1
+            local[r, order[k]] = n - 1
+        counts[r] = n
+
+
 @njit(cache=True, inline="always")
 def _outside(total, per_card, cards, h):
     """Reach of the hands sharing no card with hand ``h``, from the total and the reach through
     each card (with two hole cards, h itself is the one hand through both and is subtracted
-    twice: the caller adds its reach back when h is among the counted hands)."""
+    twice: :func:`_disjoint` adds its reach back when h is among the counted hands)."""
     mass = total
     for k in range(cards.shape[1]):
         mass -= per_card[cards[h, k]]
     return mass
+
+
+@njit(cache=True, inline="always")
+def _disjoint(total, per_card, cards, reach, h):
+    """Reach of the counted hands sharing no card with ``h`` when h itself is counted."""
+    mass = _outside(total, per_card, cards, h)
+    return mass + reach[h] if cards.shape[1] == 2 else mass
 
 
 @njit(cache=True, inline="always")
@@ -105,56 +135,79 @@ def _fold(won, reach, cards, v, per_card, out):
     for i in range(v):
         total += _count(reach, cards, i, per_card)
     for i in range(v):
-        mass = _outside(total, per_card, cards, i)
-        if cards.shape[1] == 2:
-            mass += reach[i]
-        out[i] = won * mass
+        out[i] = won * _disjoint(total, per_card, cards, reach, i)
 
 
 @njit(cache=True, inline="always", fastmath=True, error_model="numpy")
-def _sweep(coef, ascending, reach, cards, v, strength, per_card, out):
-    """out[h] += coef x (reach of the disjoint hands strictly before h in the sweep): ascending,
-    the weaker hands; descending, the stronger (hands numbered by ascending ``strength``; ties
-    are passed as a group, so they count for neither). A hand sharing a card with h is never h
-    itself here (h is not strictly weaker or stronger than itself), so no add-back."""
+def _ascending(win, lose, reach, cards, v, strength, per_card, out):
+    """The sort-by-strength sweep in one direction: out[h] = win x W(h) + lose x E(h), with W the
+    reach of the disjoint hands strictly weaker than h and E that of the disjoint hands at most
+    as strong (h excluded); returns the total, and ``per_card`` then holds every hand's reach
+    by card, so the caller gets the stronger hands' reach as (all disjoint) - E without the
+    descending sweep. Ties are passed as a group (hands numbered by ascending ``strength``)."""
     per_card[:] = 0.0
     total = 0.0
     start = 0
     while start < v:
-        first = start if ascending else v - 1 - start
-        end = start
-        while end < v and strength[end if ascending else v - 1 - end] == strength[first]:
+        end = start + 1
+        while end < v and strength[end] == strength[start]:
             end += 1
-        for p in range(start, end):
-            h = p if ascending else v - 1 - p
-            out[h] += coef * _outside(total, per_card, cards, h)
-        for p in range(start, end):
-            total += _count(reach, cards, p if ascending else v - 1 - p, per_card)
+        for h in range(start, end):
+            out[h] = win * _outside(total, per_card, cards, h)
+        for h in range(start, end):
+            total += _count(reach, cards, h, per_card)
+        for h in range(start, end):
+            out[h] += lose * _disjoint(total, per_card, cards, reach, h)
         start = end
+    return total
 
 
 @njit(cache=True, inline="always", fastmath=True, error_model="numpy")
 def _showdown(win, lose, reach, cards, v, strength, per_card, out):
-    """out[i] = win x (reach of weaker disjoint hands) - lose x (reach of stronger ones): the
-    sort-by-strength sweep, both directions."""
-    out[:v] = 0.0
-    _sweep(win, True, reach, cards, v, strength, per_card, out)
-    _sweep(-lose, False, reach, cards, v, strength, per_card, out)
+    """out[i] = win x (reach of weaker disjoint hands) - lose x (reach of stronger ones)."""
+    total = _ascending(win, lose, reach, cards, v, strength, per_card, out)
+    for h in range(v):
+        out[h] -= lose * _disjoint(total, per_card, cards, reach, h)
+
+
+@njit(cache=True, inline="always")
+def _match(regrets, row, legal, n, out, b):
+    """Regret matching of table row ``row`` (node ``n``'s legal actions) into ``out[:, b]``."""
+    s0 = max(regrets[row, 0], 0.0) if legal[n, 0] else 0.0
+    s1 = max(regrets[row, 1], 0.0) if legal[n, 1] else 0.0
+    s2 = max(regrets[row, 2], 0.0) if legal[n, 2] else 0.0
+    total = s0 + s1 + s2
+    if total > 0.0:
+        out[0, b] = s0 / total
+        out[1, b] = s1 / total
+        out[2, b] = s2 / total
+    else:
+        count = legal[n, 0] + legal[n, 1] + legal[n, 2]
+        out[0, b] = legal[n, 0] / count
+        out[1, b] = legal[n, 1] / count
+        out[2, b] = legal[n, 2] / count
 
 
 @njit(cache=True, fastmath=True, error_model="numpy")
-def walk(player, v, live_cards, bucket, sorted_strength, kind, actor, rnd, child, legal, folder, spent,
+def walk(player, v, live_cards, local, ids, counts, sorted_strength, kind, actor, rnd, child, legal, folder, spent,
          row_offset, regrets, regret_out, average, regret_weight, average_weight, floor,
-         node_at, action_at, own_at, opp_at, reach, value, sigma, child_value, per_card):  # fmt: skip
-    """One PCS pass for ``player`` on a prepared board: regret increments ``regret_weight x
-    (v(I, a) - v(I))`` of every live hand at the player's nodes are added into ``regret_out``
-    at row (node, bucket) (floored at 0 if ``floor``); ``average_weight x own reach x sigma``
-    into ``average``. Strategies are read from ``regrets`` by regret matching (pass the same
-    array as ``regret_out`` for immediate updates, a zeroed one to collect one iteration's
-    increments against fixed strategies). Work arrays are per depth (``[max_depth + 1, ...]``;
-    ``reach`` has a row per depth, and ``own_at``/``opp_at`` say which row holds each player's
-    reach at a depth: an action changes only its actor's reach, the other row is shared, not
-    copied). Returns the (decision node, live hand) pairs evaluated."""
+         node_at, action_at, own_at, opp_at, reach, value, sigma, bucket_value, own_mass, mass, mass_ok, per_card):  # fmt: skip
+    """One PCS pass for ``player`` on a prepared board (:func:`prepare_board`, then
+    :func:`local_buckets`): regret increments ``regret_weight x (v(I, a) - v(I))`` of every live
+    hand at the player's nodes are summed per bucket and added into ``regret_out`` at row
+    (node, bucket) (then floored at 0 if ``floor``); ``average_weight x own reach x sigma`` into
+    ``average``. Strategies are read from ``regrets`` by regret matching, once per (node,
+    bucket) (pass the same array as ``regret_out`` for immediate updates, a zeroed one to
+    collect one iteration's increments against fixed strategies). As sigma is one per bucket, a
+    bucket's summed regret is ``S(a) - sum_a' sigma(a') S(a')`` with ``S(a)`` the bucket's summed
+    action values (``bucket_value``), so no per-hand action values are kept. Work arrays are
+    per depth (``[max_depth + 1, ...]``; ``reach`` has a row per depth, and ``own_at``/``opp_at``
+    say which row holds each player's reach at a depth: an action changes only its actor's
+    reach, the other row is shared, not copied). ``mass[j]`` caches the disjoint opponent reach
+    of every hand under reach row j (a fold's value, and a showdown's last term), valid while
+    ``mass_ok[j]``: children are visited last action first, so at the player's river nodes the
+    call's showdown fills it and the fold reuses it. Returns the (decision node, live hand)
+    pairs evaluated."""
     other = 1 - player
     touched = 0
     d = 0
@@ -162,55 +215,61 @@ def walk(player, v, live_cards, bucket, sorted_strength, kind, actor, rnd, child
     reach[0, :v] = 1.0
     own_at[0] = 0
     opp_at[0] = 0
+    mass_ok[0] = False
     entering = True
     while d >= 0:
         n = node_at[d]
+        r = rnd[n]
         if entering:
             if kind[n] != DECISION:
+                j = opp_at[d]
                 if kind[n] == FOLD_END:
+                    if not mass_ok[j]:
+                        _fold(1.0, reach[j], live_cards, v, per_card, mass[j])
+                        mass_ok[j] = True
                     won = -spent[n, player] if folder[n] == player else spent[n, other]
-                    _fold(won, reach[opp_at[d]], live_cards, v, per_card, value[d])
+                    for i in range(v):
+                        value[d, i] = won * mass[j, i]
                 else:
-                    _showdown(spent[n, other], spent[n, player], reach[opp_at[d]], live_cards, v, sorted_strength,
-                              per_card, value[d])  # fmt: skip
+                    lose = spent[n, player]
+                    total = _ascending(spent[n, other], lose, reach[j], live_cards, v, sorted_strength, per_card,
+                                       value[d])  # fmt: skip
+                    if not mass_ok[j]:
+                        for i in range(v):
+                            mass[j, i] = _disjoint(total, per_card, live_cards, reach[j], i)
+                        mass_ok[j] = True
+                    for i in range(v):
+                        value[d, i] -= lose * mass[j, i]
                 d -= 1
                 entering = False
                 continue
             touched += v
             offset = row_offset[n]
-            r = rnd[n]
-            count = legal[n, 0] + legal[n, 1] + legal[n, 2]
-            for i in range(v):
-                row = offset + bucket[r, i]
-                s0 = max(regrets[row, 0], 0.0) if legal[n, 0] else 0.0
-                s1 = max(regrets[row, 1], 0.0) if legal[n, 1] else 0.0
-                s2 = max(regrets[row, 2], 0.0) if legal[n, 2] else 0.0
-                total = s0 + s1 + s2
-                if total > 0.0:
-                    sigma[d, 0, i] = s0 / total
-                    sigma[d, 1, i] = s1 / total
-                    sigma[d, 2, i] = s2 / total
-                else:
-                    sigma[d, 0, i] = legal[n, 0] / count
-                    sigma[d, 1, i] = legal[n, 1] / count
-                    sigma[d, 2, i] = legal[n, 2] / count
-            if actor[n] != player:
-                value[d, :v] = 0.0
-            action_at[d] = -1
+            for b in range(counts[r]):
+                _match(regrets, offset + ids[r, b], legal, n, sigma[d], b)
+            value[d, :v] = 0.0
+            if actor[n] == player:
+                bucket_value[d, :, : counts[r]] = 0.0
+            action_at[d] = 3
         else:
             x = action_at[d]
             if actor[n] == player:
-                child_value[d, x, :v] = value[d + 1, :v]
+                for i in range(v):
+                    b = local[r, i]
+                    value[d, i] += sigma[d, x, b] * value[d + 1, i]
+                    bucket_value[d, x, b] += value[d + 1, i]
             else:
-                value[d, :v] += value[d + 1, :v]
-        x = action_at[d] + 1
-        while x < 3 and not legal[n, x]:
-            x += 1
-        if x < 3:
+                for i in range(v):
+                    value[d, i] += value[d + 1, i]
+        x = action_at[d] - 1
+        while x >= 0 and not legal[n, x]:
+            x -= 1
+        if x >= 0:
             action_at[d] = x
             source = own_at[d] if actor[n] == player else opp_at[d]
             for i in range(v):
-                reach[d + 1, i] = reach[source, i] * sigma[d, x, i]
+                reach[d + 1, i] = reach[source, i] * sigma[d, x, local[r, i]]
+            mass_ok[d + 1] = False
             own_at[d + 1] = d + 1 if actor[n] == player else own_at[d]
             opp_at[d + 1] = opp_at[d] if actor[n] == player else d + 1
             node_at[d + 1] = child[n, x]
@@ -218,19 +277,21 @@ def walk(player, v, live_cards, bucket, sorted_strength, kind, actor, rnd, child
             entering = True
             continue
         if actor[n] == player:
-            offset = row_offset[n]
-            r = rnd[n]
+            nb = counts[r]
             own = reach[own_at[d]]
+            own_mass[:nb] = 0.0
             for i in range(v):
-                row = offset + bucket[r, i]
-                expected = sigma[d, 0, i] * child_value[d, 0, i] + sigma[d, 1, i] * child_value[d, 1, i] \
-                    + sigma[d, 2, i] * child_value[d, 2, i]
-                value[d, i] = expected
+                own_mass[local[r, i]] += own[i]
+            offset = row_offset[n]
+            for b in range(nb):
+                row = offset + ids[r, b]
+                expected = sigma[d, 0, b] * bucket_value[d, 0, b] + sigma[d, 1, b] * bucket_value[d, 1, b] \
+                    + sigma[d, 2, b] * bucket_value[d, 2, b]
                 for x in range(3):
                     if legal[n, x]:
-                        updated = regret_out[row, x] + regret_weight * (child_value[d, x, i] - expected)
+                        updated = regret_out[row, x] + regret_weight * (bucket_value[d, x, b] - expected)
                         regret_out[row, x] = max(updated, 0.0) if floor else updated
-                        average[row, x] += average_weight * own[i] * sigma[d, x, i]
+                        average[row, x] += average_weight * own_mass[b] * sigma[d, x, b]
         d -= 1
         entering = False
     return touched

@@ -20,9 +20,18 @@ from bot.abstraction.tables import AbstractGame, Abstraction
 from bot.evaluation.best_response import exploitability
 from protocol.betting_tree import DECISION, FOLD_END
 from protocol.evaluator import hand_strength
-from protocol.isomorphism import round_indexer
+from protocol.isomorphism import HandIndexer, round_indexer
 from training.abstraction.build import build_abstraction
-from training.abstraction.pcs import PCSGame, batch_weights, discount, run_iterations, walk_boards
+from training.abstraction.pcs import (
+    PCSGame,
+    batch_weights,
+    discount,
+    first_board_strata,
+    run_iterations,
+    sample_boards,
+    walk_boards,
+)
+from training.abstraction.pcs_kernel import NUM_CARDS, _fold, _showdown, local_buckets
 
 
 @pytest.fixture(autouse=True)
@@ -194,3 +203,49 @@ def test_kuhn_without_board_cards_reaches_the_game_value():
     _, average = solve(ag, "dcfr", 2000, 10)
     report = exploitability(ag.abstraction.game, full_game_strategy(ag, average))
     assert report.exploitability < 0.002 and report.game_value == pytest.approx(-1 / 18, abs=0.002)
+
+
+def test_local_buckets_number_each_rounds_distinct_buckets_in_order():
+    bucket = np.array([[7, 3, 7, 9, 3, 0], [5, 5, 5, 5, 5, 1]], dtype=np.int64)
+    local, ids = np.full((2, 6), -1, dtype=np.int64), np.full((2, 6), -1, dtype=np.int64)
+    counts = np.zeros(2, dtype=np.int64)
+    local_buckets(bucket, 5, local, ids, counts)  # the sixth hand is not live
+    assert counts.tolist() == [3, 1]
+    assert ids[0, :3].tolist() == [3, 7, 9] and local[0, :5].tolist() == [1, 0, 1, 2, 0]
+    assert ids[1, :1].tolist() == [5] and local[1, :5].tolist() == [0, 0, 0, 0, 0]
+
+
+def test_terminal_sweeps_match_the_pairwise_sums():
+    """Fold and showdown values against the [V, V] sums they replace, with ties and shared cards."""
+    rng = np.random.default_rng(2)
+    board = [0, 13, 26]
+    hands = [h for h in itertools.combinations(range(20), 2) if not set(h) & set(board)]
+    cards = np.array(hands, dtype=np.int64)
+    strength = np.sort(rng.integers(0, 12, len(hands)))  # many ties
+    reach = rng.random(len(hands))
+    disjoint = np.array([[not set(a) & set(b) for b in hands] for a in hands], dtype=np.float64)
+    per_card, out = np.zeros(NUM_CARDS), np.zeros(len(hands))
+    _fold(-3.0, reach, cards, len(hands), per_card, out)
+    assert np.allclose(out, -3.0 * disjoint @ reach)
+    _showdown(2.0, 5.0, reach, cards, len(hands), strength, per_card, out)
+    win, lose = strength[:, None] > strength[None, :], strength[:, None] < strength[None, :]
+    assert np.allclose(out, (2.0 * win * disjoint) @ reach - (5.0 * lose * disjoint) @ reach)
+
+
+def test_stratified_flops_follow_the_class_sizes_each_epoch():
+    from protocol.gamedef import load_game
+
+    game = load_game("holdem")
+    strata = first_board_strata(game)
+    assert strata.shape == (5525, 3)  # 1,755 flop classes of 4, 12 or 24 flops (22,100 / 4)
+    deck = np.array(game.deck, dtype=np.int8)
+    boards = sample_boards(deck, 5, strata, 7, 1, 2 * len(strata) + 10)
+    assert all(len(set(b)) == 5 for b in boards.tolist())
+    flop_index = HandIndexer((3,))
+    for epoch in (0, 1):  # each epoch draws every class exactly (class size / 4) times
+        drawn = np.bincount(flop_index.index_batch(boards[epoch * 5525:(epoch + 1) * 5525, :3].astype(np.int64)),
+                            minlength=flop_index.size)  # fmt: skip
+        assert np.array_equal(drawn, np.bincount(flop_index.index_batch(strata.astype(np.int64)), minlength=flop_index.size))
+    assert not np.array_equal(boards[:5525, :3], boards[5525:11050, :3])  # a new permutation per epoch
+    split = np.concatenate([sample_boards(deck, 5, strata, 7, 1, 5520), sample_boards(deck, 5, strata, 7, 5521, 5535)])
+    assert np.array_equal(split, boards[:11055])  # any split of the iterations draws the same boards

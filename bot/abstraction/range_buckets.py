@@ -310,13 +310,9 @@ def nearest_centres(points: np.ndarray, centres: np.ndarray) -> np.ndarray:
     kernel could rank first is therefore within ~7e-4 of the product minimum (both distances'
     errors, both ways), inside :data:`NEAR`, and the kernel sees every such centre in index
     order."""
-    p = np.asarray(points, dtype=np.float32)
-    c = np.asarray(centres, dtype=np.float32)
-    norms_p = (p.astype(np.float64) ** 2).sum(axis=1)
-    norms_c = (c.astype(np.float64) ** 2).sum(axis=1)
-    approx = norms_p[:, None] - 2.0 * (p @ c.T).astype(np.float64) + norms_c[None, :]
-    bound = approx.min(axis=1) + NEAR
-    return _nearest_among(points, centres, approx <= bound[:, None])
+    p = np.ascontiguousarray(points, dtype=np.float32)
+    c = np.ascontiguousarray(centres, dtype=np.float32)
+    return _nearest_screened(p, c, p @ c.T)
 
 
 #: Margin of :func:`nearest_centres`'s product-distance screen (squared-distance units).
@@ -324,13 +320,29 @@ NEAR = 2e-3
 
 
 @njit(cache=True)
-def _nearest_among(points, centres, candidate):  # pragma: no cover - numba
-    """For each point the first centre of least exact distance among its ``candidate`` ones."""
+def _nearest_screened(points, centres, products):  # pragma: no cover - numba
+    """For each point the first centre of least exact distance among those whose product
+    distance (``products``: the float32 ``points @ centres.T``, norms in float64) is within
+    :data:`NEAR` of the point's smallest; one pass per point, no ``[points, centres]``
+    temporaries."""
+    n_centres, dims = centres.shape
+    norms_c = np.zeros(n_centres)
+    for c in range(n_centres):
+        for j in range(dims):
+            norms_c[c] += np.float64(centres[c, j]) ** 2
+    approx = np.empty(n_centres)
     out = np.empty(points.shape[0], dtype=np.int64)
     for i in range(points.shape[0]):
+        norm_p = 0.0
+        for j in range(dims):
+            norm_p += np.float64(points[i, j]) ** 2
+        least = np.inf
+        for c in range(n_centres):
+            approx[c] = norm_p - 2.0 * np.float64(products[i, c]) + norms_c[c]
+            least = min(least, approx[c])
         best, best_d = 0, np.inf
-        for c in range(centres.shape[0]):
-            if candidate[i, c]:
+        for c in range(n_centres):
+            if approx[c] <= least + NEAR:
                 d = squared_l2(points[i], centres[c])
                 if d < best_d:
                     best, best_d = c, d
@@ -340,15 +352,17 @@ def _nearest_among(points, centres, candidate):  # pragma: no cover - numba
 
 class RangeBucketer:
     """Buckets of many hands at one public state, equal to :meth:`HandBucketer.bucket` hand by
-    hand. The buckets of every live hand of the last ``boards_kept`` canonical boards are kept
-    (int16 per hand, ~2 KB a board): LBR asks several decisions of one round on one board, and
-    a long LBR run meets each of the 1,755 canonical flops many times."""
+    hand. The buckets of every live hand of the last ``boards_kept`` canonical boards of each
+    round are kept (int16 per hand, ~2 KB a board): LBR asks several decisions of one round on
+    one board, plays each deal in both seats, and a long LBR run meets each of the 1,755
+    canonical flops many times; a cache per round keeps the flops, the costliest boards, from
+    being pushed out by the stream of new rivers."""
 
     def __init__(self, hands: HandBucketer, boards_kept: int = 20_000) -> None:
         self.hand_bucketer = hands
         self.suits = tuple(sorted({c % NUM_SUITS for c in hands.game.deck}))
         self.boards_kept = boards_kept
-        self._boards: OrderedDict[tuple, np.ndarray] = OrderedDict()
+        self._boards: list[OrderedDict[tuple[int, ...], np.ndarray]] = [OrderedDict() for _ in hands.rounds]
 
     def buckets(self, round_index: int, hands: np.ndarray, board: tuple[int, ...]) -> np.ndarray:
         """Bucket (int64) of each row of ``hands`` ``[n, 2]`` (disjoint from ``board``)."""
@@ -358,17 +372,17 @@ class RangeBucketer:
         if np.isin(hands, board).any():
             raise ValueError(f"range buckets: a hand shares a card with the board {board}")
         canonical_board, holes = canonical_board_and_holes(self.suits, tuple(board), hands)
-        key = (round_index, canonical_board)
-        bucket = self._boards.get(key)
+        kept = self._boards[round_index]
+        bucket = kept.get(canonical_board)
         if bucket is None:
             buckets = self.hand_bucketer.rounds[round_index]
             assert buckets is not None
             _, _, ehs2, hist = board_features(self.hand_bucketer.game, canonical_board, buckets.bins)
-            bucket = self._boards[key] = buckets_of(buckets, ehs2, hist).astype(np.int16)
-            if len(self._boards) > self.boards_kept:
-                self._boards.popitem(last=False)
+            bucket = kept[canonical_board] = buckets_of(buckets, ehs2, hist).astype(np.int16)
+            if len(kept) > self.boards_kept:
+                kept.popitem(last=False)
         else:
-            self._boards.move_to_end(key)
+            kept.move_to_end(canonical_board)
         rest = np.array([c for c in self.hand_bucketer.game.deck if c not in canonical_board], dtype=np.int64)
         return bucket[pair_rows(rest, holes)].astype(np.int64)
 

@@ -20,6 +20,7 @@ from rich.table import Table
 from bot.agents.registry import resolve_agent
 from bot.commands.options import SEED
 from bot.evaluation.lbr import EquityCounters, LBRConfig, LBRError, LBRResult, run_lbr
+from bot.evaluation.lbr_workers import BLOCK, run_lbr_workers
 from bot.evaluation.match_report import console, require_folder
 from bot.progress import progress_bar
 from protocol.files import atomic_write_text
@@ -112,8 +113,10 @@ def describe_equity(counters: EquityCounters) -> str:
 @click.option("--json", "json_path", type=click.Path(dir_okay=False, path_type=Path), help="Save every number and each deal's chips here.")
 @click.option("--resume", "resume_run", is_flag=True, help="Continue the run saved in --json.")
 @click.option("--exact", is_flag=True, help="Also compute LBR's exact expected value (small games only).")
+@click.option("--workers", type=click.IntRange(min=0), default=0, show_default=True,
+              help="Processes playing deals (same chips for any number); 0: one per CPU core, 1: this process only.")
 def lbr(agent_spec: str, game_name: str, deals: int, seed: int, call_rounds: str, runout_samples: int,
-        max_enumeration: int, json_path: Path | None, resume_run: bool, exact: bool) -> None:
+        max_enumeration: int, json_path: Path | None, resume_run: bool, exact: bool, workers: int) -> None:
     """Local best response (Lisy & Bowling 2017) against AGENT: LBR's mbb/g per seat and over
     both seats, with 95% intervals; a lower bound on AGENT's exploitability."""
     out = console()
@@ -140,7 +143,11 @@ def lbr(agent_spec: str, game_name: str, deals: int, seed: int, call_rounds: str
                 save(result, json_path)
                 last_save = time.monotonic()
 
-        result = run_lbr(game, agent, deals, seed, config, result, advance)
+        workers = min(workers or os.cpu_count() or 1, -(-(deals - result.deals) // BLOCK))
+        if workers > 1:
+            result = run_lbr_workers(game, agent_spec, deals, seed, config, workers, result, advance)
+        else:
+            result = run_lbr(game, agent, deals, seed, config, result, advance)
     if json_path is not None:
         save(result, json_path)
     if not result.deals:

@@ -98,9 +98,8 @@ def checkdown_equity(
             counters.runouts_sampled += len(drawn)
     score2 = np.zeros(len(rows), dtype=np.int64)
     seen = np.zeros(len(rows), dtype=np.int64)
-    parallel = len(drawn) * len(rows) >= PARALLEL_MIN
-    threads = get_num_threads() if parallel else 1
-    kernel = _count_parallel if parallel else _count_serial
+    threads = get_num_threads() if len(drawn) * len(rows) >= PARALLEL_MIN else 1
+    kernel = _count_parallel if threads > 1 else _count_serial
     nonflush, flush, colex, offset = evaluator_tables(game.num_hole_cards + game.total_board_cards)
     theirs = hands.cards[rows]
     kernel(np.array(hole, dtype=np.int64), np.array(board, dtype=np.int64), drawn.astype(np.int64), theirs,

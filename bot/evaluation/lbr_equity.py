@@ -144,6 +144,8 @@ def _count(hole, board, drawn, theirs, their_masks, runout_masks, chunks, nonflu
     part_seen = np.zeros((chunks, n_hands), dtype=np.int64)
     part_cells = np.zeros((chunks, NUM_RANKS, NUM_RANKS), dtype=np.int64)
     outcomes = np.empty((n_runs if k == 2 else 0, NUM_RANKS, NUM_RANKS), dtype=np.int8)  # 2 win, 1 tie, 0 loss by ranks
+    everyone = np.arange(n_hands)
+    by_suit, suited_start, touching_start = _hands_by_suit(theirs if k == 2 else theirs[:0, :2])
     for t in prange(chunks):
         final = np.empty(visible + missing, dtype=np.int64)
         final[:visible] = board
@@ -175,12 +177,20 @@ def _count(hole, board, drawn, theirs, their_masks, runout_masks, chunks, nonflu
                     cells[x, y] += outcome[x, y]
             if suited + 2 < 5:  # no hand can flush: every outcome by ranks
                 continue
-            for h in range(n_hands):
-                if mask & their_masks[h]:
+            for suit in range(4):  # the one suit with 3+ board cards (a board holds at most 5)
+                if suit_count[suit] < 3:
                     continue
-                a, b = theirs[h, 0], theirs[h, 1]
-                sa, sb = a & 3, b & 3
-                if suited >= 5 or suit_count[sa] + 1 + (sa == sb) >= 5 or suit_count[sb] + 1 >= 5:
+                if suited >= 5:  # every hand may flush
+                    listed, first, last = everyone, 0, n_hands
+                elif suit_count[suit] == 3:  # hands of two cards of the suit
+                    listed, first, last = by_suit, suited_start[suit], suited_start[suit + 1]
+                else:  # hands with a card of the suit
+                    listed, first, last = by_suit, touching_start[suit], touching_start[suit + 1]
+                for m in range(first, last):
+                    h = listed[m]
+                    if mask & their_masks[h]:
+                        continue
+                    a, b = theirs[h, 0], theirs[h, 1]
                     s = full_strength(a, b, row, nonflush, flush, colex, offset)
                     my_score[h] += 2 * (mine > s) + (mine == s) - outcome[a >> 2, b >> 2]
     for t in range(chunks):
@@ -217,6 +227,32 @@ def _count(hole, board, drawn, theirs, their_masks, runout_masks, chunks, nonflu
                 hits += 1
         score2[h] += total
         seen[h] += n_runs - hits
+
+
+@njit(cache=True)
+def _hands_by_suit(theirs):  # pragma: no cover - numba
+    """Two-card hands listed by suit: ``by_suit[suited_start[s] : suited_start[s + 1]]`` hold
+    both cards in suit ``s`` (the hands that may flush on a board with 3 of it),
+    ``by_suit[touching_start[s] : touching_start[s + 1]]`` at least one (4 of it)."""
+    by_suit = np.empty(3 * theirs.shape[0], dtype=np.int64)
+    suited_start = np.zeros(5, dtype=np.int64)
+    touching_start = np.zeros(5, dtype=np.int64)
+    m = 0
+    for s in range(4):
+        suited_start[s] = m
+        for h in range(theirs.shape[0]):
+            if theirs[h, 0] & 3 == s and theirs[h, 1] & 3 == s:
+                by_suit[m] = h
+                m += 1
+        suited_start[s + 1] = m
+    for s in range(4):
+        touching_start[s] = m
+        for h in range(theirs.shape[0]):
+            if theirs[h, 0] & 3 == s or theirs[h, 1] & 3 == s:
+                by_suit[m] = h
+                m += 1
+        touching_start[s + 1] = m
+    return by_suit, suited_start, touching_start
 
 
 #: Compiled twice: threads pay off only on large blocks.

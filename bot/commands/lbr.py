@@ -20,7 +20,7 @@ from rich.table import Table
 from bot.agents.registry import resolve_agent
 from bot.commands.options import SEED
 from bot.evaluation.lbr import EquityCounters, LBRConfig, LBRError, LBRResult, run_lbr
-from bot.evaluation.lbr_workers import BLOCK, run_lbr_workers
+from bot.evaluation.lbr_workers import MIN_DEALS_PER_WORKER, auto_workers, run_lbr_workers
 from bot.evaluation.match_report import console, require_folder
 from bot.progress import progress_bar
 from protocol.files import atomic_write_text
@@ -114,7 +114,8 @@ def describe_equity(counters: EquityCounters) -> str:
 @click.option("--resume", "resume_run", is_flag=True, help="Continue the run saved in --json.")
 @click.option("--exact", is_flag=True, help="Also compute LBR's exact expected value (small games only).")
 @click.option("--workers", type=click.IntRange(min=0), default=0, show_default=True,
-              help="Processes playing deals (same chips for any number); 0: one per CPU core, 1: this process only.")
+              help="Processes playing deals (the same chips for any number); 0: one per CPU core from "
+                   f"{MIN_DEALS_PER_WORKER} deals per core, else this process only.")
 def lbr(agent_spec: str, game_name: str, deals: int, seed: int, call_rounds: str, runout_samples: int,
         max_enumeration: int, json_path: Path | None, resume_run: bool, exact: bool, workers: int) -> None:
     """Local best response (Lisy & Bowling 2017) against AGENT: LBR's mbb/g per seat and over
@@ -143,7 +144,7 @@ def lbr(agent_spec: str, game_name: str, deals: int, seed: int, call_rounds: str
                 save(result, json_path)
                 last_save = time.monotonic()
 
-        workers = min(workers or os.cpu_count() or 1, -(-(deals - result.deals) // BLOCK))
+        workers = workers or auto_workers(deals - result.deals)
         if workers > 1:
             result = run_lbr_workers(game, agent_spec, deals, seed, config, workers, result, advance)
         else:

@@ -18,6 +18,7 @@ the workers already fill the cores, and a second thread per worker only contends
 from __future__ import annotations
 
 import multiprocessing
+import os
 import signal
 import time
 from collections.abc import Callable
@@ -31,7 +32,17 @@ from protocol.gamedef import Game
 #: enough that the pool's messages cost nothing next to the deals (~10-50 ms each on HULH).
 BLOCK = 4
 
+#: Deals per worker from which ``--workers 0`` starts one per core: a spawned worker takes a few
+#: seconds to import and load its agent, which short runs would not win back.
+MIN_DEALS_PER_WORKER = 100
+
 _responder: Responder | None = None
+
+
+def auto_workers(deals: int) -> int:
+    """One process per CPU core when each gets :data:`MIN_DEALS_PER_WORKER` deals, else 1."""
+    cores = os.cpu_count() or 1
+    return cores if deals >= MIN_DEALS_PER_WORKER * cores else 1
 
 
 def _start_worker(game: Game, agent_spec: str, config: LBRConfig) -> None:

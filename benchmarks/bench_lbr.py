@@ -239,9 +239,23 @@ def rates(deals: int, before: Path | None, workers: int) -> None:
         print(f"  {agent_name:8s} same chips in every deal in all {len(runs)} runs: {all(c == chips[0] for c in chips)}")
 
 
-def breakdown(deals: int) -> None:
+def warm_flops(agent) -> None:
+    """Fill the shipped bot's flop bucket cache with every canonical flop (1,755), as a long
+    LBR run ends up having it: each of its ~22,100 flops once (the cache keys on canonical
+    boards)."""
+    from itertools import combinations
+
+    started = time.process_time()
+    for flop in combinations(range(52), 3):
+        rest = [c for c in range(52) if c not in flop][:2]
+        agent.buckets(1, np.array([rest], dtype=np.int64), flop)
+    print(f"  every canonical flop's buckets: {time.process_time() - started:.0f} CPU-s")
+
+
+def breakdown(deals: int, warm: bool) -> None:
     """CPU-ms a hand of LBR's parts against the shipped bot, numba and BLAS on one thread, in
-    this process (the board caches warmed by 20 other deals only)."""
+    this process (the board caches warmed by 20 other deals, and with ``warm`` by every
+    canonical flop: a long run's state)."""
     import functools
     from collections import Counter
 
@@ -271,13 +285,16 @@ def breakdown(deals: int) -> None:
     buckets.board_features = timed("bucket features (board_features)", buckets.board_features)
     buckets.buckets_of = timed("nearest centres / percentiles (buckets_of)", buckets.buckets_of)
     agent.range_probabilities = timed("agent range queries, all", agent.range_probabilities)
+    if warm:
+        warm_flops(agent)
     run_lbr(holdem, agent, 20, 99, LBRConfig())
     spent.clear()
     cpu = time.process_time()
     run_lbr(holdem, agent, deals, 1, LBRConfig())
     total = time.process_time() - cpu
     hands = 2 * deals
-    print(f"LBR against the shipped bot, one thread ({hands} hands, seed 1; load {os.getloadavg()[0]:.2f}): "
+    print(f"LBR against the shipped bot, one thread, {'every flop cached' if warm else 'fresh caches'} "
+          f"({hands} hands, seed 1; load {os.getloadavg()[0]:.2f}): "
           f"{1000 * total / hands:.1f} CPU-ms a hand")
     for label, seconds in spent.most_common():
         print(f"  {label:45s} {1000 * seconds / hands:6.1f} CPU-ms a hand")
@@ -353,6 +370,7 @@ def main() -> None:
     parser.add_argument("--before", type=Path, help="--rate-deals: also measure this checkout (e.g. 513f747)")
     parser.add_argument("--rate-workers", type=int, default=2, help="--rate-deals: also on this many processes (0: skip)")
     parser.add_argument("--breakdown-deals", type=int, default=0, help="deals of the CPU breakdown vs default (0: skip)")
+    parser.add_argument("--warm-flops", action="store_true", help="--breakdown-deals: every canonical flop cached first")
     parser.add_argument("--fhp-ratio-deals", type=int, default=0, help="deals per FHP LBR / exact BR line (0: skip)")
     parser.add_argument("--fhp-ratio-agents", default="random,call,raise", help="FHP policies for --fhp-ratio-deals")
     parser.add_argument("--stack", type=int, default=5, help="iterations of the untrained SD-CFR bundle")
@@ -381,7 +399,7 @@ def main() -> None:
     if args.rate_deals:
         rates(args.rate_deals, args.before, args.rate_workers)
     if args.breakdown_deals:
-        breakdown(args.breakdown_deals)
+        breakdown(args.breakdown_deals, args.warm_flops)
     if args.fhp_ratio_deals:
         fhp_ratios(args.fhp_ratio_deals, args.fhp_ratio_agents.split(","))
     for game_name, deals in (("fhp", args.fhp_deals), ("holdem", args.holdem_deals)):

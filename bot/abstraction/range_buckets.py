@@ -17,7 +17,9 @@ same for b: ``less = L - L_a - L_b``; for ties, the pair (a, b) is counted once 
 once in each of ``E_a``, ``E_b``: ``equal = E - E_a - E_b + 1``. All four come from one walk
 up the live pairs sorted by strength (the sweep of Johanson et al. 2011, *Accelerating Best
 Response Calculation in Large Extensive Games*), per runout; the strengths themselves cost
-~100 evaluations per final board (:mod:`bot.pair_strengths`).
+~100 evaluations per final board (:mod:`bot.pair_strengths`), the counting kernels are in
+:mod:`bot.abstraction.range_counts`. k-means rounds need only the HS histogram, which
+:func:`bot.abstraction.range_counts.board_histograms` counts per pair of ranks where it can.
 
 **Bit-identical to the per-hand path.** The counts are integers, so each HS is the same float64
 ``(less + 0.5 equal) / total``; each hand's sum runs over the runouts of its board's canonical
@@ -34,6 +36,7 @@ from functools import lru_cache
 import numpy as np
 from numba import get_num_threads, njit, prange
 
+from bot.abstraction.range_counts import board_histograms, rank_numerators, sweep_numerators
 from bot.abstraction.runtime_buckets import (
     CentreBuckets,
     HandBucketer,
@@ -103,7 +106,7 @@ def _hs_numerators(board, rest, runouts, chunks, nonflush, flush, colex, offset,
     """``out[run, p] = 2 less + equal`` (HS's numerator, twice) for every live hand ``p`` (the
     p-th pair of ``rest``) on each final board; runouts are split into ``chunks`` parts (one
     per thread), each writing its own rows. A board on which no hand can make a flush is
-    counted over ranks (:func:`_rank_numerators`), any other by the sweep (:func:`_sweep`)."""
+    counted over ranks (:func:`rank_numerators`), any other by the sweep (:func:`sweep_numerators`)."""
     visible, runout_size = board.shape[0], runouts.shape[1]
     n_rest = rest.shape[0]
     n_pairs = n_rest * (n_rest - 1) // 2
@@ -144,116 +147,13 @@ def _hs_numerators(board, rest, runouts, chunks, nonflush, flush, colex, offset,
                     count[ranks[i]] += 1
             suited = fill_rank_pairs(final, row, table, suit_count, nonflush, flush, colex, offset)
             if suited + 2 < 5:
-                _rank_numerators(table, count, numerator)
+                rank_numerators(table, count, numerator)
                 for p in range(n_pairs):
                     if not (hit[first[p]] or hit[second[p]]):
                         out[run, p] = numerator[ranks[first[p]], ranks[second[p]]]
             else:
                 rest_pair_strengths(rest, row, table, suit_count, suited, nonflush, flush, colex, offset, strength)
-                _sweep(strength, hit, first, second, live, order, dense, values, start, below, ties, out[run])
-
-
-@njit(cache=True)
-def _rank_numerators(table, count, numerator):  # pragma: no cover - numba
-    """``numerator[x, y]`` = 2 less + equal of a hand of ranks x, y when no hand can flush:
-    every hand's strength is ``table[x, y]``, so the counts of the module docstring are sums
-    over ranks (``count``: live cards per rank), the same for every hand of those ranks."""
-    n = NUM_RANKS
-    cells = 0
-    value = np.empty(n * n, dtype=np.int64)  # per cell (a pair of ranks that live hands have)
-    weight = np.empty(n * n, dtype=np.int64)
-    cell_x = np.empty(n * n, dtype=np.int64)
-    cell_y = np.empty(n * n, dtype=np.int64)
-    for x in range(n):
-        for y in range(x, n):
-            hands = count[x] * count[y] if x != y else count[x] * (count[x] - 1) // 2
-            if hands:
-                value[cells], weight[cells], cell_x[cells], cell_y[cells] = table[x, y], hands, x, y
-                cells += 1
-    order = np.argsort(value[:cells])
-    weaker = np.empty(cells, dtype=np.int64)  # per cell: live hands weaker, and as strong
-    same = np.empty(cells, dtype=np.int64)
-    passed = 0
-    g = 0
-    while g < cells:
-        end = g
-        group = 0
-        while end < cells and value[order[end]] == value[order[g]]:
-            group += weight[order[end]]
-            end += 1
-        for m in range(g, end):
-            weaker[order[m]] = passed
-            same[order[m]] = group
-        passed += group
-        g = end
-    for c in range(cells):
-        x, y = cell_x[c], cell_y[c]
-        s = value[c]
-        less, equal = weaker[c], same[c]
-        for z in (x, y):  # hands holding one of our cards: the card's partners by rank
-            for w in range(n):
-                partners = count[w] - (w == z)
-                if table[z, w] < s:
-                    less -= partners
-                elif table[z, w] == s:
-                    equal -= partners
-        numerator[x, y] = numerator[y, x] = 2 * less + equal + 1
-
-
-@njit(cache=True)
-def _sweep(strength, hit, first, second, live, order, dense, values, start, below, ties, out):  # pragma: no cover - numba
-    """``out[p] = 2 less + equal`` of every live pair ``p`` (neither card ``hit``) by the sweep
-    of Johanson et al. (2011): the live hands sorted by strength once (a counting sort over the
-    board's few distinct strengths), then walked up in groups of equal strength while counting,
-    per card, the hands holding it that were passed (``below``: weaker) or are in the group
-    (``ties``); card removal is the inclusion-exclusion of the module docstring. The other
-    arrays are scratch: ``dense`` must hold -1 (it is left so)."""
-    n_live = 0
-    n_values = 0
-    for p in range(strength.shape[0]):
-        if not (hit[first[p]] or hit[second[p]]):
-            live[n_live] = p
-            n_live += 1
-            if dense[strength[p]] < 0:
-                dense[strength[p]] = 0
-                values[n_values] = strength[p]
-                n_values += 1
-    values[:n_values].sort()
-    start[: n_values + 1] = 0
-    for v in range(n_values):
-        dense[values[v]] = v
-    for m in range(n_live):
-        start[dense[strength[live[m]]] + 1] += 1
-    for v in range(1, n_values + 1):
-        start[v] += start[v - 1]
-    for m in range(n_live):
-        p = live[m]
-        v = dense[strength[p]]
-        order[start[v]] = p
-        start[v] += 1
-    for v in range(n_values):
-        dense[values[v]] = -1
-    below[:] = 0
-    g = 0
-    while g < n_live:
-        s = strength[order[g]]
-        end = g
-        while end < n_live and strength[order[end]] == s:
-            ties[first[order[end]]] += 1
-            ties[second[order[end]]] += 1
-            end += 1
-        for m in range(g, end):
-            p = order[m]
-            a, b = first[p], second[p]
-            out[p] = 2 * (g - below[a] - below[b]) + (end - g) - ties[a] - ties[b] + 1
-        for m in range(g, end):
-            p = order[m]
-            a, b = first[p], second[p]
-            below[a] += ties[a]
-            below[b] += ties[b]
-            ties[a] = 0
-            ties[b] = 0
-        g = end
+                sweep_numerators(strength, hit, first, second, live, order, dense, values, start, below, ties, out[run])
 
 
 _hs_numerators_serial = njit(cache=True)(_hs_numerators)
@@ -375,14 +275,24 @@ class RangeBucketer:
         kept = self._boards[round_index]
         bucket = kept.get(canonical_board)
         if bucket is None:
-            buckets = self.hand_bucketer.rounds[round_index]
-            assert buckets is not None
-            _, _, ehs2, hist = board_features(self.hand_bucketer.game, canonical_board, buckets.bins)
-            bucket = kept[canonical_board] = buckets_of(buckets, ehs2, hist).astype(np.int16)
+            bucket = kept[canonical_board] = self.board_buckets(round_index, canonical_board)
             if len(kept) > self.boards_kept:
                 kept.popitem(last=False)
         else:
             kept.move_to_end(canonical_board)
         rest = np.array([c for c in self.hand_bucketer.game.deck if c not in canonical_board], dtype=np.int64)
         return bucket[pair_rows(rest, holes)].astype(np.int64)
+
+    def board_buckets(self, round_index: int, canonical_board: tuple[int, ...]) -> np.ndarray:
+        """int16 bucket of every pair of the cards off ``canonical_board`` (in
+        :func:`bot.pair_strengths.pair_rows` order): k-means rounds from the histograms alone
+        (:func:`board_histograms`), percentile rounds from E[HS^2] (:func:`board_features`)."""
+        buckets = self.hand_bucketer.rounds[round_index]
+        game = self.hand_bucketer.game
+        if isinstance(buckets, CentreBuckets):
+            hist = board_histograms(game, canonical_board, buckets.bins)
+            return buckets_of(buckets, np.zeros(len(hist), dtype=np.float32), hist).astype(np.int16)
+        assert buckets is not None
+        _, _, ehs2, hist = board_features(game, canonical_board, buckets.bins)
+        return buckets_of(buckets, ehs2, hist).astype(np.int16)
 

@@ -1,0 +1,250 @@
+"""Counts behind HS for every two-card hand on one final board, and the histogram-only path.
+
+HS (Zinkevich et al. 2007; Johanson et al. 2013) is the share of opponent hands a hand beats,
+ties half, with card removal; :mod:`bot.abstraction.range_buckets` needs it for every hand of a
+board on each runout. Two ways to count, both exact integers (``2 less + equal``):
+
+* no hand can flush on the final board: every hand's strength is that of its pair of ranks,
+  so the counts are sums over the 91 pairs of ranks (:func:`rank_numerators`);
+* otherwise the sweep of Johanson et al. (2011), *Accelerating Best Response Calculation in
+  Large Extensive Games*: the live hands sorted by strength once and walked up while counting,
+  per card, the hands holding it that were passed (:func:`sweep_numerators`); card removal is
+  inclusion-exclusion, ``less = L - L_a - L_b`` and ``equal = E - E_a - E_b + 1`` (the pair
+  itself counted once in ``E`` and in each of ``E_a``, ``E_b``).
+
+k-means rounds read only the histogram of HS over the runouts, integer counts that do not
+depend on the order they are added in; :func:`board_histograms` therefore counts the runouts on
+which no hand can flush once per pair of ranks instead of once per hand.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from bot.pair_strengths import CODES, evaluator_tables, fill_rank_pairs, rest_pair_strengths
+from protocol.cards import NUM_RANKS
+from protocol.isomorphism import all_combinations
+
+
+def board_histograms(game, board: tuple[int, ...], bins: int) -> np.ndarray:
+    """The histogram ``[pairs, bins]`` of :func:`board_features` alone (what ``ke`` buckets
+    read), the same integers at a fraction of the cost: counts do not depend on the order they
+    are added in, so the runouts on which no hand can flush (most of them) add one count per
+    *pair of ranks* (:func:`_histogram_counts`) instead of one per hand."""
+    nonflush, flush, colex, offset = evaluator_tables(game.num_hole_cards + game.total_board_cards)
+    rest = np.array([c for c in game.deck if c not in board], dtype=np.int64)
+    runouts = all_combinations(rest, game.total_board_cards - len(board)).astype(np.int64)
+    live = len(rest) - runouts.shape[1]
+    hist = np.zeros((len(rest) * (len(rest) - 1) // 2, bins), dtype=np.int64)
+    _histogram_counts(np.array(board, dtype=np.int64), rest, runouts, nonflush, flush, colex, offset,
+                      (live - 2) * (live - 3) // 2, hist)  # fmt: skip
+    return hist
+
+
+@njit(cache=True)
+def _histogram_counts(board, rest, runouts, nonflush, flush, colex, offset, total, hist):  # pragma: no cover - numba
+    """``hist[p, bin(HS)]`` summed over the runouts missing pair ``p``, bins as
+    :func:`_sum_features` computes them. A runout on which no hand can flush gives every live
+    hand of ranks (x, y) the same HS (:func:`rank_numerators`): it adds 1 to that pair of
+    ranks' bin (``by_ranks``) and keeps the bin (``rank_bin``); a pair's histogram is then its
+    ranks' counts minus the bins of those runouts that hold one of its cards (the hands they
+    do not reach). Runouts where a hand may flush are swept (:func:`sweep_numerators`) and counted hand
+    by hand."""
+    visible, runout_size = board.shape[0], runouts.shape[1]
+    n_rest, n_runs, bins = rest.shape[0], runouts.shape[0], hist.shape[1]
+    n_pairs = n_rest * (n_rest - 1) // 2
+    first = np.empty(n_pairs, dtype=np.int64)
+    second = np.empty(n_pairs, dtype=np.int64)
+    p = 0
+    for i in range(n_rest):
+        for j in range(i + 1, n_rest):
+            first[p], second[p] = i, j
+            p += 1
+    ranks = rest >> 2
+    final = np.empty(visible + runout_size, dtype=np.int64)
+    final[:visible] = board
+    row = np.empty(visible + runout_size + 2, dtype=np.int64)
+    table = np.empty((NUM_RANKS, NUM_RANKS), dtype=np.int64)
+    suit_count = np.zeros(4, dtype=np.int64)
+    strength = np.empty(n_pairs, dtype=np.int64)
+    hit = np.zeros(n_rest, dtype=np.bool_)
+    count = np.zeros(NUM_RANKS, dtype=np.int64)
+    numerator = np.zeros((NUM_RANKS, NUM_RANKS), dtype=np.int64)
+    live = np.empty(n_pairs, dtype=np.int64)
+    order = np.empty(n_pairs, dtype=np.int64)
+    dense = np.full(7463, -1, dtype=np.int64)
+    values = np.empty(n_pairs, dtype=np.int64)
+    start = np.empty(n_pairs + 1, dtype=np.int64)
+    below = np.zeros(n_rest, dtype=np.int64)
+    ties = np.zeros(n_rest, dtype=np.int64)
+    out = np.empty(n_pairs, dtype=np.int64)
+    by_ranks = np.zeros((NUM_RANKS, NUM_RANKS, bins), dtype=np.int64)
+    rank_bin = np.full((n_runs, NUM_RANKS, NUM_RANKS), -1, dtype=np.int64)  # -1: a swept runout
+    swept = np.empty((n_runs, n_pairs), dtype=np.int8)  # per swept runout, each pair's bin (-1: hit)
+    n_swept = 0
+    holding = np.zeros(n_rest + 1, dtype=np.int64)  # runouts holding each card of rest (CSR)
+    position = np.full(CODES, -1, dtype=np.int64)
+    for i in range(n_rest):
+        position[rest[i]] = i
+    for run in range(n_runs):
+        final[visible:] = runouts[run]
+        count[:] = 0
+        for i in range(n_rest):
+            hit[i] = False
+        for j in range(runout_size):
+            hit[position[runouts[run, j]]] = True
+            holding[position[runouts[run, j]] + 1] += 1
+        for i in range(n_rest):
+            if not hit[i]:
+                count[ranks[i]] += 1
+        suited = fill_rank_pairs(final, row, table, suit_count, nonflush, flush, colex, offset)
+        if suited + 2 < 5:
+            numerator[:, :] = 0  # ranks no live hand has: counted, then taken back from every hand
+            rank_numerators(table, count, numerator)
+            for x in range(NUM_RANKS):
+                for y in range(NUM_RANKS):
+                    hs = 0.5 * numerator[x, y] / total
+                    b = min(int(hs * bins), bins - 1)
+                    rank_bin[run, x, y] = b
+                    by_ranks[x, y, b] += 1
+        else:
+            rest_pair_strengths(rest, row, table, suit_count, suited, nonflush, flush, colex, offset, strength)
+            out[:] = -1
+            sweep_numerators(strength, hit, first, second, live, order, dense, values, start, below, ties, out)
+            swept_bin = swept[n_swept]
+            for p in range(n_pairs):
+                swept_bin[p] = -1 if out[p] < 0 else min(int(0.5 * out[p] / total * bins), bins - 1)
+            n_swept += 1
+    for i in range(n_rest):
+        holding[i + 1] += holding[i]
+    runs = np.empty(max(holding[n_rest], 1), dtype=np.int64)
+    fill = holding[:n_rest].copy()
+    for run in range(n_runs):
+        for j in range(runout_size):
+            i = position[runouts[run, j]]
+            runs[fill[i]] = run
+            fill[i] += 1
+    for p in range(n_pairs):
+        i, j = first[p], second[p]
+        x, y = ranks[i], ranks[j]
+        hist[p] += by_ranks[x, y]
+        for run in range(n_swept):
+            if swept[run, p] >= 0:
+                hist[p, swept[run, p]] += 1
+        for m in range(holding[i], holding[i + 1]):
+            b = rank_bin[runs[m], x, y]
+            if b >= 0:
+                hist[p, b] -= 1
+        for m in range(holding[j], holding[j + 1]):
+            run = runs[m]
+            b = rank_bin[run, x, y]
+            if b >= 0:
+                held = False  # a runout holding both cards was taken back once already
+                for k in range(runout_size):
+                    held = held or runouts[run, k] == rest[i]
+                if not held:
+                    hist[p, b] -= 1
+
+
+@njit(cache=True)
+def rank_numerators(table, count, numerator):  # pragma: no cover - numba
+    """``numerator[x, y]`` = 2 less + equal of a hand of ranks x, y when no hand can flush:
+    every hand's strength is ``table[x, y]``, so the counts of the module docstring are sums
+    over ranks (``count``: live cards per rank), the same for every hand of those ranks."""
+    n = NUM_RANKS
+    cells = 0
+    value = np.empty(n * n, dtype=np.int64)  # per cell (a pair of ranks that live hands have)
+    weight = np.empty(n * n, dtype=np.int64)
+    cell_x = np.empty(n * n, dtype=np.int64)
+    cell_y = np.empty(n * n, dtype=np.int64)
+    for x in range(n):
+        for y in range(x, n):
+            hands = count[x] * count[y] if x != y else count[x] * (count[x] - 1) // 2
+            if hands:
+                value[cells], weight[cells], cell_x[cells], cell_y[cells] = table[x, y], hands, x, y
+                cells += 1
+    order = np.argsort(value[:cells])
+    weaker = np.empty(cells, dtype=np.int64)  # per cell: live hands weaker, and as strong
+    same = np.empty(cells, dtype=np.int64)
+    passed = 0
+    g = 0
+    while g < cells:
+        end = g
+        group = 0
+        while end < cells and value[order[end]] == value[order[g]]:
+            group += weight[order[end]]
+            end += 1
+        for m in range(g, end):
+            weaker[order[m]] = passed
+            same[order[m]] = group
+        passed += group
+        g = end
+    for c in range(cells):
+        x, y = cell_x[c], cell_y[c]
+        s = value[c]
+        less, equal = weaker[c], same[c]
+        for z in (x, y):  # hands holding one of our cards: the card's partners by rank
+            for w in range(n):
+                partners = count[w] - (w == z)
+                if table[z, w] < s:
+                    less -= partners
+                elif table[z, w] == s:
+                    equal -= partners
+        numerator[x, y] = numerator[y, x] = 2 * less + equal + 1
+
+
+@njit(cache=True)
+def sweep_numerators(strength, hit, first, second, live, order, dense, values, start, below, ties, out):  # pragma: no cover - numba
+    """``out[p] = 2 less + equal`` of every live pair ``p`` (neither card ``hit``) by the sweep
+    of Johanson et al. (2011): the live hands sorted by strength once (a counting sort over the
+    board's few distinct strengths), then walked up in groups of equal strength while counting,
+    per card, the hands holding it that were passed (``below``: weaker) or are in the group
+    (``ties``); card removal is the inclusion-exclusion of the module docstring. The other
+    arrays are scratch: ``dense`` must hold -1 (it is left so)."""
+    n_live = 0
+    n_values = 0
+    for p in range(strength.shape[0]):
+        if not (hit[first[p]] or hit[second[p]]):
+            live[n_live] = p
+            n_live += 1
+            if dense[strength[p]] < 0:
+                dense[strength[p]] = 0
+                values[n_values] = strength[p]
+                n_values += 1
+    values[:n_values].sort()
+    start[: n_values + 1] = 0
+    for v in range(n_values):
+        dense[values[v]] = v
+    for m in range(n_live):
+        start[dense[strength[live[m]]] + 1] += 1
+    for v in range(1, n_values + 1):
+        start[v] += start[v - 1]
+    for m in range(n_live):
+        p = live[m]
+        v = dense[strength[p]]
+        order[start[v]] = p
+        start[v] += 1
+    for v in range(n_values):
+        dense[values[v]] = -1
+    below[:] = 0
+    g = 0
+    while g < n_live:
+        s = strength[order[g]]
+        end = g
+        while end < n_live and strength[order[end]] == s:
+            ties[first[order[end]]] += 1
+            ties[second[order[end]]] += 1
+            end += 1
+        for m in range(g, end):
+            p = order[m]
+            a, b = first[p], second[p]
+            out[p] = 2 * (g - below[a] - below[b]) + (end - g) - ties[a] - ties[b] + 1
+        for m in range(g, end):
+            p = order[m]
+            a, b = first[p], second[p]
+            below[a] += ties[a]
+            below[b] += ties[b]
+            ties[a] = 0
+            ties[b] = 0
+        g = end

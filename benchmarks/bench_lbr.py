@@ -282,7 +282,8 @@ def breakdown(deals: int, warm: bool) -> None:
     holdem = load_game("holdem")
     agent = resolve_agent("default", holdem)
     lbr.checkdown_equity = timed("equities (lbr_equity.checkdown_equity)", lbr.checkdown_equity)
-    buckets.board_features = timed("bucket features (board_features)", buckets.board_features)
+    buckets.board_features = timed("bucket features (board_features, board_histograms)", buckets.board_features)
+    buckets.board_histograms = timed("bucket features (board_features, board_histograms)", buckets.board_histograms)
     buckets.buckets_of = timed("nearest centres / percentiles (buckets_of)", buckets.buckets_of)
     agent.range_probabilities = timed("agent range queries, all", agent.range_probabilities)
     if warm:

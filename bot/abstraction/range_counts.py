@@ -45,12 +45,16 @@ def board_histograms(game, board: tuple[int, ...], bins: int) -> np.ndarray:
 @njit(cache=True)
 def _histogram_counts(board, rest, runouts, nonflush, flush, colex, offset, total, hist):  # pragma: no cover - numba
     """``hist[p, bin(HS)]`` summed over the runouts missing pair ``p``, bins as
-    :func:`_sum_features` computes them. A runout on which no hand can flush gives every live
-    hand of ranks (x, y) the same HS (:func:`rank_numerators`): it adds 1 to that pair of
-    ranks' bin (``by_ranks``) and keeps the bin (``rank_bin``); a pair's histogram is then its
-    ranks' counts minus the bins of those runouts that hold one of its cards (the hands they
-    do not reach). Runouts where a hand may flush are swept (:func:`sweep_numerators`) and counted hand
-    by hand."""
+    :func:`bot.abstraction.range_buckets._sum_features` computes them.
+
+    A runout on which no hand can flush gives every live hand of ranks (x, y) the same HS
+    (:func:`rank_numerators`), and that HS depends only on the *ranks* of the runout's cards
+    (the board's rank-pair strengths and the live cards per rank do): it is computed once per
+    multiset of runout ranks (``combo_bin``, 91 for a flop's 1,176 runouts), each runout adding
+    1 to that bin of every pair of ranks (``by_ranks``). A pair's histogram is then its ranks'
+    counts minus the bins of the runouts that hold one of its cards (the hands they do not
+    reach). Runouts where a hand may flush are swept (:func:`sweep_numerators`) and counted
+    hand by hand."""
     visible, runout_size = board.shape[0], runouts.shape[1]
     n_rest, n_runs, bins = rest.shape[0], runouts.shape[0], hist.shape[1]
     n_pairs = n_rest * (n_rest - 1) // 2
@@ -80,7 +84,9 @@ def _histogram_counts(board, rest, runouts, nonflush, flush, colex, offset, tota
     ties = np.zeros(n_rest, dtype=np.int64)
     out = np.empty(n_pairs, dtype=np.int64)
     by_ranks = np.zeros((NUM_RANKS, NUM_RANKS, bins), dtype=np.int64)
-    rank_bin = np.full((n_runs, NUM_RANKS, NUM_RANKS), -1, dtype=np.int64)  # -1: a swept runout
+    combo_bin = np.full((NUM_RANKS**runout_size, NUM_RANKS, NUM_RANKS), -1, dtype=np.int64)
+    combo_runs = np.zeros(NUM_RANKS**runout_size, dtype=np.int64)
+    run_combo = np.full(n_runs, -1, dtype=np.int64)  # -1: a swept runout
     swept = np.empty((n_runs, n_pairs), dtype=np.int8)  # per swept runout, each pair's bin (-1: hit)
     n_swept = 0
     holding = np.zeros(n_rest + 1, dtype=np.int64)  # runouts holding each card of rest (CSR)
@@ -95,20 +101,30 @@ def _histogram_counts(board, rest, runouts, nonflush, flush, colex, offset, tota
         for j in range(runout_size):
             hit[position[runouts[run, j]]] = True
             holding[position[runouts[run, j]] + 1] += 1
-        for i in range(n_rest):
-            if not hit[i]:
-                count[ranks[i]] += 1
-        suited = fill_rank_pairs(final, row, table, suit_count, nonflush, flush, colex, offset)
-        if suited + 2 < 5:
+        suit_count[:] = 0
+        for j in range(visible + runout_size):
+            suit_count[final[j] & 3] += 1
+        if suit_count.max() + 2 < 5:
+            key = 0
+            for r in np.sort(runouts[run] >> 2):
+                key = key * NUM_RANKS + r
+            run_combo[run] = key
+            combo_runs[key] += 1
+            if combo_runs[key] > 1:
+                continue
+            count[:] = 0
+            for i in range(n_rest):
+                if not hit[i]:
+                    count[ranks[i]] += 1
+            fill_rank_pairs(final, row, table, suit_count, nonflush, flush, colex, offset)
             numerator[:, :] = 0  # ranks no live hand has: counted, then taken back from every hand
             rank_numerators(table, count, numerator)
             for x in range(NUM_RANKS):
                 for y in range(NUM_RANKS):
                     hs = 0.5 * numerator[x, y] / total
-                    b = min(int(hs * bins), bins - 1)
-                    rank_bin[run, x, y] = b
-                    by_ranks[x, y, b] += 1
+                    combo_bin[key, x, y] = min(int(hs * bins), bins - 1)
         else:
+            suited = fill_rank_pairs(final, row, table, suit_count, nonflush, flush, colex, offset)
             rest_pair_strengths(rest, row, table, suit_count, suited, nonflush, flush, colex, offset, strength)
             out[:] = -1
             sweep_numerators(strength, hit, first, second, live, order, dense, values, start, below, ties, out)
@@ -116,6 +132,11 @@ def _histogram_counts(board, rest, runouts, nonflush, flush, colex, offset, tota
             for p in range(n_pairs):
                 swept_bin[p] = -1 if out[p] < 0 else min(int(0.5 * out[p] / total * bins), bins - 1)
             n_swept += 1
+    for key in range(combo_runs.shape[0]):
+        if combo_runs[key]:
+            for x in range(NUM_RANKS):
+                for y in range(NUM_RANKS):
+                    by_ranks[x, y, combo_bin[key, x, y]] += combo_runs[key]
     for i in range(n_rest):
         holding[i + 1] += holding[i]
     runs = np.empty(max(holding[n_rest], 1), dtype=np.int64)
@@ -133,13 +154,12 @@ def _histogram_counts(board, rest, runouts, nonflush, flush, colex, offset, tota
             if swept[run, p] >= 0:
                 hist[p, swept[run, p]] += 1
         for m in range(holding[i], holding[i + 1]):
-            b = rank_bin[runs[m], x, y]
-            if b >= 0:
-                hist[p, b] -= 1
+            if run_combo[runs[m]] >= 0:
+                hist[p, combo_bin[run_combo[runs[m]], x, y]] -= 1
         for m in range(holding[j], holding[j + 1]):
             run = runs[m]
-            b = rank_bin[run, x, y]
-            if b >= 0:
+            if run_combo[run] >= 0:
+                b = combo_bin[run_combo[run], x, y]
                 held = False  # a runout holding both cards was taken back once already
                 for k in range(runout_size):
                     held = held or runouts[run, k] == rest[i]

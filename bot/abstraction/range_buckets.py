@@ -36,7 +36,14 @@ from functools import lru_cache
 import numpy as np
 from numba import get_num_threads, njit, prange
 
-from bot.abstraction.range_counts import board_histograms, rank_numerators, sweep_numerators
+from bot.abstraction.range_counts import (
+    board_histograms,
+    board_scratch,
+    pair_positions,
+    rank_numerators,
+    sweep_numerators,
+    sweep_scratch,
+)
 from bot.abstraction.runtime_buckets import (
     CentreBuckets,
     HandBucketer,
@@ -53,7 +60,7 @@ from bot.pair_strengths import (
     pair_rows,
     rest_pair_strengths,
 )
-from protocol.cards import NUM_RANKS, NUM_SUITS
+from protocol.cards import NUM_SUITS
 from protocol.isomorphism import all_combinations
 
 
@@ -109,32 +116,12 @@ def _hs_numerators(board, rest, runouts, chunks, nonflush, flush, colex, offset,
     counted over ranks (:func:`rank_numerators`), any other by the sweep (:func:`sweep_numerators`)."""
     visible, runout_size = board.shape[0], runouts.shape[1]
     n_rest = rest.shape[0]
-    n_pairs = n_rest * (n_rest - 1) // 2
-    first = np.empty(n_pairs, dtype=np.int64)  # positions in rest of each pair's cards
-    second = np.empty(n_pairs, dtype=np.int64)
-    p = 0
-    for i in range(n_rest):
-        for j in range(i + 1, n_rest):
-            first[p], second[p] = i, j
-            p += 1
+    first, second = pair_positions(n_rest)  # positions in rest of each pair's cards
+    n_pairs = first.shape[0]
     ranks = rest >> 2
     for t in prange(chunks):
-        final = np.empty(visible + runout_size, dtype=np.int64)
-        final[:visible] = board
-        row = np.empty(visible + runout_size + 2, dtype=np.int64)
-        table = np.empty((NUM_RANKS, NUM_RANKS), dtype=np.int64)
-        suit_count = np.zeros(4, dtype=np.int64)
-        strength = np.empty(n_pairs, dtype=np.int64)
-        hit = np.zeros(n_rest, dtype=np.bool_)
-        count = np.zeros(NUM_RANKS, dtype=np.int64)
-        numerator = np.empty((NUM_RANKS, NUM_RANKS), dtype=np.int64)
-        live = np.empty(n_pairs, dtype=np.int64)
-        order = np.empty(n_pairs, dtype=np.int64)
-        dense = np.full(7463, -1, dtype=np.int64)  # strength (7,462: royal flush) -> rank on this board
-        values = np.empty(n_pairs, dtype=np.int64)
-        start = np.empty(n_pairs + 1, dtype=np.int64)
-        below = np.zeros(n_rest, dtype=np.int64)
-        ties = np.zeros(n_rest, dtype=np.int64)
+        final, row, table, suit_count = board_scratch(board, runout_size)
+        strength, hit, count, numerator, live, order, dense, values, start, below, ties = sweep_scratch(n_rest)
         for run in range(t, runouts.shape[0], chunks):
             final[visible:] = runouts[run]
             count[:] = 0

@@ -22,7 +22,13 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from bot.pair_strengths import CODES, evaluator_tables, fill_rank_pairs, rest_pair_strengths
+from bot.pair_strengths import (
+    CODES,
+    evaluator_tables,
+    fill_rank_pairs,
+    rest_pair_strengths,
+    runouts_holding,
+)
 from protocol.cards import NUM_RANKS
 from protocol.isomorphism import all_combinations
 
@@ -57,31 +63,11 @@ def _histogram_counts(board, rest, runouts, nonflush, flush, colex, offset, tota
     hand by hand."""
     visible, runout_size = board.shape[0], runouts.shape[1]
     n_rest, n_runs, bins = rest.shape[0], runouts.shape[0], hist.shape[1]
-    n_pairs = n_rest * (n_rest - 1) // 2
-    first = np.empty(n_pairs, dtype=np.int64)
-    second = np.empty(n_pairs, dtype=np.int64)
-    p = 0
-    for i in range(n_rest):
-        for j in range(i + 1, n_rest):
-            first[p], second[p] = i, j
-            p += 1
+    first, second = pair_positions(n_rest)
+    n_pairs = first.shape[0]
     ranks = rest >> 2
-    final = np.empty(visible + runout_size, dtype=np.int64)
-    final[:visible] = board
-    row = np.empty(visible + runout_size + 2, dtype=np.int64)
-    table = np.empty((NUM_RANKS, NUM_RANKS), dtype=np.int64)
-    suit_count = np.zeros(4, dtype=np.int64)
-    strength = np.empty(n_pairs, dtype=np.int64)
-    hit = np.zeros(n_rest, dtype=np.bool_)
-    count = np.zeros(NUM_RANKS, dtype=np.int64)
-    numerator = np.zeros((NUM_RANKS, NUM_RANKS), dtype=np.int64)
-    live = np.empty(n_pairs, dtype=np.int64)
-    order = np.empty(n_pairs, dtype=np.int64)
-    dense = np.full(7463, -1, dtype=np.int64)
-    values = np.empty(n_pairs, dtype=np.int64)
-    start = np.empty(n_pairs + 1, dtype=np.int64)
-    below = np.zeros(n_rest, dtype=np.int64)
-    ties = np.zeros(n_rest, dtype=np.int64)
+    final, row, table, suit_count = board_scratch(board, runout_size)
+    strength, hit, count, numerator, live, order, dense, values, start, below, ties = sweep_scratch(n_rest)
     out = np.empty(n_pairs, dtype=np.int64)
     by_ranks = np.zeros((NUM_RANKS, NUM_RANKS, bins), dtype=np.int64)
     combo_bin = np.full((NUM_RANKS**runout_size, NUM_RANKS, NUM_RANKS), -1, dtype=np.int64)
@@ -89,7 +75,6 @@ def _histogram_counts(board, rest, runouts, nonflush, flush, colex, offset, tota
     run_combo = np.full(n_runs, -1, dtype=np.int64)  # -1: a swept runout
     swept = np.empty((n_runs, n_pairs), dtype=np.int8)  # per swept runout, each pair's bin (-1: hit)
     n_swept = 0
-    holding = np.zeros(n_rest + 1, dtype=np.int64)  # runouts holding each card of rest (CSR)
     position = np.full(CODES, -1, dtype=np.int64)
     for i in range(n_rest):
         position[rest[i]] = i
@@ -100,7 +85,6 @@ def _histogram_counts(board, rest, runouts, nonflush, flush, colex, offset, tota
             hit[i] = False
         for j in range(runout_size):
             hit[position[runouts[run, j]]] = True
-            holding[position[runouts[run, j]] + 1] += 1
         suit_count[:] = 0
         for j in range(visible + runout_size):
             suit_count[final[j] & 3] += 1
@@ -137,15 +121,7 @@ def _histogram_counts(board, rest, runouts, nonflush, flush, colex, offset, tota
             for x in range(NUM_RANKS):
                 for y in range(NUM_RANKS):
                     by_ranks[x, y, combo_bin[key, x, y]] += combo_runs[key]
-    for i in range(n_rest):
-        holding[i + 1] += holding[i]
-    runs = np.empty(max(holding[n_rest], 1), dtype=np.int64)
-    fill = holding[:n_rest].copy()
-    for run in range(n_runs):
-        for j in range(runout_size):
-            i = position[runouts[run, j]]
-            runs[fill[i]] = run
-            fill[i] += 1
+    holding, runs = runouts_holding(runouts, position, n_rest)
     for p in range(n_pairs):
         i, j = first[p], second[p]
         x, y = ranks[i], ranks[j]
@@ -165,6 +141,42 @@ def _histogram_counts(board, rest, runouts, nonflush, flush, colex, offset, tota
                     held = held or runouts[run, k] == rest[i]
                 if not held:
                     hist[p, b] -= 1
+
+
+@njit(cache=True)
+def pair_positions(n):  # pragma: no cover - numba
+    """(first, second): the positions ``i < j`` of every pair of ``n`` cards, row-major (the
+    build's pair order)."""
+    first = np.empty(n * (n - 1) // 2, dtype=np.int64)
+    second = np.empty(n * (n - 1) // 2, dtype=np.int64)
+    p = 0
+    for i in range(n):
+        for j in range(i + 1, n):
+            first[p], second[p] = i, j
+            p += 1
+    return first, second
+
+
+@njit(cache=True)
+def board_scratch(board, runout_size):  # pragma: no cover - numba
+    """(final board with ``board`` in front, :func:`bot.pair_strengths.fill_rank_pairs`'s
+    row, rank-pair table and suit counts) for runouts of ``runout_size`` cards."""
+    final = np.empty(board.shape[0] + runout_size, dtype=np.int64)
+    final[: board.shape[0]] = board
+    return (final, np.empty(board.shape[0] + runout_size + 2, dtype=np.int64),
+            np.empty((NUM_RANKS, NUM_RANKS), dtype=np.int64), np.zeros(4, dtype=np.int64))
+
+
+@njit(cache=True)
+def sweep_scratch(n_rest):  # pragma: no cover - numba
+    """Scratch arrays of one runout's counting over the pairs of ``n_rest`` live cards:
+    strengths, hit cards, live cards per rank, rank numerators, and :func:`sweep_numerators`'s
+    own (``dense`` filled with -1: strengths up to 7,462, a royal flush)."""
+    n_pairs = n_rest * (n_rest - 1) // 2
+    return (np.empty(n_pairs, dtype=np.int64), np.zeros(n_rest, dtype=np.bool_), np.zeros(NUM_RANKS, dtype=np.int64),
+            np.zeros((NUM_RANKS, NUM_RANKS), dtype=np.int64), np.empty(n_pairs, dtype=np.int64),
+            np.empty(n_pairs, dtype=np.int64), np.full(7463, -1, dtype=np.int64), np.empty(n_pairs, dtype=np.int64),
+            np.empty(n_pairs + 1, dtype=np.int64), np.zeros(n_rest, dtype=np.int64), np.zeros(n_rest, dtype=np.int64))
 
 
 @njit(cache=True)

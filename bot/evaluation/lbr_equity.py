@@ -31,6 +31,7 @@ from bot.pair_strengths import (
     evaluator_tables,
     fill_rank_pairs,
     full_strength,
+    runouts_holding,
 )
 from protocol.cards import NUM_RANKS
 from protocol.evaluator import _eval_row
@@ -200,19 +201,7 @@ def _count(hole, board, drawn, theirs, their_masks, runout_masks, chunks, nonflu
         return
     for t in range(1, chunks):
         part_cells[0] += part_cells[t]
-    # runouts holding each card: a CSR list, runouts in index order
-    holding = np.zeros(CODES + 1, dtype=np.int64)
-    for r in range(n_runs):
-        for j in range(missing):
-            holding[drawn[r, j] + 1] += 1
-    for c in range(CODES):
-        holding[c + 1] += holding[c]
-    runs = np.empty(max(holding[CODES], 1), dtype=np.int64)
-    fill = holding[:CODES].copy()
-    for r in range(n_runs):
-        for j in range(missing):
-            runs[fill[drawn[r, j]]] = r
-            fill[drawn[r, j]] += 1
+    holding, runs = runouts_holding(drawn, np.arange(CODES), CODES)
     for h in prange(n_hands):
         a, b = theirs[h, 0], theirs[h, 1]
         x, y = a >> 2, b >> 2
@@ -235,24 +224,18 @@ def _hands_by_suit(theirs):  # pragma: no cover - numba
     both cards in suit ``s`` (the hands that may flush on a board with 3 of it),
     ``by_suit[touching_start[s] : touching_start[s + 1]]`` at least one (4 of it)."""
     by_suit = np.empty(3 * theirs.shape[0], dtype=np.int64)
-    suited_start = np.zeros(5, dtype=np.int64)
-    touching_start = np.zeros(5, dtype=np.int64)
+    starts = np.zeros((2, 5), dtype=np.int64)  # suited, touching
     m = 0
-    for s in range(4):
-        suited_start[s] = m
-        for h in range(theirs.shape[0]):
-            if theirs[h, 0] & 3 == s and theirs[h, 1] & 3 == s:
-                by_suit[m] = h
-                m += 1
-        suited_start[s + 1] = m
-    for s in range(4):
-        touching_start[s] = m
-        for h in range(theirs.shape[0]):
-            if theirs[h, 0] & 3 == s or theirs[h, 1] & 3 == s:
-                by_suit[m] = h
-                m += 1
-        touching_start[s + 1] = m
-    return by_suit, suited_start, touching_start
+    for kind in range(2):
+        for s in range(4):
+            starts[kind, s] = m
+            for h in range(theirs.shape[0]):
+                first, second = theirs[h, 0] & 3 == s, theirs[h, 1] & 3 == s
+                if (first and second) if kind == 0 else (first or second):
+                    by_suit[m] = h
+                    m += 1
+            starts[kind, s + 1] = m
+    return by_suit, starts[0], starts[1]
 
 
 #: Compiled twice: threads pay off only on large blocks.

@@ -8,19 +8,24 @@ Run from the repository root::
     python benchmarks/bench_lbr.py --network runs/sdcfr-holdem   # a trained bundle instead
     python benchmarks/bench_lbr.py --speed-deals 0 --fhp-deals 0 --holdem-deals 0 --shipped-deals 10
     python benchmarks/bench_lbr.py --speed-deals 0 --fhp-deals 0 --holdem-deals 0 --rate-deals 100 \
-        --before /tmp/lbr-before      # a checkout of 513f747: hands/s before and after
+        --before /tmp/lbr-before      # a checkout of bcecf42: hands/s before and after
+    python benchmarks/bench_lbr.py --speed-deals 0 --fhp-deals 0 --holdem-deals 0 --breakdown-deals 100
 
 FHP ratios (``--fhp-ratio-deals``): LBR's value against FHP policies (``random``, ``call``,
 ``raise``; ``default``, the shipped FHP bot, is asked hand by hand and so costs seconds a deal)
 over its exact best response, per seat and over both seats (LBR is a lower bound: <= 1 up to
 the interval).
 
-Rate (``--rate-deals``): LBR's hands per wall second and per CPU second of the process (numba
-threads included) against the shipped HULH bot (``default``) and ``call``, LBR in every round,
-each measured in a fresh subprocess whose ``PYTHONPATH`` is this checkout and, with
-``--before``, another one (e.g. the commit before the pair-strength kernels): only
-``run_lbr`` is called, which both have. A fresh process starts with empty caches (the compact
-bot keeps the buckets of every board it met, so long runs get faster than this rate).
+Rate (``--rate-deals``): LBR's hands per wall second and CPU-ms a hand (every thread and
+worker process counted) against the shipped HULH bot (``default``) and ``call``, LBR in every
+round, each measured in a fresh subprocess whose ``PYTHONPATH`` is this checkout and, with
+``--before``, another one (e.g. the commit before a change): in one process with numba's
+threads, in one process on one thread (the cost a core pays per hand), and with
+``--rate-workers N`` on N worker processes (:mod:`bot.evaluation.lbr_workers`; its wall rate
+with and without the workers' start-up, its CPU with it). A fresh process starts with empty
+caches (the compact bot keeps the buckets of every board it met, so long runs get faster than
+this rate). ``--breakdown-deals``: where the one-thread CPU goes (equities, bucket features,
+nearest centres, the rest of the range queries, LBR's own Python).
 
 Shipped bot (``--shipped-deals``): LBR against the shipped HULH bot (``default``, a compact
 abstraction whose buckets are computed from the cards) with its batched ``range_probabilities``
@@ -167,47 +172,138 @@ def shipped_speed(deals: int) -> None:
 
 
 RATE_SCRIPT = """
-import json, sys, time
-from bot.registry import resolve_agent
+import json, resource, sys, time
+try:
+    from bot.registry import resolve_agent
+except ImportError:  # the code before the registry moved (a --before tree of an older commit)
+    from bot.agents.registry import resolve_agent
 from bot.evaluation.lbr import LBRConfig, run_lbr
 from protocol.gamedef import load_game
-game = load_game("holdem")
-agent = resolve_agent(sys.argv[1], game)
-run_lbr(game, agent, 1, 99, LBRConfig())  # compile / load the numba kernels
-wall, cpu = time.perf_counter(), time.process_time()
-result = run_lbr(game, agent, int(sys.argv[2]), int(sys.argv[3]), LBRConfig())
-print(json.dumps({"wall": time.perf_counter() - wall, "cpu": time.process_time() - cpu,
-                  "mbb": result.overall().mean, "chips": result.chips}))
+if __name__ == "__main__":
+    game, name, deals, seed, workers = load_game("holdem"), sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
+    if workers:
+        from bot.evaluation.lbr_workers import run_lbr_workers
+        first = []
+        wall = time.perf_counter()
+        result = run_lbr_workers(game, name, deals, seed, LBRConfig(), workers,
+                                 progress=lambda done: first or first.append((time.perf_counter(), done)))
+        end = time.perf_counter()
+        cpu = resource.getrusage(resource.RUSAGE_CHILDREN)
+        steady = 2 * (deals - first[0][1]) / (end - first[0][0])
+        print(json.dumps({"wall": end - wall, "cpu": cpu.ru_utime + cpu.ru_stime, "steady": steady,
+                          "mbb": result.overall().mean, "chips": result.chips}))
+    else:
+        agent = resolve_agent(name, game)
+        run_lbr(game, agent, 1, 99, LBRConfig())  # compile / load the numba kernels
+        wall, cpu = time.perf_counter(), time.process_time()
+        result = run_lbr(game, agent, deals, seed, LBRConfig())
+        print(json.dumps({"wall": time.perf_counter() - wall, "cpu": time.process_time() - cpu,
+                          "mbb": result.overall().mean, "chips": result.chips}))
 """
 
+#: Environment of a one-thread run: numba's and BLAS's pools cut to one thread.
+ONE_THREAD = {"NUMBA_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1"}
 
-def rate(code: Path, agent_name: str, deals: int, seed: int = 1) -> dict:
-    """One subprocess's LBR run against ``agent_name`` on HULH with ``code`` first on the path."""
-    env = os.environ | {"PYTHONPATH": str(code), "OMP_WAIT_POLICY": "PASSIVE"}
-    done = subprocess.run([sys.executable, "-c", RATE_SCRIPT, agent_name, str(deals), str(seed)],
+
+def rate(code: Path, agent_name: str, deals: int, workers: int = 0, one_thread: bool = False, seed: int = 1) -> dict:
+    """One subprocess's LBR run against ``agent_name`` on HULH with ``code`` first on the path:
+    in that process (``workers`` 0; ``one_thread``: numba and BLAS on one thread) or on
+    ``workers`` processes (``steady``: hands/s after the first block, i.e. without start-up)."""
+    env = os.environ | {"PYTHONPATH": str(code), "OMP_WAIT_POLICY": "PASSIVE"} | (ONE_THREAD if one_thread else {})
+    done = subprocess.run([sys.executable, "-c", RATE_SCRIPT, agent_name, str(deals), str(seed), str(workers)],
                           env=env, cwd=code, capture_output=True, text=True)  # fmt: skip (-c puts the cwd first)
     if done.returncode:
         raise SystemExit(f"LBR rate run with PYTHONPATH={code} failed:\n{done.stderr}")
     return json.loads(done.stdout.splitlines()[-1])
 
 
-def rates(deals: int, before: Path | None) -> None:
-    """Hands/s against the shipped bot and ``call``, this checkout and ``before``; the chips of
-    the two runs are compared (the same seeds must give the same play)."""
-    codes = [("after", ROOT)] + ([("before", before)] if before else [])
+def rates(deals: int, before: Path | None, workers: int) -> None:
+    """Hands/s against the shipped bot and ``call``: this checkout and ``before`` in one
+    process (numba's threads, then one thread), then this checkout on ``workers`` processes;
+    the chips of every run are compared (the same seeds must give the same play)."""
+    runs = [("after", ROOT, 0, False), ("after, 1 thread", ROOT, 0, True)]
+    if before:
+        runs += [("before", before, 0, False), ("before, 1 thread", before, 0, True)]
+    if workers:
+        runs.append((f"after, {workers} processes", ROOT, workers, False))
     print(f"LBR rate on HULH, LBR in every round ({deals} deals x 2 seats, seed 1, fresh process each):")
     for agent_name in ("default", "call"):
-        results = {}
-        for label, code in codes:
+        chips = []
+        for label, code, processes, one_thread in runs:
             load = os.getloadavg()[0]
-            results[label] = result = rate(code, agent_name, deals)
+            result = rate(code, agent_name, deals, processes, one_thread)
+            chips.append(result["chips"])
             hands = 2 * deals
-            print(f"  {agent_name:8s} {label:6s} {hands / result['wall']:7.2f} hands/s wall, {hands / result['cpu']:7.2f} hands "
-                  f"per CPU second ({hands} hands, {result['wall']:.1f} s wall, {result['cpu']:.1f} s CPU; load {load:.2f} "
-                  f"-> {os.getloadavg()[0]:.2f}); LBR {result['mbb']:+.1f} mbb/g")
-        if before:
-            same = results["after"]["chips"] == results["before"]["chips"]
-            print(f"  {agent_name:8s} same chips in every deal before and after: {same}")
+            steady = f", {result['steady']:.2f} hands/s after start-up" if processes else ""
+            print(f"  {agent_name:8s} {label:20s} {hands / result['wall']:7.2f} hands/s wall{steady}, "
+                  f"{1000 * result['cpu'] / hands:6.1f} CPU-ms a hand ({hands} hands, {result['wall']:.1f} s wall, "
+                  f"{result['cpu']:.1f} s CPU{' with start-up' if processes else ''}; load {load:.2f} -> "
+                  f"{os.getloadavg()[0]:.2f}); LBR {result['mbb']:+.1f} mbb/g")
+        print(f"  {agent_name:8s} same chips in every deal in all {len(runs)} runs: {all(c == chips[0] for c in chips)}")
+
+
+def warm_flops(agent) -> None:
+    """Fill the shipped bot's flop bucket cache with every canonical flop (1,755), as a long
+    LBR run ends up having it: each of its ~22,100 flops once (the cache keys on canonical
+    boards)."""
+    from itertools import combinations
+
+    started = time.process_time()
+    for flop in combinations(range(52), 3):
+        rest = [c for c in range(52) if c not in flop][:2]
+        agent.buckets(1, np.array([rest], dtype=np.int64), flop)
+    print(f"  every canonical flop's buckets: {time.process_time() - started:.0f} CPU-s")
+
+
+def breakdown(deals: int, warm: bool) -> None:
+    """CPU-ms a hand of LBR's parts against the shipped bot, numba and BLAS on one thread, in
+    this process (the board caches warmed by 20 other deals, and with ``warm`` by every
+    canonical flop: a long run's state)."""
+    import functools
+    from collections import Counter
+
+    import numba
+    from threadpoolctl import threadpool_limits
+
+    import bot.abstraction.range_buckets as buckets
+    import bot.evaluation.lbr as lbr
+
+    numba.set_num_threads(1)
+    threadpool_limits(1)
+    spent: Counter[str] = Counter()
+
+    def timed(label: str, function):
+        @functools.wraps(function)
+        def wrapper(*args, **kwargs):
+            cpu = time.process_time()
+            try:
+                return function(*args, **kwargs)
+            finally:
+                spent[label] += time.process_time() - cpu
+        return wrapper
+
+    holdem = load_game("holdem")
+    agent = resolve_agent("default", holdem)
+    lbr.checkdown_equity = timed("equities (lbr_equity.checkdown_equity)", lbr.checkdown_equity)
+    buckets.board_features = timed("bucket features (board_features, board_histograms)", buckets.board_features)
+    buckets.board_histograms = timed("bucket features (board_features, board_histograms)", buckets.board_histograms)
+    buckets.buckets_of = timed("nearest centres / percentiles (buckets_of)", buckets.buckets_of)
+    agent.range_probabilities = timed("agent range queries, all", agent.range_probabilities)
+    if warm:
+        warm_flops(agent)
+    run_lbr(holdem, agent, 20, 99, LBRConfig())
+    spent.clear()
+    cpu = time.process_time()
+    run_lbr(holdem, agent, deals, 1, LBRConfig())
+    total = time.process_time() - cpu
+    hands = 2 * deals
+    print(f"LBR against the shipped bot, one thread, {'every flop cached' if warm else 'fresh caches'} "
+          f"({hands} hands, seed 1; load {os.getloadavg()[0]:.2f}): "
+          f"{1000 * total / hands:.1f} CPU-ms a hand")
+    for label, seconds in spent.most_common():
+        print(f"  {label:45s} {1000 * seconds / hands:6.1f} CPU-ms a hand")
+    rest = total - spent["equities (lbr_equity.checkdown_equity)"] - spent["agent range queries, all"]
+    print(f"  {'LBR itself (ranges, betting, Python)':45s} {1000 * rest / hands:6.1f} CPU-ms a hand")
 
 
 def fixed_flop_policy(fg, kind: str):
@@ -276,6 +372,9 @@ def main() -> None:
     parser.add_argument("--shipped-deals", type=int, default=0, help="deals per shipped-bot speed line (0: skip)")
     parser.add_argument("--rate-deals", type=int, default=0, help="deals per rate line vs default and call (0: skip)")
     parser.add_argument("--before", type=Path, help="--rate-deals: also measure this checkout (e.g. 513f747)")
+    parser.add_argument("--rate-workers", type=int, default=2, help="--rate-deals: also on this many processes (0: skip)")
+    parser.add_argument("--breakdown-deals", type=int, default=0, help="deals of the CPU breakdown vs default (0: skip)")
+    parser.add_argument("--warm-flops", action="store_true", help="--breakdown-deals: every canonical flop cached first")
     parser.add_argument("--fhp-ratio-deals", type=int, default=0, help="deals per FHP LBR / exact BR line (0: skip)")
     parser.add_argument("--fhp-ratio-agents", default="random,call,raise", help="FHP policies for --fhp-ratio-deals")
     parser.add_argument("--stack", type=int, default=5, help="iterations of the untrained SD-CFR bundle")
@@ -302,7 +401,9 @@ def main() -> None:
     if args.shipped_deals:
         shipped_speed(args.shipped_deals)
     if args.rate_deals:
-        rates(args.rate_deals, args.before)
+        rates(args.rate_deals, args.before, args.rate_workers)
+    if args.breakdown_deals:
+        breakdown(args.breakdown_deals, args.warm_flops)
     if args.fhp_ratio_deals:
         fhp_ratios(args.fhp_ratio_deals, args.fhp_ratio_agents.split(","))
     for game_name, deals in (("fhp", args.fhp_deals), ("holdem", args.holdem_deals)):

@@ -104,6 +104,27 @@ def full_strength(a, b, row, nonflush, flush, colex, offset):  # pragma: no cove
     return np.int64(_eval_row(row, row.shape[0], nonflush, flush, colex, offset))
 
 
+@njit(cache=True)
+def runouts_holding(runouts, slot, slots):  # pragma: no cover - numba
+    """(``start``, ``runs``): the runouts (rows of card codes) holding each card, as one list
+    in index order, ``runs[start[slot[c]] : start[slot[c] + 1]]`` for card ``c``; ``slot``
+    maps card codes to ``0 .. slots - 1``. Counting per pair of ranks and taking back the
+    runouts a hand's cards block needs exactly these lists."""
+    start = np.zeros(slots + 1, dtype=np.int64)
+    for r in range(runouts.shape[0]):
+        for j in range(runouts.shape[1]):
+            start[slot[runouts[r, j]] + 1] += 1
+    for c in range(slots):
+        start[c + 1] += start[c]
+    runs = np.empty(max(start[slots], 1), dtype=np.int64)
+    fill = start[:slots].copy()
+    for r in range(runouts.shape[0]):
+        for j in range(runouts.shape[1]):
+            runs[fill[slot[runouts[r, j]]]] = r
+            fill[slot[runouts[r, j]]] += 1
+    return start, runs
+
+
 def pair_rows(rest: np.ndarray, hands: np.ndarray) -> np.ndarray:
     """Row of each hand ``[n, 2]`` among the pairs of ``rest`` in :func:`rest_pair_strengths`'s
     order (row-major ``i < j`` over positions in ``rest``)."""

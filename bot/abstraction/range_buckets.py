@@ -17,7 +17,9 @@ same for b: ``less = L - L_a - L_b``; for ties, the pair (a, b) is counted once 
 once in each of ``E_a``, ``E_b``: ``equal = E - E_a - E_b + 1``. All four come from one walk
 up the live pairs sorted by strength (the sweep of Johanson et al. 2011, *Accelerating Best
 Response Calculation in Large Extensive Games*), per runout; the strengths themselves cost
-~100 evaluations per final board (:mod:`bot.pair_strengths`).
+~100 evaluations per final board (:mod:`bot.pair_strengths`), the counting kernels are in
+:mod:`bot.abstraction.range_counts`. k-means rounds need only the HS histogram, which
+:func:`bot.abstraction.range_counts.board_histograms` counts per pair of ranks where it can.
 
 **Bit-identical to the per-hand path.** The counts are integers, so each HS is the same float64
 ``(less + 0.5 equal) / total``; each hand's sum runs over the runouts of its board's canonical
@@ -34,6 +36,14 @@ from functools import lru_cache
 import numpy as np
 from numba import get_num_threads, njit, prange
 
+from bot.abstraction.range_counts import (
+    board_histograms,
+    board_scratch,
+    pair_positions,
+    rank_numerators,
+    sweep_numerators,
+    sweep_scratch,
+)
 from bot.abstraction.runtime_buckets import (
     CentreBuckets,
     HandBucketer,
@@ -50,7 +60,7 @@ from bot.pair_strengths import (
     pair_rows,
     rest_pair_strengths,
 )
-from protocol.cards import NUM_RANKS, NUM_SUITS
+from protocol.cards import NUM_SUITS
 from protocol.isomorphism import all_combinations
 
 
@@ -103,35 +113,15 @@ def _hs_numerators(board, rest, runouts, chunks, nonflush, flush, colex, offset,
     """``out[run, p] = 2 less + equal`` (HS's numerator, twice) for every live hand ``p`` (the
     p-th pair of ``rest``) on each final board; runouts are split into ``chunks`` parts (one
     per thread), each writing its own rows. A board on which no hand can make a flush is
-    counted over ranks (:func:`_rank_numerators`), any other by the sweep (:func:`_sweep`)."""
+    counted over ranks (:func:`rank_numerators`), any other by the sweep (:func:`sweep_numerators`)."""
     visible, runout_size = board.shape[0], runouts.shape[1]
     n_rest = rest.shape[0]
-    n_pairs = n_rest * (n_rest - 1) // 2
-    first = np.empty(n_pairs, dtype=np.int64)  # positions in rest of each pair's cards
-    second = np.empty(n_pairs, dtype=np.int64)
-    p = 0
-    for i in range(n_rest):
-        for j in range(i + 1, n_rest):
-            first[p], second[p] = i, j
-            p += 1
+    first, second = pair_positions(n_rest)  # positions in rest of each pair's cards
+    n_pairs = first.shape[0]
     ranks = rest >> 2
     for t in prange(chunks):
-        final = np.empty(visible + runout_size, dtype=np.int64)
-        final[:visible] = board
-        row = np.empty(visible + runout_size + 2, dtype=np.int64)
-        table = np.empty((NUM_RANKS, NUM_RANKS), dtype=np.int64)
-        suit_count = np.zeros(4, dtype=np.int64)
-        strength = np.empty(n_pairs, dtype=np.int64)
-        hit = np.zeros(n_rest, dtype=np.bool_)
-        count = np.zeros(NUM_RANKS, dtype=np.int64)
-        numerator = np.empty((NUM_RANKS, NUM_RANKS), dtype=np.int64)
-        live = np.empty(n_pairs, dtype=np.int64)
-        order = np.empty(n_pairs, dtype=np.int64)
-        dense = np.full(7463, -1, dtype=np.int64)  # strength (7,462: royal flush) -> rank on this board
-        values = np.empty(n_pairs, dtype=np.int64)
-        start = np.empty(n_pairs + 1, dtype=np.int64)
-        below = np.zeros(n_rest, dtype=np.int64)
-        ties = np.zeros(n_rest, dtype=np.int64)
+        final, row, table, suit_count = board_scratch(board, runout_size)
+        strength, hit, count, numerator, live, order, dense, values, start, below, ties = sweep_scratch(n_rest)
         for run in range(t, runouts.shape[0], chunks):
             final[visible:] = runouts[run]
             count[:] = 0
@@ -144,116 +134,13 @@ def _hs_numerators(board, rest, runouts, chunks, nonflush, flush, colex, offset,
                     count[ranks[i]] += 1
             suited = fill_rank_pairs(final, row, table, suit_count, nonflush, flush, colex, offset)
             if suited + 2 < 5:
-                _rank_numerators(table, count, numerator)
+                rank_numerators(table, count, numerator)
                 for p in range(n_pairs):
                     if not (hit[first[p]] or hit[second[p]]):
                         out[run, p] = numerator[ranks[first[p]], ranks[second[p]]]
             else:
                 rest_pair_strengths(rest, row, table, suit_count, suited, nonflush, flush, colex, offset, strength)
-                _sweep(strength, hit, first, second, live, order, dense, values, start, below, ties, out[run])
-
-
-@njit(cache=True)
-def _rank_numerators(table, count, numerator):  # pragma: no cover - numba
-    """``numerator[x, y]`` = 2 less + equal of a hand of ranks x, y when no hand can flush:
-    every hand's strength is ``table[x, y]``, so the counts of the module docstring are sums
-    over ranks (``count``: live cards per rank), the same for every hand of those ranks."""
-    n = NUM_RANKS
-    cells = 0
-    value = np.empty(n * n, dtype=np.int64)  # per cell (a pair of ranks that live hands have)
-    weight = np.empty(n * n, dtype=np.int64)
-    cell_x = np.empty(n * n, dtype=np.int64)
-    cell_y = np.empty(n * n, dtype=np.int64)
-    for x in range(n):
-        for y in range(x, n):
-            hands = count[x] * count[y] if x != y else count[x] * (count[x] - 1) // 2
-            if hands:
-                value[cells], weight[cells], cell_x[cells], cell_y[cells] = table[x, y], hands, x, y
-                cells += 1
-    order = np.argsort(value[:cells])
-    weaker = np.empty(cells, dtype=np.int64)  # per cell: live hands weaker, and as strong
-    same = np.empty(cells, dtype=np.int64)
-    passed = 0
-    g = 0
-    while g < cells:
-        end = g
-        group = 0
-        while end < cells and value[order[end]] == value[order[g]]:
-            group += weight[order[end]]
-            end += 1
-        for m in range(g, end):
-            weaker[order[m]] = passed
-            same[order[m]] = group
-        passed += group
-        g = end
-    for c in range(cells):
-        x, y = cell_x[c], cell_y[c]
-        s = value[c]
-        less, equal = weaker[c], same[c]
-        for z in (x, y):  # hands holding one of our cards: the card's partners by rank
-            for w in range(n):
-                partners = count[w] - (w == z)
-                if table[z, w] < s:
-                    less -= partners
-                elif table[z, w] == s:
-                    equal -= partners
-        numerator[x, y] = numerator[y, x] = 2 * less + equal + 1
-
-
-@njit(cache=True)
-def _sweep(strength, hit, first, second, live, order, dense, values, start, below, ties, out):  # pragma: no cover - numba
-    """``out[p] = 2 less + equal`` of every live pair ``p`` (neither card ``hit``) by the sweep
-    of Johanson et al. (2011): the live hands sorted by strength once (a counting sort over the
-    board's few distinct strengths), then walked up in groups of equal strength while counting,
-    per card, the hands holding it that were passed (``below``: weaker) or are in the group
-    (``ties``); card removal is the inclusion-exclusion of the module docstring. The other
-    arrays are scratch: ``dense`` must hold -1 (it is left so)."""
-    n_live = 0
-    n_values = 0
-    for p in range(strength.shape[0]):
-        if not (hit[first[p]] or hit[second[p]]):
-            live[n_live] = p
-            n_live += 1
-            if dense[strength[p]] < 0:
-                dense[strength[p]] = 0
-                values[n_values] = strength[p]
-                n_values += 1
-    values[:n_values].sort()
-    start[: n_values + 1] = 0
-    for v in range(n_values):
-        dense[values[v]] = v
-    for m in range(n_live):
-        start[dense[strength[live[m]]] + 1] += 1
-    for v in range(1, n_values + 1):
-        start[v] += start[v - 1]
-    for m in range(n_live):
-        p = live[m]
-        v = dense[strength[p]]
-        order[start[v]] = p
-        start[v] += 1
-    for v in range(n_values):
-        dense[values[v]] = -1
-    below[:] = 0
-    g = 0
-    while g < n_live:
-        s = strength[order[g]]
-        end = g
-        while end < n_live and strength[order[end]] == s:
-            ties[first[order[end]]] += 1
-            ties[second[order[end]]] += 1
-            end += 1
-        for m in range(g, end):
-            p = order[m]
-            a, b = first[p], second[p]
-            out[p] = 2 * (g - below[a] - below[b]) + (end - g) - ties[a] - ties[b] + 1
-        for m in range(g, end):
-            p = order[m]
-            a, b = first[p], second[p]
-            below[a] += ties[a]
-            below[b] += ties[b]
-            ties[a] = 0
-            ties[b] = 0
-        g = end
+                sweep_numerators(strength, hit, first, second, live, order, dense, values, start, below, ties, out[run])
 
 
 _hs_numerators_serial = njit(cache=True)(_hs_numerators)
@@ -310,13 +197,9 @@ def nearest_centres(points: np.ndarray, centres: np.ndarray) -> np.ndarray:
     kernel could rank first is therefore within ~7e-4 of the product minimum (both distances'
     errors, both ways), inside :data:`NEAR`, and the kernel sees every such centre in index
     order."""
-    p = np.asarray(points, dtype=np.float32)
-    c = np.asarray(centres, dtype=np.float32)
-    norms_p = (p.astype(np.float64) ** 2).sum(axis=1)
-    norms_c = (c.astype(np.float64) ** 2).sum(axis=1)
-    approx = norms_p[:, None] - 2.0 * (p @ c.T).astype(np.float64) + norms_c[None, :]
-    bound = approx.min(axis=1) + NEAR
-    return _nearest_among(points, centres, approx <= bound[:, None])
+    p = np.ascontiguousarray(points, dtype=np.float32)
+    c = np.ascontiguousarray(centres, dtype=np.float32)
+    return _nearest_screened(p, c, p @ c.T)
 
 
 #: Margin of :func:`nearest_centres`'s product-distance screen (squared-distance units).
@@ -324,13 +207,29 @@ NEAR = 2e-3
 
 
 @njit(cache=True)
-def _nearest_among(points, centres, candidate):  # pragma: no cover - numba
-    """For each point the first centre of least exact distance among its ``candidate`` ones."""
+def _nearest_screened(points, centres, products):  # pragma: no cover - numba
+    """For each point the first centre of least exact distance among those whose product
+    distance (``products``: the float32 ``points @ centres.T``, norms in float64) is within
+    :data:`NEAR` of the point's smallest; one pass per point, no ``[points, centres]``
+    temporaries."""
+    n_centres, dims = centres.shape
+    norms_c = np.zeros(n_centres)
+    for c in range(n_centres):
+        for j in range(dims):
+            norms_c[c] += np.float64(centres[c, j]) ** 2
+    approx = np.empty(n_centres)
     out = np.empty(points.shape[0], dtype=np.int64)
     for i in range(points.shape[0]):
+        norm_p = 0.0
+        for j in range(dims):
+            norm_p += np.float64(points[i, j]) ** 2
+        least = np.inf
+        for c in range(n_centres):
+            approx[c] = norm_p - 2.0 * np.float64(products[i, c]) + norms_c[c]
+            least = min(least, approx[c])
         best, best_d = 0, np.inf
-        for c in range(centres.shape[0]):
-            if candidate[i, c]:
+        for c in range(n_centres):
+            if approx[c] <= least + NEAR:
                 d = squared_l2(points[i], centres[c])
                 if d < best_d:
                     best, best_d = c, d
@@ -340,15 +239,17 @@ def _nearest_among(points, centres, candidate):  # pragma: no cover - numba
 
 class RangeBucketer:
     """Buckets of many hands at one public state, equal to :meth:`HandBucketer.bucket` hand by
-    hand. The buckets of every live hand of the last ``boards_kept`` canonical boards are kept
-    (int16 per hand, ~2 KB a board): LBR asks several decisions of one round on one board, and
-    a long LBR run meets each of the 1,755 canonical flops many times."""
+    hand. The buckets of every live hand of the last ``boards_kept`` canonical boards of each
+    round are kept (int16 per hand, ~2 KB a board): LBR asks several decisions of one round on
+    one board, plays each deal in both seats, and a long LBR run meets each of the 1,755
+    canonical flops many times; a cache per round keeps the flops, the costliest boards, from
+    being pushed out by the stream of new rivers."""
 
     def __init__(self, hands: HandBucketer, boards_kept: int = 20_000) -> None:
         self.hand_bucketer = hands
         self.suits = tuple(sorted({c % NUM_SUITS for c in hands.game.deck}))
         self.boards_kept = boards_kept
-        self._boards: OrderedDict[tuple, np.ndarray] = OrderedDict()
+        self._boards: list[OrderedDict[tuple[int, ...], np.ndarray]] = [OrderedDict() for _ in hands.rounds]
 
     def buckets(self, round_index: int, hands: np.ndarray, board: tuple[int, ...]) -> np.ndarray:
         """Bucket (int64) of each row of ``hands`` ``[n, 2]`` (disjoint from ``board``)."""
@@ -358,17 +259,27 @@ class RangeBucketer:
         if np.isin(hands, board).any():
             raise ValueError(f"range buckets: a hand shares a card with the board {board}")
         canonical_board, holes = canonical_board_and_holes(self.suits, tuple(board), hands)
-        key = (round_index, canonical_board)
-        bucket = self._boards.get(key)
+        kept = self._boards[round_index]
+        bucket = kept.get(canonical_board)
         if bucket is None:
-            buckets = self.hand_bucketer.rounds[round_index]
-            assert buckets is not None
-            _, _, ehs2, hist = board_features(self.hand_bucketer.game, canonical_board, buckets.bins)
-            bucket = self._boards[key] = buckets_of(buckets, ehs2, hist).astype(np.int16)
-            if len(self._boards) > self.boards_kept:
-                self._boards.popitem(last=False)
+            bucket = kept[canonical_board] = self.board_buckets(round_index, canonical_board)
+            if len(kept) > self.boards_kept:
+                kept.popitem(last=False)
         else:
-            self._boards.move_to_end(key)
+            kept.move_to_end(canonical_board)
         rest = np.array([c for c in self.hand_bucketer.game.deck if c not in canonical_board], dtype=np.int64)
         return bucket[pair_rows(rest, holes)].astype(np.int64)
+
+    def board_buckets(self, round_index: int, canonical_board: tuple[int, ...]) -> np.ndarray:
+        """int16 bucket of every pair of the cards off ``canonical_board`` (in
+        :func:`bot.pair_strengths.pair_rows` order): k-means rounds from the histograms alone
+        (:func:`board_histograms`), percentile rounds from E[HS^2] (:func:`board_features`)."""
+        buckets = self.hand_bucketer.rounds[round_index]
+        game = self.hand_bucketer.game
+        if isinstance(buckets, CentreBuckets):
+            hist = board_histograms(game, canonical_board, buckets.bins)
+            return buckets_of(buckets, np.zeros(len(hist), dtype=np.float32), hist).astype(np.int16)
+        assert buckets is not None
+        _, _, ehs2, hist = board_features(game, canonical_board, buckets.bins)
+        return buckets_of(buckets, ehs2, hist).astype(np.int16)
 

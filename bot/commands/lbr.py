@@ -19,6 +19,7 @@ from rich.table import Table
 
 from bot.commands.options import SEED
 from bot.evaluation.lbr import EquityCounters, LBRConfig, LBRError, LBRResult, run_lbr
+from bot.evaluation.lbr_workers import MIN_DEALS_PER_WORKER, auto_workers, run_lbr_workers
 from bot.evaluation.match_report import console, require_folder
 from bot.progress import progress_bar
 from bot.registry import resolve_agent
@@ -112,8 +113,11 @@ def describe_equity(counters: EquityCounters) -> str:
 @click.option("--json", "json_path", type=click.Path(dir_okay=False, path_type=Path), help="Save every number and each deal's chips here.")
 @click.option("--resume", "resume_run", is_flag=True, help="Continue the run saved in --json.")
 @click.option("--exact", is_flag=True, help="Also compute LBR's exact expected value (small games only).")
+@click.option("--workers", type=click.IntRange(min=0), default=0, show_default=True,
+              help="Processes playing deals (the same chips for any number); 0: one per CPU core from "
+                   f"{MIN_DEALS_PER_WORKER} deals per core, else this process only.")
 def lbr(agent_spec: str, game_name: str, deals: int, seed: int, call_rounds: str, runout_samples: int,
-        max_enumeration: int, json_path: Path | None, resume_run: bool, exact: bool) -> None:
+        max_enumeration: int, json_path: Path | None, resume_run: bool, exact: bool, workers: int) -> None:
     """Local best response (Lisy & Bowling 2017) against AGENT: LBR's mbb/g per seat and over
     both seats, with 95% intervals; a lower bound on AGENT's exploitability."""
     out = console()
@@ -140,7 +144,11 @@ def lbr(agent_spec: str, game_name: str, deals: int, seed: int, call_rounds: str
                 save(result, json_path)
                 last_save = time.monotonic()
 
-        result = run_lbr(game, agent, deals, seed, config, result, advance)
+        workers = workers or auto_workers(deals - result.deals)
+        if workers > 1:
+            result = run_lbr_workers(game, agent_spec, deals, seed, config, workers, result, advance)
+        else:
+            result = run_lbr(game, agent, deals, seed, config, result, advance)
     if json_path is not None:
         save(result, json_path)
     if not result.deals:

@@ -57,12 +57,11 @@ thread is reproducible bit for bit, and any split of a batch into calls samples 
 (``tests/training/abstraction/test_pcs.py``). The run loop (:mod:`training.abstraction.batches`) cuts a batch into
 calls of ~0.5 s for its progress bar and stop checks.
 
-**Clusters.** The unit of work is :func:`walk_boards`: (tables to read, table to add into,
-boards, weights) -> (node, hand) pairs. A Ray worker (as :mod:`training.abstraction.ray_mccfr`
-does for ES) can take the driver's tables once per merge round, run its share of the
-iterations with ``regret_out`` a zeroed delta table (strategies fixed for the round, so the
-workers' deltas simply add) and return the changed rows; the board streams are keyed by
-iteration, not by worker, so the merged run samples exactly the single-process boards.
+**Clusters.** The unit of work is :func:`run_iterations` (tables, first iteration, count,
+weights) -> (node, hand) pairs. :mod:`training.abstraction.ray_pcs` runs each batch as merge
+rounds on Ray workers: every worker runs its share of a round on a copy of the driver's tables
+and returns the changed rows, which the driver adds; the board streams are keyed by iteration,
+not by worker, so the merged run samples exactly the single-process boards.
 """
 
 from __future__ import annotations

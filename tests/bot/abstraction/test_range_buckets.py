@@ -9,6 +9,7 @@ import pytest
 
 from bot.abstraction.compact import CompactAbstractionAgent, write_compact
 from bot.abstraction.range_buckets import board_features, buckets_of, canonical_board_and_holes
+from bot.abstraction.range_counts import board_histograms
 from bot.abstraction.runtime_buckets import (
     CentreBuckets,
     HandBucketer,
@@ -22,6 +23,7 @@ from bot.abstraction.tables import row_layout
 from bot.agents.base import Agent
 from bot.shipped import read_manifest
 from protocol.betting_tree import BettingTree
+from protocol.cards import cards_from_str
 from protocol.gamedef import Game, load_game
 from protocol.matchstate import MatchState
 from protocol.state import State
@@ -67,6 +69,15 @@ def test_board_features_equal_the_per_hand_features_bit_for_bit(round_index, sam
             row = index[hole[0], hole[1]]
             assert (one[0], one[1]) == (ehs[row], ehs2[row])
             assert np.array_equal(one[2], hist[row])
+
+
+@pytest.mark.parametrize("board", ["2c3d9h", "2c5c9h", "AsKsQs", "2c2d2h", "7h8h9hTh", "2c2d9h9c", "Js3sQd5s"])
+def test_board_histograms_equal_the_features_histograms(board):
+    """The rank-aggregated counts of k-means rounds give the features' histogram of every hand:
+    rainbow, two-tone, monotone and paired flops, turns with four, three and two of a suit."""
+    canonical, _ = canonical_board_and_holes(SUITS, tuple(cards_from_str(board)), np.zeros((0, 2), np.int64))
+    _, _, _, hist = board_features(HOLDEM, canonical, 50)
+    assert np.array_equal(board_histograms(HOLDEM, canonical, 50), hist)
 
 
 def test_batched_centre_buckets_replay_moves_like_one_hand():

@@ -19,6 +19,7 @@ from bot.cli import main as pokerbot
 from bot.evaluation.best_response import exploitability
 from bot.evaluation.lbr import TIE, LBRConfig, PrivateHands, checkdown_equity, run_lbr
 from bot.evaluation.lbr_exact import exact_lbr_value
+from bot.evaluation.lbr_workers import run_lbr_workers
 from protocol.cards import cards_from_str
 from protocol.evaluator import hand_strength
 from protocol.gamedef import Game, load_game, parse_gamedef
@@ -232,6 +233,18 @@ def test_runs_are_reproducible_resumable_and_play_both_seats_on_the_same_cards()
     resumed = run_lbr(LEDUC, agent, 40, seed=9, result=part)
     assert resumed.chips == whole.chips and len(whole.chips) == 40
     assert run_lbr(LEDUC, agent, 40, seed=10).chips != whole.chips
+
+
+def test_worker_processes_play_the_same_chips_in_deal_order_and_resume():
+    """Two spawned workers (the agent resolved by name in each) give the one-process run's
+    chips, counters and query counts, also when continuing a run made in this process."""
+    config = LBRConfig(max_enumeration=0, runout_samples=30)  # sampled equities: the seeds matter
+    whole = run_lbr(LEDUC, RandomAgent(LEDUC), 13, seed=4, config=config)
+    part = run_lbr(LEDUC, RandomAgent(LEDUC), 3, seed=4, config=config)
+    parallel = run_lbr_workers(LEDUC, "random", 13, 4, config, 2, result=part)
+    assert parallel.chips == whole.chips and parallel.counters == whole.counters
+    assert (parallel.agent_queries, parallel.hands_queried) == (whole.agent_queries, whole.hands_queried)
+    assert whole.counters.sampled > 0 and not parallel.interrupted
 
 
 class CountingAgent(Agent):

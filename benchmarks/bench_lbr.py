@@ -185,7 +185,7 @@ if __name__ == "__main__":
         from bot.evaluation.lbr_workers import run_lbr_workers
         first = []
         wall = time.perf_counter()
-        result = run_lbr_workers(game, name, deals, seed, LBRConfig(), workers,
+        result = run_lbr_workers(game, name, deals, seed, LBRConfig(), workers, resolve_agent,
                                  progress=lambda done: first or first.append((time.perf_counter(), done)))
         end = time.perf_counter()
         cpu = resource.getrusage(resource.RUSAGE_CHILDREN)

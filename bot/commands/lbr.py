@@ -146,7 +146,7 @@ def lbr(agent_spec: str, game_name: str, deals: int, seed: int, call_rounds: str
 
         workers = workers or auto_workers(deals - result.deals)
         if workers > 1:
-            result = run_lbr_workers(game, agent_spec, deals, seed, config, workers, result, advance)
+            result = run_lbr_workers(game, agent_spec, deals, seed, config, workers, resolve_agent, result, advance)
         else:
             result = run_lbr(game, agent, deals, seed, config, result, advance)
     if json_path is not None:

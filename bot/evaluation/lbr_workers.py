@@ -8,7 +8,9 @@ hands blocks of :data:`BLOCK` deals to a pool of worker processes and appends th
 the blocks come back in deal order, so a run, its ``--json`` file, its progress and its Ctrl-C
 behave as :func:`bot.evaluation.lbr.run_lbr`'s, with the same numbers.
 
-Each worker is a fresh (spawned) interpreter that resolves the agent by name; processes rather
+Each worker is a fresh (spawned) interpreter that resolves the agent by name (with the
+``resolve`` function the caller passes, e.g. :func:`bot.registry.resolve_agent`, which sits in a
+layer above this one and is pickled by reference); processes rather
 than threads because the per-decision Python (the betting walk, the range bookkeeping) holds
 the GIL, and spawned rather than forked because numba's GNU OpenMP thread pool is not
 fork-safe once the parent has used it. A worker's numba and BLAS pools are cut to one thread:
@@ -24,6 +26,7 @@ import time
 from collections.abc import Callable
 from dataclasses import asdict
 
+from bot.agents.base import Agent
 from bot.evaluation.lbr import LBRConfig, LBRResult, Responder
 from bot.evaluation.lbr_equity import EquityCounters
 from protocol.gamedef import Game
@@ -45,18 +48,20 @@ def auto_workers(deals: int) -> int:
     return cores if deals >= MIN_DEALS_PER_WORKER * cores else 1
 
 
-def _start_worker(game: Game, agent_spec: str, config: LBRConfig) -> None:
+Resolve = Callable[[str, Game], Agent]
+"""Agent name or path -> agent (:func:`bot.registry.resolve_agent`)."""
+
+
+def _start_worker(game: Game, agent_spec: str, config: LBRConfig, resolve: Resolve) -> None:
     """Pool initializer: one thread for numba and BLAS, Ctrl-C left to the parent, the agent."""
     import numba
     from threadpoolctl import threadpool_limits
-
-    from bot.registry import resolve_agent
 
     global _responder
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     numba.set_num_threads(1)
     threadpool_limits(1)
-    _responder = Responder(game, resolve_agent(agent_spec, game), config)
+    _responder = Responder(game, resolve(agent_spec, game), config)
 
 
 def _play_block(task: tuple[int, int, int]) -> tuple[list[tuple[float, float]], dict, int, int]:
@@ -70,7 +75,8 @@ def _play_block(task: tuple[int, int, int]) -> tuple[list[tuple[float, float]], 
 
 
 def run_lbr_workers(game: Game, agent_spec: str, deals: int, seed: int, config: LBRConfig, workers: int,
-                    result: LBRResult | None = None, progress: Callable[[int], None] | None = None) -> LBRResult:  # fmt: skip
+                    resolve: Resolve, result: LBRResult | None = None,
+                    progress: Callable[[int], None] | None = None) -> LBRResult:  # fmt: skip
     """:func:`bot.evaluation.lbr.run_lbr` against the agent ``agent_spec`` names, its deals
     played by ``workers`` processes; the same result, chip for chip."""
     if result is None:
@@ -78,7 +84,7 @@ def run_lbr_workers(game: Game, agent_spec: str, deals: int, seed: int, config: 
     tasks = [(seed, start, min(start + BLOCK, deals)) for start in range(result.deals, deals, BLOCK)]
     started = time.perf_counter()
     context = multiprocessing.get_context("spawn")
-    with context.Pool(workers, _start_worker, (game, agent_spec, config)) as pool:
+    with context.Pool(workers, _start_worker, (game, agent_spec, config, resolve)) as pool:
         try:
             for chips, counters, queries, hands in pool.imap(_play_block, tasks):
                 result.chips.extend(chips)

@@ -20,6 +20,7 @@ from bot.evaluation.best_response import exploitability
 from bot.evaluation.lbr import TIE, LBRConfig, PrivateHands, checkdown_equity, run_lbr
 from bot.evaluation.lbr_exact import exact_lbr_value
 from bot.evaluation.lbr_workers import run_lbr_workers
+from bot.registry import resolve_agent
 from protocol.cards import cards_from_str
 from protocol.evaluator import hand_strength
 from protocol.gamedef import Game, load_game, parse_gamedef
@@ -241,7 +242,7 @@ def test_worker_processes_play_the_same_chips_in_deal_order_and_resume():
     config = LBRConfig(max_enumeration=0, runout_samples=30)  # sampled equities: the seeds matter
     whole = run_lbr(LEDUC, RandomAgent(LEDUC), 13, seed=4, config=config)
     part = run_lbr(LEDUC, RandomAgent(LEDUC), 3, seed=4, config=config)
-    parallel = run_lbr_workers(LEDUC, "random", 13, 4, config, 2, result=part)
+    parallel = run_lbr_workers(LEDUC, "random", 13, 4, config, 2, resolve_agent, result=part)
     assert parallel.chips == whole.chips and parallel.counters == whole.counters
     assert (parallel.agent_queries, parallel.hands_queried) == (whole.agent_queries, whole.hands_queried)
     assert whole.counters.sampled > 0 and not parallel.interrupted

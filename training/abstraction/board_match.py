@@ -35,6 +35,7 @@ from __future__ import annotations
 import itertools
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import numba
 import numpy as np
@@ -43,6 +44,8 @@ from numba import njit, prange
 from bot.abstraction.agent import RowPolicyAgent
 from bot.agents.base import Agent
 from bot.errors import PokerbotError
+from bot.evaluation.match_report import Row
+from bot.evaluation.statistics import estimate, hands_for_half_width
 from protocol.betting_tree import DECISION, FOLD_END
 from protocol.evaluator import hand_strength_batch
 from protocol.gamedef import Game
@@ -130,7 +133,7 @@ def _boards_chips(live, cards, strength, bucket_a, bucket_b, table_a, table_b, o
 def row_policy(agent: Agent, role: str) -> RowPolicyAgent:
     """``agent`` as a table-row policy, or a one-line error naming it."""
     if not isinstance(agent, RowPolicyAgent):
-        raise NotAbstractionPolicy(f"--method boards needs two abstraction policies (a solved abstraction, its run "
+        raise NotAbstractionPolicy(f"--boards needs two abstraction policies (a solved abstraction, its run "
                                    f"directory or the compact shipped bot); {role} {agent.name!r} is a {type(agent).__name__}")  # fmt: skip
     return agent
 
@@ -222,7 +225,7 @@ def all_boards(game: Game) -> np.ndarray:
 def run(match: BoardMatch, seed: int, boards: int, threads: int, chunk: int,
         advance: Callable[[int], None] = lambda n: None) -> tuple[BoardValues, bool]:  # fmt: skip
     """Boards ``0 .. boards - 1`` of stream ``seed`` in chunks (``advance`` after each); a
-    Ctrl-C stops after the chunk being evaluated and returns the boards done (and True)."""
+    Ctrl-C stops the run and returns the boards of the chunks finished before it (and True)."""
     seat0: list[np.ndarray] = []
     seat1: list[np.ndarray] = []
     interrupted = False
@@ -237,3 +240,17 @@ def run(match: BoardMatch, seed: int, boards: int, threads: int, chunk: int,
         advance(len(values.seat0))
     empty = np.zeros(0)
     return BoardValues(np.concatenate(seat0 or [empty]), np.concatenate(seat1 or [empty])), interrupted
+
+
+def summary(values: BoardValues, big_blind: int, half_width: float) -> dict[str, Any]:
+    """The match report's summary (:func:`bot.evaluation.match_report.table`), one observation
+    per board, in mbb/g: the duplicate estimator first, then A's value in each seat."""
+    scale = 1000.0 / big_blind
+    rows = []
+    for label, chips in (("duplicate, exact over hands", values.duplicate), ("seat 0", values.seat0),
+                         ("seat 1", values.seat1)):  # fmt: skip
+        est = estimate(chips * scale)
+        rows.append(Row(label, len(chips), float(chips.sum()), est, hands_for_half_width(est.std, half_width)).to_dict())
+    return {"boards": len(values.seat0), "unit": "boards", "big_blind": big_blind, "half_width_mbb": half_width,
+            "rows": rows, "variance_reduction": {},
+            "per_board": {"seat0_chips": values.seat0.tolist(), "seat1_chips": values.seat1.tolist()}}  # fmt: skip

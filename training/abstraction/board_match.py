@@ -49,7 +49,7 @@ from bot.evaluation.statistics import estimate, hands_for_half_width
 from protocol.betting_tree import DECISION, FOLD_END
 from protocol.evaluator import hand_strength_batch
 from protocol.gamedef import Game
-from training.abstraction.pcs_kernel import NUM_CARDS, _fold, _showdown
+from training.abstraction.pcs_kernel import NUM_CARDS, _showdown
 
 
 class NotAbstractionPolicy(PokerbotError):
@@ -73,36 +73,68 @@ def _strategy(table, row_offset, bucket, legal, v, out):  # pragma: no cover - n
             out[0, i], out[1, i], out[2, i] = legal[0] / count, legal[1] / count, legal[2] / count
 
 
+@njit(cache=True, inline="always", fastmath=True, error_model="numpy")
+def _disjoint_mass(a, weight, b, cards, v, per_card):  # pragma: no cover - numba
+    """Sum of ``a_i weight_i b_j`` over the ordered pairs (i, j) of live hands sharing no card,
+    in one pass: all pairs, less those through each card (a pair sharing both cards is one hand
+    twice, counted twice there, so it is added back once): inclusion-exclusion as in
+    :func:`training.abstraction.pcs_kernel._fold`, summed against a second reach instead of
+    returned per hand (a fold's chips are the same for every pair)."""
+    per_card[:] = 0.0
+    total_a = total_b = same = 0.0
+    for i in range(v):
+        ai = a[i] * weight[i]
+        total_a += ai
+        total_b += b[i]
+        same += ai * b[i]
+        for k in range(cards.shape[1]):
+            per_card[0, cards[i, k]] += ai
+            per_card[1, cards[i, k]] += b[i]
+    shared = 0.0
+    for c in range(per_card.shape[1]):
+        shared += per_card[0, c] * per_card[1, c]
+    return total_a * total_b - shared + (same if cards.shape[1] == 2 else 0.0)
+
+
 @njit(cache=True, fastmath=True, error_model="numpy")
 def seat_chips(v, cards, strength, bucket_0, bucket_1, table_0, table_1, offset_0, offset_1, kind, actor, rnd,
                parent, parent_action, depth, legal, folder, spent, reach, sigma, out, per_card):  # fmt: skip  # pragma: no cover - numba
     """Chips seat 0 wins on one board, summed over every ordered pair of disjoint live hands
     and weighted by both policies' action probabilities. Nodes are visited in preorder
     (:class:`protocol.betting_tree.BettingTree`), so row ``depth - 1`` of ``reach``/``sigma``
-    still holds a node's parent: ``reach [depth + 1, 2, V]``, ``sigma [depth + 1, 3, V]``."""
+    still holds a node's parent: ``reach [depth + 1, 2, V]``, ``sigma [depth + 1, 3, V]``,
+    ``per_card [2, cards]``. A terminal's reach is not copied out: its chips are computed from
+    its parent's row and the last action's probabilities (a fold by :func:`_disjoint_mass`, a
+    showdown by the strength sweep against seat 1's reach, then summed against seat 0's)."""
     total = 0.0
+    reach[0, :, :v] = 1.0
     for n in range(kind.shape[0]):
         d = depth[n]
-        if n == 0:
-            reach[0, :, :v] = 1.0
-        else:
-            mover = actor[parent[n]]
-            x = parent_action[n]
-            reach[d, 1 - mover, :v] = reach[d - 1, 1 - mover, :v]
-            for i in range(v):
-                reach[d, mover, i] = reach[d - 1, mover, i] * sigma[d - 1, x, i]
+        p = d - 1
+        mover = actor[parent[n]] if n > 0 else 0  # the root has no parent
+        x = parent_action[n]
         if kind[n] == DECISION:
+            if n > 0:
+                reach[d, 1 - mover, :v] = reach[p, 1 - mover, :v]
+                for i in range(v):
+                    reach[d, mover, i] = reach[p, mover, i] * sigma[p, x, i]
             if actor[n] == 0:
                 _strategy(table_0, offset_0[n], bucket_0[rnd[n]], legal[n], v, sigma[d])
             else:
                 _strategy(table_1, offset_1[n], bucket_1[rnd[n]], legal[n], v, sigma[d])
-            continue
-        if kind[n] == FOLD_END:
-            _fold(-spent[n, 0] if folder[n] == 0 else spent[n, 1], reach[d, 1], cards, v, per_card, out)
+        elif kind[n] == FOLD_END:
+            won = -spent[n, 0] if folder[n] == 0 else spent[n, 1]
+            total += won * _disjoint_mass(reach[p, mover], sigma[p, x], reach[p, 1 - mover], cards, v, per_card)
+        elif mover == 0:
+            _showdown(spent[n, 1], spent[n, 0], reach[p, 1], cards, v, strength, per_card[0], out)
+            for i in range(v):
+                total += reach[p, 0, i] * sigma[p, x, i] * out[i]
         else:
-            _showdown(spent[n, 1], spent[n, 0], reach[d, 1], cards, v, strength, per_card, out)
-        for i in range(v):
-            total += reach[d, 0, i] * out[i]
+            for i in range(v):
+                reach[d, 1, i] = reach[p, 1, i] * sigma[p, x, i]
+            _showdown(spent[n, 1], spent[n, 0], reach[d, 1], cards, v, strength, per_card[0], out)
+            for i in range(v):
+                total += reach[p, 0, i] * out[i]
     return total
 
 
@@ -118,9 +150,9 @@ def _boards_chips(live, cards, strength, bucket_a, bucket_b, table_a, table_b, o
         reach = np.empty((rows, 2, width))
         sigma = np.empty((rows, 3, width))
         out = np.empty(width)
-        per_card = np.zeros(NUM_CARDS)
-        _fold(1.0, np.ones(width), cards[k], v, per_card, out)
-        pairs = out[:v].sum()
+        per_card = np.zeros((2, NUM_CARDS))
+        ones = np.ones(width)
+        pairs = _disjoint_mass(ones, ones, ones, cards[k], v, per_card)
         result[k, 0] = seat_chips(v, cards[k], strength[k], bucket_a[k], bucket_b[k], table_a, table_b, offset_a, offset_b, kind,
                                   actor, rnd, parent, parent_action, depth, legal, folder, spent, reach, sigma, out,
                                   per_card) / pairs  # fmt: skip

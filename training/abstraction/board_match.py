@@ -49,7 +49,7 @@ from bot.evaluation.statistics import estimate, hands_for_half_width
 from protocol.betting_tree import DECISION, FOLD_END
 from protocol.evaluator import hand_strength_batch
 from protocol.gamedef import Game
-from training.abstraction.pcs_kernel import NUM_CARDS, _showdown
+from training.abstraction.pcs_kernel import NUM_CARDS
 
 
 class NotAbstractionPolicy(PokerbotError):
@@ -96,16 +96,49 @@ def _disjoint_mass(a, weight, b, cards, v, per_card):  # pragma: no cover - numb
     return total_a * total_b - shared + (same if cards.shape[1] == 2 else 0.0)
 
 
+@njit(cache=True, inline="always", fastmath=True, error_model="numpy")
+def _showdown_masses(a, weight_a, b, weight_b, cards, v, strength, per_card):  # pragma: no cover - numba
+    """(wins, losses): sums of ``a_i b_j`` (each reach times its weight) over the disjoint
+    pairs where seat 0's hand i is stronger, and where it is weaker. One ascending pass over the
+    hands (numbered by ascending ``strength``) keeps both seats' reach of the strictly weaker
+    hands, in total and through each card; ties are passed as a group, so they count for
+    neither. The sort-by-strength sweep of :func:`training.abstraction.pcs_kernel._showdown`,
+    made bilinear: both directions in one pass, and no per-hand vector."""
+    per_card[:] = 0.0
+    total_a = total_b = wins = losses = 0.0
+    start = 0
+    while start < v:
+        end = start
+        while end < v and strength[end] == strength[start]:
+            end += 1
+        for h in range(start, end):
+            weaker_a, weaker_b = total_a, total_b
+            for k in range(cards.shape[1]):
+                weaker_a -= per_card[0, cards[h, k]]
+                weaker_b -= per_card[1, cards[h, k]]
+            wins += a[h] * weight_a[h] * weaker_b
+            losses += b[h] * weight_b[h] * weaker_a
+        for h in range(start, end):
+            ah, bh = a[h] * weight_a[h], b[h] * weight_b[h]
+            total_a += ah
+            total_b += bh
+            for k in range(cards.shape[1]):
+                per_card[0, cards[h, k]] += ah
+                per_card[1, cards[h, k]] += bh
+        start = end
+    return wins, losses
+
+
 @njit(cache=True, fastmath=True, error_model="numpy")
 def seat_chips(v, cards, strength, bucket_0, bucket_1, table_0, table_1, offset_0, offset_1, kind, actor, rnd,
-               parent, parent_action, depth, legal, folder, spent, reach, sigma, out, per_card):  # fmt: skip  # pragma: no cover - numba
+               parent, parent_action, depth, legal, folder, spent, reach, sigma, ones, per_card):  # fmt: skip  # pragma: no cover - numba
     """Chips seat 0 wins on one board, summed over every ordered pair of disjoint live hands
     and weighted by both policies' action probabilities. Nodes are visited in preorder
     (:class:`protocol.betting_tree.BettingTree`), so row ``depth - 1`` of ``reach``/``sigma``
     still holds a node's parent: ``reach [depth + 1, 2, V]``, ``sigma [depth + 1, 3, V]``,
-    ``per_card [2, cards]``. A terminal's reach is not copied out: its chips are computed from
-    its parent's row and the last action's probabilities (a fold by :func:`_disjoint_mass`, a
-    showdown by the strength sweep against seat 1's reach, then summed against seat 0's)."""
+    ``per_card [2, cards]``, ``ones [V]`` all 1. A terminal's reach is not copied out: its
+    chips come from its parent's rows and the last action's probabilities (a fold by
+    :func:`_disjoint_mass`, a showdown by :func:`_showdown_masses`)."""
     total = 0.0
     reach[0, :, :v] = 1.0
     for n in range(kind.shape[0]):
@@ -125,16 +158,10 @@ def seat_chips(v, cards, strength, bucket_0, bucket_1, table_0, table_1, offset_
         elif kind[n] == FOLD_END:
             won = -spent[n, 0] if folder[n] == 0 else spent[n, 1]
             total += won * _disjoint_mass(reach[p, mover], sigma[p, x], reach[p, 1 - mover], cards, v, per_card)
-        elif mover == 0:
-            _showdown(spent[n, 1], spent[n, 0], reach[p, 1], cards, v, strength, per_card[0], out)
-            for i in range(v):
-                total += reach[p, 0, i] * sigma[p, x, i] * out[i]
         else:
-            for i in range(v):
-                reach[d, 1, i] = reach[p, 1, i] * sigma[p, x, i]
-            _showdown(spent[n, 1], spent[n, 0], reach[d, 1], cards, v, strength, per_card[0], out)
-            for i in range(v):
-                total += reach[p, 0, i] * out[i]
+            weight_0, weight_1 = (sigma[p, x], ones) if mover == 0 else (ones, sigma[p, x])
+            wins, losses = _showdown_masses(reach[p, 0], weight_0, reach[p, 1], weight_1, cards, v, strength, per_card)
+            total += spent[n, 1] * wins - spent[n, 0] * losses
     return total
 
 
@@ -149,15 +176,14 @@ def _boards_chips(live, cards, strength, bucket_a, bucket_b, table_a, table_b, o
         v = live[k]
         reach = np.empty((rows, 2, width))
         sigma = np.empty((rows, 3, width))
-        out = np.empty(width)
         per_card = np.zeros((2, NUM_CARDS))
         ones = np.ones(width)
         pairs = _disjoint_mass(ones, ones, ones, cards[k], v, per_card)
         result[k, 0] = seat_chips(v, cards[k], strength[k], bucket_a[k], bucket_b[k], table_a, table_b, offset_a, offset_b, kind,
-                                  actor, rnd, parent, parent_action, depth, legal, folder, spent, reach, sigma, out,
+                                  actor, rnd, parent, parent_action, depth, legal, folder, spent, reach, sigma, ones,
                                   per_card) / pairs  # fmt: skip
         result[k, 1] = seat_chips(v, cards[k], strength[k], bucket_b[k], bucket_a[k], table_b, table_a, offset_b, offset_a, kind,
-                                  actor, rnd, parent, parent_action, depth, legal, folder, spent, reach, sigma, out,
+                                  actor, rnd, parent, parent_action, depth, legal, folder, spent, reach, sigma, ones,
                                   per_card) / pairs  # fmt: skip
     return result
 

@@ -20,7 +20,7 @@ from rich.progress import (
 
 from bot.agents.base import Agent
 from bot.catalogue import AGENT_HELP
-from bot.commands.options import SEED
+from bot.commands.options import NON_NEGATIVE, POSITIVE, SEED
 from bot.errors import PokerbotError
 from bot.evaluation.aivat import aivat_values
 from bot.evaluation.match import (
@@ -169,6 +169,19 @@ def _play_against_dealer(
     help="Add the AIVAT estimate (needs both agents' action probabilities).",
 )
 @click.option(
+    "--boards",
+    type=POSITIVE,
+    help="Instead of hands: N sampled boards, each exact over every pair of hole cards and every "
+    "betting sequence, both seats (two abstraction policies only).",
+)
+@click.option(
+    "--threads",
+    type=NON_NEGATIVE,
+    default=1,
+    show_default=True,
+    help="Threads of --boards (0: all cores).",
+)
+@click.option(
     "--half-width",
     type=click.FloatRange(min=0, min_open=True),
     default=DEFAULT_HALF_WIDTH_MBB,
@@ -206,6 +219,9 @@ def match(**options) -> None:
         names = (names[0] + "-A", names[1] + "-B")
     hands, seed, duplicate = options["hands"], options["seed"], options["duplicate"]
     agent = resolve_agent(a_spec, game)  # fail on a bad name before anything starts
+    if options["boards"]:
+        _board_match(out, game, agent, resolve_agent(b_spec, game), names, options)
+        return
     if options["dealer_address"]:
         address = parse_host_port(options["dealer_address"])
         with progress_bar(out, transient=True) as progress:
@@ -255,3 +271,33 @@ def match(**options) -> None:
     if options["plot_path"]:
         plot(summary, options["plot_path"], title)
         out.print(f"wrote {options['plot_path']}")
+
+
+def _board_match(out: Console, game: Game, agent: Agent, opponent: Agent, names: tuple[str, str], options: dict) -> None:
+    """``--boards N``: :mod:`training.abstraction.board_match` (imported here, as ``train`` does:
+    the CLI's one exception to ``bot`` never importing ``training``)."""
+    for option in ("wire", "dealer_address", "log_path", "plot_path"):
+        if options[option]:
+            flag = "--" + option.removesuffix("_address").removesuffix("_path")
+            raise PokerbotError(f"{flag} plays hands; --boards evaluates every hand of each board exactly (drop one of the two)")
+    import numba
+
+    from training.abstraction.board_match import BoardMatch, run, summary
+
+    evaluator = BoardMatch(game, agent, opponent)
+    threads = options["threads"] or numba.config.NUMBA_NUM_THREADS
+    boards, seed = options["boards"], options["seed"]
+    with progress_bar(out, transient=True) as progress:
+        task = progress.add_task("boards", total=boards)
+        values, interrupted = run(evaluator, seed, boards, threads, 4 * threads, lambda n: progress.advance(task, n))
+    if interrupted:
+        out.print(f"[yellow]interrupted after {len(values.seat0)} boards[/]")
+    if len(values.seat0) < 2:
+        raise PokerbotError(f"only {len(values.seat0)} board(s) evaluated: no statistics")
+    result = summary(values, game.big_blind, options["half_width"])
+    result["config"] = dict(options) | {"game": game.name, "names": list(names), "method": "boards"}
+    out.print(table(result, f"{names[0]} vs {names[1]} in {game.name}, seed {seed}: {len(values.seat0):,} boards, "
+                            "each exact over hole cards and actions, both seats"))  # fmt: skip
+    if options["json_path"]:
+        write_json(result, options["json_path"])
+        out.print(f"wrote {options['json_path']}")

@@ -153,17 +153,20 @@ def _number(x: float, digits: int = 1) -> str:
 
 
 def table(summary: dict[str, Any], title: str) -> Table:
+    """The summary's rows; ``summary["unit"]`` names what a row counts (hands unless a board
+    match says ``boards``: ``training.abstraction.board_match``)."""
     width = summary["half_width_mbb"]
+    unit = summary.get("unit", "hands")
     out = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD)
     for header in (
         "estimator",
-        "hands",
+        unit,
         "chips",
         "mbb/g",
         "std err",
         "95% CI",
         "excl. 0",
-        f"hands for ±{width:g}",
+        f"{unit} for ±{width:g}",
     ):
         out.add_column(header, justify="left" if header == "estimator" else "right", no_wrap=True)
     for row in summary["rows"]:

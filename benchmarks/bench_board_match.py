@@ -31,11 +31,11 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))  # runnable as a plain script without `pip install -e .`
 
 from benchmarks.bench_cfr_leduc import machine  # noqa: E402  (one machine line for every benchmark)
-from bot.agents.registry import resolve_agent  # noqa: E402
 from bot.evaluation.aivat import aivat_values  # noqa: E402
 from bot.evaluation.match import run_in_process  # noqa: E402
 from bot.evaluation.match_report import HandSeries, duplicate_pairs  # noqa: E402
 from bot.evaluation.statistics import estimate, pair_means, z_value  # noqa: E402
+from bot.registry import resolve_agent  # noqa: E402
 from protocol.gamedef import load_game  # noqa: E402
 from training.abstraction.board_match import BoardMatch, run  # noqa: E402
 

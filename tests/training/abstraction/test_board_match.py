@@ -20,11 +20,11 @@ from bot.abstraction.policy import full_game_strategy
 from bot.abstraction.spec import SPECS, AbstractionSpec, policy_path
 from bot.abstraction.tables import AbstractGame, Abstraction
 from bot.agents.infosets import space_for
-from bot.agents.registry import resolve_agent
 from bot.cli import main
 from bot.evaluation.best_response import expected_value, head_to_head
 from bot.evaluation.match import run_in_process
 from bot.evaluation.statistics import estimate
+from bot.registry import resolve_agent
 from protocol.gamedef import load_game
 from training.abstraction.board_match import (
     BoardMatch,

@@ -165,12 +165,17 @@ PRESETS: dict[str, dict] = {
                   lr_schedule="cosine", advantage_memory=10_000_000, strategy_memory=10_000_000,
                   average_sgd_steps=3000, average_batch_size=2048, traversal_batch=5000, threads=1,
                   merge_duplicates=True, normalize_targets=True, keep_memories=False),
-    # FHP on 2 CPU cores (docs/benchmarks/fhp-sd-cfr.md has its exact curve): small networks on
+    # FHP on 2 CPU cores (docs/benchmarks/fhp-sd-cfr.md has its exact curves): small networks on
     # suit-canonical inputs (each infoset's suits relabelled, so the policy is suit-invariant and
     # its exact evaluation walks the 1,755 canonical flops), few traversals and Adam steps so an
-    # iteration takes well under a minute, exact exploitability every 5 iterations (off the
-    # training clock, training/flop/evaluation.py). The paper's settings: PAPER_PRESETS["fhp"].
-    "fhp": dict(iterations=10_000, traversals=1000, width=32, sgd_steps=200, batch_size=1024, learning_rate=2e-3,
+    # iteration takes seconds, exact exploitability every 5 iterations (off the training clock,
+    # training/flop/evaluation.py). Width 64 and 300 Adam steps by measurement
+    # (benchmarks/bench_fhp24_presets.py on the 24-card FHP, docs/benchmarks/fhp-sd-cfr.md
+    # "Choosing the preset"): 232.1 mbb/g at 40 iterations in 152 training CPU-s, where width 32
+    # with 200 steps (the previous preset) flattened at 261.4 after 100 iterations and 123 CPU-s,
+    # and width 64 with 600 steps was behind at equal iterations up to 20 for twice the CPU.
+    # The paper's settings: PAPER_PRESETS["fhp"] (docs/sd-cfr-fhp-paper.toml).
+    "fhp": dict(iterations=10_000, traversals=1000, width=64, sgd_steps=300, batch_size=1024, learning_rate=2e-3,
                 lr_schedule="cosine", advantage_memory=4_000_000, strategy_memory=4_000_000, average_sgd_steps=2000,
                 average_batch_size=2048, traversal_batch=1000, threads=1, normalize_targets=True, canonical_suits=True,
                 evaluate_every=5, checkpoint_every=5, checkpoint_seconds=300.0),

@@ -40,21 +40,20 @@ from training.contract import plots  # noqa: E402
 #: EPYC, load 2-4; docs/benchmarks/fhp-figure2.md), and the width-32 preset's SD-CFR curve
 #: before the width-64 one (docs/benchmarks/fhp-sd-cfr.md, same machine).
 RECORDED = (
-    ("ES Linear MCCFR, fhp_abstraction_4e4", (1.11e6, 4.21e6, 16.5e6, 65.0e6, 257e6, 1.03e9),
+    ("MCCFR, abstraction 4e4", (1.11e6, 4.21e6, 16.5e6, 65.0e6, 257e6, 1.03e9),
      (0.1, 0.8, 2.2, 7.0, 25.3, 93.5), (464.6, 136.5, 69.8, 54.3, 60.9, 66.9)),
-    ("ES Linear MCCFR, fhp_abstraction_3.6e6", (11.4e6, 45.4e6, 175e6, 673e6, 2.62e9),
+    ("MCCFR, abstraction 3.6e6", (11.4e6, 45.4e6, 175e6, 673e6, 2.62e9),
      (1.5, 6.0, 23.0, 85.3, 344.3), (1030.0, 560.6, 197.4, 67.1, 27.1)),
-    ("full-width DCFR, fhp_lossless", tuple(9.25e9 * i / 40 for i in range(5, 41, 5)),
+    ("DCFR, lossless", tuple(9.25e9 * i / 40 for i in range(5, 41, 5)),
      (39.0, 68.1, 98.3, 129.2, 157.9, 186.9, 215.4, 244.3), (419.5, 209.5, 86.9, 53.5, 34.4, 23.2, 21.3, 16.1)),
-    ("SD-CFR, width-32 preset (to 30 iterations)", (113_271, 235_698, 357_551, 478_192, 595_100, 718_760),
+    ("SD-CFR, width 32", (113_271, 235_698, 357_551, 478_192, 595_100, 718_760),
      (20.2, 43.4, 63.5, 93.5, 123.7, 158.1), (503.86, 395.12, 346.36, 316.85, 303.10, 304.13)),
 )
 #: The Deep CFR paper's FHP result (Brown et al. 2019, sec. 6, Figure 2): 37 mbb/g, which the
 #: project reads as NashConv (both players' best-response gains): 18.5 in NashConv/2.
 PAPER_MBB = 18.5
 #: metrics key -> what it measures.
-METRICS = {"sdcfr_exploitability_mbb": "SD-CFR average (exact)",
-           "average_exploitability_mbb": "Deep CFR average network (exact)"}
+METRICS = {"sdcfr_exploitability_mbb": "SD-CFR average", "average_exploitability_mbb": "Deep CFR average network"}
 
 
 def curve(run: Path, metric: str) -> list[dict]:
@@ -83,7 +82,7 @@ def decay_exponent(rows: list[dict]) -> float | None:
 def report(run: Path) -> dict[str, list[dict]]:
     """Print one run's curves; returns them by label."""
     config = read_toml(run / "config.toml")
-    name = f"{config.get('algo')} width {config.get('width')}, {config.get('sgd_steps')} Adam steps"
+    name = f"width {config.get('width')}, {config.get('sgd_steps')} steps"
     found = {}
     for metric, label in METRICS.items():
         rows = curve(run, metric)
@@ -91,7 +90,7 @@ def report(run: Path) -> dict[str, list[dict]]:
             continue
         found[f"{label}, {name}"] = rows
         exponent = decay_exponent(rows)
-        print(f"\n{run}: {label} ({name}, seed {config.get('seed')})")
+        print(f"\n{run}: {label} (exact; {config.get('algo')}, {name}, seed {config.get('seed')})")
         print(f"{'iteration':>9s} {'training s':>11s} {'nodes touched':>14s} {'mbb/g':>9s} {'evaluation s':>13s}")
         for r in rows:
             print(f"{r['iteration']:9d} {r['seconds']:11.1f} {r['nodes']:14,.0f} {r['mbb']:9.2f} {r['evaluation_s']:13.1f}")
@@ -121,7 +120,7 @@ def main() -> None:
         curves |= {label: (recorded[index], recorded[3]) for recorded in RECORDED for label in recorded[:1]}
         low = min(min(xs) for xs, _ in curves.values())
         high = max(max(xs) for xs, _ in curves.values())
-        curves[f"the paper's Deep CFR, {PAPER_MBB} (its 37 mbb/g NashConv)"] = ([low, high], [PAPER_MBB, PAPER_MBB])
+        curves[f"paper, Deep CFR ({PAPER_MBB})"] = ([low, high], [PAPER_MBB, PAPER_MBB])
         panels.append((axis, curves))
     path = plots.plot_exploitability(ROOT / args.plot, panels, xlog=True, title="FHP, exact (NashConv/2)")
     print(f"\nplot: {path}")

@@ -11,7 +11,7 @@ exploitability. A fit error that grows while the curve flattens says the fits ar
 trajectory itself is (more traversals).
 
     nice python benchmarks/bench_fhp_fit_error.py                         # 24-card FHP, two candidates
-    nice python benchmarks/bench_fhp_fit_error.py --candidates preset,w64-s1200 --iterations 20 --every 5
+    nice python benchmarks/bench_fhp_fit_error.py --candidates preset,w64-s1200,w64-k4000 --iterations 20 --every 5
     nice python benchmarks/bench_fhp_fit_error.py --run RUN --every 10    # an existing run (FHP: ~4 network
                                                                           # evaluations an iteration)
 """
@@ -38,8 +38,9 @@ from training.deep_cfr.exact_targets import ExactRegrets  # noqa: E402
 from training.deep_cfr.trainer import DeepCFRTrainer  # noqa: E402
 from training.flop.evaluation import FlopRunEvaluation  # noqa: E402
 
-#: bench_fhp24_presets.py's candidates and one with four times the preset's Adam steps.
-FIT_CANDIDATES = CANDIDATES | {"w64-s1200": {"width": 64, "sgd_steps": 1200}}
+#: bench_fhp24_presets.py's candidates, and the preset with four times its Adam steps (is the
+#: fit the limit?) or four times its traversals (is the sampling?).
+FIT_CANDIDATES = CANDIDATES | {"w64-s1200": {"width": 64, "sgd_steps": 1200}, "w64-k4000": {"traversals": 4000}}
 
 
 def replay(game, config: dict, stack: list[dict], nets_of, every: int, evaluation: FlopRunEvaluation | None) -> None:

@@ -275,8 +275,9 @@ class DeepCFRTrainer(RunFiles):
             record.update(self.flop_evaluation.evaluate(self.stack, self.stack_nets, lambda done, total: progress.advance_iteration(
                 done, total, f"iteration {t}: exact FHP evaluation (flops; off the training clock)")))
         if cfg.algo == "deep-cfr" and cfg.average_every and t % cfg.average_every == 0:
-            average = self.finish_average()  # its evaluation is off the clock as the stack's is
-            average["flop_evaluation_s"] = average.get("flop_evaluation_s", 0.0) + record.get("flop_evaluation_s", 0.0)
+            average = self.finish_average()
+            if "flop_evaluation_s" in record:  # the stack's evaluation too: both stay off the clock
+                average["flop_evaluation_s"] = average.get("flop_evaluation_s", 0.0) + record["flop_evaluation_s"]
             record.update(average)
         record["traversal_s"] = traversal_s
         record["training_s"] = training_s

@@ -25,15 +25,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange
 
+from bot.flop import game  # its numba kernels: reach down, values up, regret matching
 from bot.flop.best_response import FlopPolicy
-from bot.flop.game import (
-    FlopGame,
-    leaf_reach,
-    match_strategy,
-    reach_down,
-    store_root_values,
-    values_up,
-)
 from protocol.betting_tree import DECISION
 
 
@@ -69,11 +62,11 @@ def _regret_chunk(arrays, legal, tables, root_reach, valid, hand_cards, order, s
         strategy = np.empty((legal.shape[0], num_hands, 3))
         reach = np.empty((num_nodes, 2, num_hands))
         values = np.empty((num_nodes, num_hands))
-        match_strategy(tables[i], legal, strategy)
-        reach_down(arrays, strategy, root_reach, valid[i], reach)
-        values_up(arrays, strategy, player, False, reach, empty, valid[i], hand_cards, 1.0, order[i], strength[i], values)
+        game.match_strategy(tables[i], legal, strategy)
+        game.reach_down(arrays, strategy, root_reach, valid[i], reach)
+        game.values_up(arrays, strategy, player, False, reach, empty, valid[i], hand_cards, 1.0, order[i], strength[i], values)
         _accumulate(arrays, player, reach, values, valid[i], weight, regrets[i], density[i])
-        store_root_values(arrays, values, out[i])
+        game.store_root_values(arrays, values, out[i])
 
 
 def regret_matching(regrets: np.ndarray, legal: np.ndarray) -> np.ndarray:
@@ -89,7 +82,7 @@ def regret_matching(regrets: np.ndarray, legal: np.ndarray) -> np.ndarray:
 class ExactRegrets:
     """``R_p^t`` and the sampling density of both players over every infoset of ``fg``."""
 
-    def __init__(self, fg: FlopGame, chunk: int = 64) -> None:
+    def __init__(self, fg: game.FlopGame, chunk: int = 64) -> None:
         self.fg, self.chunk = fg, chunk
         self.preflop = np.zeros((fg.preflop.num_decisions, fg.num_hands, 3))
         self.pre_density = np.zeros((fg.preflop.num_decisions, fg.num_hands))
@@ -102,7 +95,7 @@ class ExactRegrets:
         """Add ``weight x`` ``player``'s instantaneous counterfactual regrets under ``profile``."""
         fg = self.fg
         pre_strategy, pre_reach = fg.preflop_reach(np.asarray(profile.preflop, dtype=np.float64))
-        root_reach = leaf_reach(fg.preflop, pre_reach)
+        root_reach = game.leaf_reach(fg.preflop, pre_reach)
         order, strength = fg.showdown
         out = np.empty((fg.num_flops, fg.num_transitions, fg.num_hands))
         for lo in range(0, fg.num_flops, self.chunk):

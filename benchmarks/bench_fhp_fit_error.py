@@ -10,8 +10,8 @@ exploitability. A fit error that grows while the curve flattens says the fits ar
 (more Adam steps, width, or variance-reduced targets); one that stays small says the sampled
 trajectory itself is (more traversals).
 
-    nice python benchmarks/bench_fhp_fit_error.py                         # 24-card FHP, two candidates
-    nice python benchmarks/bench_fhp_fit_error.py --candidates preset,w64-s1200,w64-k4000 --iterations 20 --every 5
+    nice python benchmarks/bench_fhp_fit_error.py                         # 24-card FHP, three candidates
+    nice python benchmarks/bench_fhp_fit_error.py --candidates w64-s300,w64-s1200 --iterations 20 --every 5
     nice python benchmarks/bench_fhp_fit_error.py --run RUN --every 10    # an existing run (FHP: ~4 network
                                                                           # evaluations an iteration)
 """
@@ -38,9 +38,11 @@ from training.deep_cfr.exact_targets import ExactRegrets  # noqa: E402
 from training.deep_cfr.trainer import DeepCFRTrainer  # noqa: E402
 from training.flop.evaluation import FlopRunEvaluation  # noqa: E402
 
-#: bench_fhp24_presets.py's candidates, and the preset with four times its Adam steps (is the
-#: fit the limit?) or four times its traversals (is the sampling?).
-FIT_CANDIDATES = CANDIDATES | {"w64-s1200": {"width": 64, "sgd_steps": 1200}, "w64-k4000": {"traversals": 4000}}
+#: bench_fhp24_presets.py's candidates and, over ``w64-s300`` (the preset with 1,000
+#: traversals), four times its Adam steps (is the fit the limit?) or four times its traversals
+#: (is the sampling? ``w64-k4000``, the preset since).
+FIT_CANDIDATES = CANDIDATES | {"w64-s1200": {"width": 64, "sgd_steps": 1200, "traversals": 1000},
+                               "w64-k4000": {"traversals": 4000}}
 
 
 def replay(game, config: dict, stack: list[dict], nets_of, every: int, evaluation: FlopRunEvaluation | None) -> None:
@@ -74,7 +76,7 @@ def replay(game, config: dict, stack: list[dict], nets_of, every: int, evaluatio
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--run", help="an existing SD-CFR run on a flop game (its memories are not needed)")
-    parser.add_argument("--candidates", default="preset,w64-s1200", help=f"new 24-card FHP runs ({', '.join(FIT_CANDIDATES)})")
+    parser.add_argument("--candidates", default="w64-s300,w64-s1200,w64-k4000", help=f"new 24-card FHP runs ({', '.join(FIT_CANDIDATES)})")
     parser.add_argument("--iterations", type=int, default=20)
     parser.add_argument("--every", type=int, default=5)
     args = parser.parse_args()

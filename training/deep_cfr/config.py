@@ -167,15 +167,17 @@ PRESETS: dict[str, dict] = {
                   merge_duplicates=True, normalize_targets=True, keep_memories=False),
     # FHP on 2 CPU cores (docs/benchmarks/fhp-sd-cfr.md has its exact curves): small networks on
     # suit-canonical inputs (each infoset's suits relabelled, so the policy is suit-invariant and
-    # its exact evaluation walks the 1,755 canonical flops), few traversals and Adam steps so an
-    # iteration takes seconds, exact exploitability every 5 iterations (off the training clock,
-    # training/flop/evaluation.py). Width 64 and 300 Adam steps by measurement
-    # (benchmarks/bench_fhp24_presets.py on the 24-card FHP, docs/benchmarks/fhp-sd-cfr.md
-    # "Choosing the preset"): 232.1 mbb/g at 40 iterations in 152 training CPU-s, where width 32
-    # with 200 steps (the previous preset) flattened at 261.4 after 100 iterations and 123 CPU-s,
-    # and width 64 with 600 steps was behind at equal iterations up to 20 for twice the CPU.
+    # its exact evaluation walks the 1,755 canonical flops), exact exploitability every 5
+    # iterations (off the training clock, training/flop/evaluation.py). Chosen by measurement on
+    # the 24-card FHP (docs/benchmarks/fhp-sd-cfr.md, "Choosing the preset" and "Fit error"):
+    # width 64 with 300 Adam steps beat width 32 with 200 (232.1 mbb/g at 40 iterations in 152
+    # training CPU-s against 261.4 at 100 in 123) and 600 or 1,200 steps (worse at every point:
+    # longer fits fit the samples' noise); 4,000 traversals instead of 1,000 then reached 228.6
+    # at iteration 20 against 270.1 for 25 % more training CPU (94 s against 75), the
+    # networks' preflop fit error against the exact targets halved. An exact evaluation costs
+    # the same per iteration either way (two networks), so iterations are what a sitting buys.
     # The paper's settings: PAPER_PRESETS["fhp"] (docs/sd-cfr-fhp-paper.toml).
-    "fhp": dict(iterations=10_000, traversals=1000, width=64, sgd_steps=300, batch_size=1024, learning_rate=2e-3,
+    "fhp": dict(iterations=10_000, traversals=4000, width=64, sgd_steps=300, batch_size=1024, learning_rate=2e-3,
                 lr_schedule="cosine", advantage_memory=4_000_000, strategy_memory=4_000_000, average_sgd_steps=2000,
                 average_batch_size=2048, traversal_batch=1000, threads=1, normalize_targets=True, canonical_suits=True,
                 evaluate_every=5, checkpoint_every=5, checkpoint_seconds=300.0),

@@ -182,13 +182,14 @@ PRESETS: dict[str, dict] = {
                 average_batch_size=2048, traversal_batch=1000, threads=1, normalize_targets=True, canonical_suits=True,
                 evaluate_every=5, checkpoint_every=5, checkpoint_seconds=300.0),
     # HULH on 2 CPU cores, built from what FHP taught (above): width-64 networks on suit-canonical
-    # inputs, 300 cosine-decayed Adam steps of 1,024 per fit (compiled kernels, one thread) and
-    # normalised targets; 1,000 traversals per player, so an iteration takes minutes here where
+    # inputs, 300 cosine-decayed Adam steps of 1,024 per fit (compiled kernels, one thread),
+    # normalised targets and 4,000 traversals per player (more samples per fit paid more than
+    # longer fits), so an iteration takes minutes here where
     # the paper's schedule (PAPER_PRESETS["holdem"], docs/sd-cfr-holdem-paper.toml: 32,000 steps
     # of 20,000 per fit) spends ~2.5 h on iteration 1's first fit. No exact exploitability: the
     # paper's head-to-head strength signal every iteration (off the training clock). 450
     # iterations is the paper's count; --time-budget is the usual stop.
-    "holdem": dict(PAPER_PRESETS["holdem"], traversals=1000, traversal_batch=500, width=64, sgd_steps=300,
+    "holdem": dict(PAPER_PRESETS["holdem"], traversals=4000, traversal_batch=500, width=64, sgd_steps=300,
                    batch_size=1024, learning_rate=2e-3, lr_schedule="cosine", advantage_memory=4_000_000,
                    strategy_memory=4_000_000, average_sgd_steps=2000, average_batch_size=2048, threads=1,
                    canonical_suits=True, checkpoint_seconds=300.0),

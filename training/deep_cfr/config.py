@@ -139,13 +139,13 @@ _PAPER = dict(iterations=450, traversals=10_000, width=96, advantage_memory=40_0
               strategy_memory=40_000_000, average_sgd_steps=32_000, evaluate_every=0, normalize_targets=True,
               strength_every=1, strength_hands=100)  # no exact exploitability: a strength signal per iteration
 #: The paper's settings for FHP and HULH (sec. 5.1), for machines with many cores or a GPU (pass
-#: them with ``--config``); HULH's preset below is this one.
+#: them with ``--config docs/sd-cfr-fhp-paper.toml`` / ``docs/sd-cfr-holdem-paper.toml``).
 PAPER_PRESETS: dict[str, dict] = {
     "fhp": dict(_PAPER, sgd_steps=4000, batch_size=10_000, average_batch_size=10_000, traversal_batch=2000),
     "holdem": dict(_PAPER, sgd_steps=32_000, batch_size=20_000, average_batch_size=20_000, traversal_batch=500),
 }
-#: Per-game presets. HULH is the paper's settings (sec. 5.1); Kuhn/Leduc are scaled down to
-#: converge on a laptop in minutes, FHP to make progress on 2 CPU cores.
+#: Per-game presets: Kuhn/Leduc scaled down to converge on a laptop in minutes, FHP and HULH to
+#: make progress on 2 CPU cores (the paper's settings are PAPER_PRESETS).
 PRESETS: dict[str, dict] = {
     "kuhn": dict(iterations=60, traversals=400, width=32, sgd_steps=150, batch_size=512,
                  advantage_memory=200_000, strategy_memory=200_000, average_sgd_steps=1500,
@@ -165,14 +165,32 @@ PRESETS: dict[str, dict] = {
                   lr_schedule="cosine", advantage_memory=10_000_000, strategy_memory=10_000_000,
                   average_sgd_steps=3000, average_batch_size=2048, traversal_batch=5000, threads=1,
                   merge_duplicates=True, normalize_targets=True, keep_memories=False),
-    # FHP on 2 CPU cores (docs/benchmarks/fhp-sd-cfr.md has its exact curve): small networks on
+    # FHP on 2 CPU cores (docs/benchmarks/fhp-sd-cfr.md has its exact curves): small networks on
     # suit-canonical inputs (each infoset's suits relabelled, so the policy is suit-invariant and
-    # its exact evaluation walks the 1,755 canonical flops), few traversals and Adam steps so an
-    # iteration takes well under a minute, exact exploitability every 5 iterations (off the
-    # training clock, training/flop/evaluation.py). The paper's settings: PAPER_PRESETS["fhp"].
-    "fhp": dict(iterations=10_000, traversals=1000, width=32, sgd_steps=200, batch_size=1024, learning_rate=2e-3,
+    # its exact evaluation walks the 1,755 canonical flops), exact exploitability every 5
+    # iterations (off the training clock, training/flop/evaluation.py). Chosen by measurement on
+    # the 24-card FHP (docs/benchmarks/fhp-sd-cfr.md, "Choosing the preset" and "Fit error"):
+    # width 64 with 300 Adam steps beat width 32 with 200 (232.1 mbb/g at 40 iterations in 152
+    # training CPU-s against 261.4 at 100 in 123) and 600 or 1,200 steps (worse at every point:
+    # longer fits fit the samples' noise); 4,000 traversals instead of 1,000 then reached 228.6
+    # at iteration 20 against 270.1 for 25 % more training CPU (94 s against 75), the
+    # networks' preflop fit error against the exact targets halved. An exact evaluation costs
+    # the same per iteration either way (two networks), so iterations are what a sitting buys.
+    # The paper's settings: PAPER_PRESETS["fhp"] (docs/sd-cfr-fhp-paper.toml).
+    "fhp": dict(iterations=10_000, traversals=4000, width=64, sgd_steps=300, batch_size=1024, learning_rate=2e-3,
                 lr_schedule="cosine", advantage_memory=4_000_000, strategy_memory=4_000_000, average_sgd_steps=2000,
                 average_batch_size=2048, traversal_batch=1000, threads=1, normalize_targets=True, canonical_suits=True,
                 evaluate_every=5, checkpoint_every=5, checkpoint_seconds=300.0),
-    "holdem": PAPER_PRESETS["holdem"],
+    # HULH on 2 CPU cores, built from what FHP taught (above): width-64 networks on suit-canonical
+    # inputs, 300 cosine-decayed Adam steps of 1,024 per fit (compiled kernels, one thread),
+    # normalised targets and 4,000 traversals per player (more samples per fit paid more than
+    # longer fits), so an iteration takes minutes here where
+    # the paper's schedule (PAPER_PRESETS["holdem"], docs/sd-cfr-holdem-paper.toml: 32,000 steps
+    # of 20,000 per fit) spends ~2.5 h on iteration 1's first fit. No exact exploitability: the
+    # paper's head-to-head strength signal every iteration (off the training clock). 450
+    # iterations is the paper's count; --time-budget is the usual stop.
+    "holdem": dict(PAPER_PRESETS["holdem"], traversals=4000, traversal_batch=500, width=64, sgd_steps=300,
+                   batch_size=1024, learning_rate=2e-3, lr_schedule="cosine", advantage_memory=4_000_000,
+                   strategy_memory=4_000_000, average_sgd_steps=2000, average_batch_size=2048, threads=1,
+                   canonical_suits=True, checkpoint_seconds=300.0),
 }

@@ -48,6 +48,7 @@ class RunFiles:
     iteration: int
     elapsed: float
     stack: list[dict]
+    keeps_stack: bool
     digests: dict[str, str]
     nets: list[DeepCFRNetwork | None]
     optimizers: list[torch.optim.Optimizer | None]
@@ -58,11 +59,12 @@ class RunFiles:
     device: torch.device
 
     def save_stack_entry(self) -> None:
-        """Stream this iteration's value networks to ``policy/stack/`` (SD-CFR's policy)."""
+        """Stream this iteration's value networks to ``policy/stack/`` (SD-CFR's policy; a Deep CFR
+        run measured on FHP keeps them too, unlisted in its bundle, for its SD-CFR average)."""
         t = self.iteration
         weight = t + 1 if self.config.linear_weighting else 1
         files = [f"stack/p{p}_t{t:06d}.pt" for p in (0, 1)]
-        if self.config.algo == "sd-cfr":
+        if self.keeps_stack:
             (self.run.policy_path / "stack").mkdir(parents=True, exist_ok=True)
             for p, file in enumerate(files):
                 self._save_policy_file(file, self.nets[p].state_dict())

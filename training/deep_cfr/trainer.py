@@ -18,7 +18,8 @@ For small games (Kuhn, Leduc) the exact SD-CFR average policy is accumulated eac
 (:class:`bot.agents.deep_cfr.StackAverage`) and its exploitability logged; Deep CFR's average
 network is evaluated whenever it is trained. Flop hold'em-shaped games too large for that
 (FHP) are measured exactly per flop every ``evaluate_every`` iterations, off the training clock
-(:mod:`training.flop.evaluation`).
+(:mod:`training.flop.evaluation`). Both algorithms log the SD-CFR average of their value
+networks, so one Deep CFR run gives both of the SD-CFR paper's curves.
 
 Randomness: every random draw of iteration ``t``/player ``p`` comes from a named stream
 (:class:`~training.deep_cfr.streams.Stream`) seeded by ``(seed, t, p, stream)``, so a resumed run repeats exactly what the
@@ -138,6 +139,9 @@ class DeepCFRTrainer(RunFiles):
         if not enumerable and config.evaluate_every > 0 and flop_shape_error(self.game) is None:
             self.flop_evaluation = FlopRunEvaluation(self.game, run.path, config.canonical_suits, config.argmax_fallback,
                                                      str(self.device))
+        #: The value networks go to ``policy/stack/``: SD-CFR's policy, and in a Deep CFR run the SD-CFR
+        #: average measured beside its average network (Steinberger 2019 compares the two on one run).
+        self.keeps_stack = config.algo == "sd-cfr" or self.flop_evaluation is not None
         self.stack: list[dict] = [{"weight": 1, "uniform": True}]
         #: Ray traversal workers (``--workers N``/``--ray-address``); None: traverse in-process.
         self.traversal_pool: RayTraversals | None = None
@@ -266,12 +270,15 @@ class DeepCFRTrainer(RunFiles):
             self.accumulate_average()
             if t % cfg.evaluate_every == 0:
                 record.update(self.evaluate_stack())
-        elif self.flop_evaluation is not None and cfg.algo == "sd-cfr" and t % cfg.evaluate_every == 0:
+        elif self.flop_evaluation is not None and t % cfg.evaluate_every == 0:
             self.run.write_status(t, "exact FHP evaluation (off the training clock)")
             record.update(self.flop_evaluation.evaluate(self.stack, self.stack_nets, lambda done, total: progress.advance_iteration(
                 done, total, f"iteration {t}: exact FHP evaluation (flops; off the training clock)")))
         if cfg.algo == "deep-cfr" and cfg.average_every and t % cfg.average_every == 0:
-            record.update(self.finish_average())
+            average = self.finish_average()
+            if "flop_evaluation_s" in record:  # the stack's evaluation too: both stay off the clock
+                average["flop_evaluation_s"] = average.get("flop_evaluation_s", 0.0) + record["flop_evaluation_s"]
+            record.update(average)
         record["traversal_s"] = traversal_s
         record["training_s"] = training_s
         record.update(self.fit.provenance())

@@ -210,29 +210,6 @@ def test_deep_cfr_run_logs_the_exact_exploitability_of_its_average_network(tmp_p
     same_report(flop_exploitability(fg, policy), brute)
 
 
-def test_the_paper_fhp_config_file_restores_the_papers_settings():
-    """``docs/sd-cfr-fhp-paper.toml`` over the 2-core ``fhp`` preset gives the paper's FHP
-    settings (``PAPER_PRESETS["fhp"]``) and the config defaults wherever the 2-core preset departs
-    from them; only the measurement schedule differs (exact evaluation instead of head to head)."""
-    import dataclasses
-    from pathlib import Path
-
-    from bot.run_files import read_toml
-    from training.deep_cfr.config import PAPER_PRESETS, PRESETS
-
-    overrides = read_toml(Path(__file__).parents[3] / "docs" / "sd-cfr-fhp-paper.toml")
-    merged = PRESETS["fhp"] | overrides
-    defaults = {f.name: f.default for f in dataclasses.fields(DeepCFRConfig)}
-    measurement = {"evaluate_every", "strength_every", "strength_hands"}
-    for key, value in PAPER_PRESETS["fhp"].items():
-        if key not in measurement:
-            assert merged[key] == value, key
-    for key in set(PRESETS["fhp"]) - set(PAPER_PRESETS["fhp"]) - measurement - {"checkpoint_seconds"}:
-        assert merged[key] == defaults[key], key
-    assert merged["evaluate_every"] == 25 and merged["canonical_suits"] is False
-    DeepCFRConfig(**merged).validate()
-
-
 def test_canonical_suit_cards_exact_values():
     """Board (0, 4, 8) in one suit takes suit 0; the hole's higher card then the smallest free
     suit (1), the lower one the next (2): hole (5, 10) -> (9, 6), board sorted descending."""

@@ -96,9 +96,9 @@ def test_a_ray_that_does_not_start_is_a_one_line_error(monkeypatch) -> None:
     distributed.stop()  # nothing was started: nothing to shut down
 
 
-def test_the_small_holdem_config_overrides_the_paper_preset() -> None:
+def test_the_small_holdem_config_overrides_the_holdem_preset() -> None:
     """docs/sd-cfr-holdem-small.toml (the small-machine HULH run of docs/distributed.md) resolves
-    through the run contract: its keys replace the paper's, the rest stays the holdem preset's."""
+    through the run contract: its keys replace the preset's, the rest stays the holdem preset's."""
     from training.contract.entry import load_trainer, resolve_new
 
     path = Path(__file__).resolve().parents[3] / "docs" / "sd-cfr-holdem-small.toml"

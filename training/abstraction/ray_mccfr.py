@@ -38,6 +38,8 @@ are visited on every iteration, so keep ``merge_every`` to a few seconds of the 
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from bot.abstraction.spec import SPECS
@@ -89,17 +91,9 @@ class RayMCCFR:
         step = self.merge_every or count
         touched = 0
         for start_at in range(0, count, step):  # one round per merge
-            first = first_iteration + start_at
-            tables = (self.ray.put(regrets), self.ray.put(average))
-            parts = shares(min(step, count - start_at), len(self.pool))
-            outputs = self.pool.gather(
-                lambda i, actor, first=first, tables=tables, parts=parts: actor.run.remote(
-                    *tables, seed, first + parts[i][0], parts[i][1], weight),
-                what=f"MCCFR batch {batch_index}")
-            for rows, regret_delta, average_delta, nodes in outputs:  # the merge: sums of increments
-                regrets[rows] += regret_delta
-                average[rows] += average_delta
-                touched += nodes
+            nodes, _rows = merge_round(self.ray, self.pool, regrets, average, seed, first_iteration + start_at,
+                                       min(step, count - start_at), weight, f"MCCFR batch {batch_index}")  # fmt: skip
+            touched += nodes
         return touched
 
     def metrics(self) -> dict:
@@ -107,3 +101,21 @@ class RayMCCFR:
 
     def close(self) -> None:
         self.pool.close()
+
+
+def merge_round(ray: Any, pool: ActorPool, regrets: np.ndarray, average: np.ndarray, seed: int, first: int,
+                size: int, weight: Any, what: str) -> tuple[int, list[np.ndarray]]:  # fmt: skip
+    """One merge round of ``size`` iterations from ``first`` (steps 1-3 of the module
+    docstring), for any worker whose ``run(regrets, average, seed, first, count, weight)``
+    returns ``(changed rows, regret deltas, average deltas, work)`` (this module's ES workers
+    and :mod:`training.abstraction.ray_pcs`'s): the tables are updated in place; returns the
+    work done and each worker's changed rows."""
+    tables = (ray.put(regrets), ray.put(average))
+    parts = shares(size, len(pool))
+    outputs = pool.gather(lambda i, actor: actor.run.remote(*tables, seed, first + parts[i][0], parts[i][1], weight), what=what)
+    work = 0
+    for rows, regret_delta, average_delta, done in outputs:  # the merge: sums of increments
+        regrets[rows] += regret_delta
+        average[rows] += average_delta
+        work += done
+    return work, [rows for rows, *_ in outputs]

@@ -32,7 +32,8 @@ from bot.abstraction.tables import AbstractGame, Abstraction
 from training.abstraction import pcs
 from training.abstraction.batches import KeepGoing, PCSSolver
 from training.abstraction.build import build_abstraction
-from training.contract.cluster import DEFAULT_TIMEOUT_S, ActorPool, Cluster, Worker, shares, start
+from training.abstraction.ray_mccfr import merge_round
+from training.contract.cluster import DEFAULT_TIMEOUT_S, ActorPool, Cluster, Worker, start
 
 
 class PCSWorker(Worker):
@@ -81,19 +82,11 @@ class RayPCSSolver(PCSSolver):
         touched = done = 0
         while done < count:
             size = min(step, count - done)
-            tables = (self.ray.put(regrets), self.ray.put(average))
-            parts = shares(size, len(self.pool))
-            round_first = first + done
-            outputs = self.pool.gather(
-                lambda i, actor, tables=tables, parts=parts, round_first=round_first: actor.run.remote(
-                    *tables, self.seed, round_first + parts[i][0], parts[i][1], weights),
-                what=f"PCS batch {batch_index}")
-            for rows, regret_delta, average_delta, pairs in outputs:  # the merge: sums of increments
-                regrets[rows] += regret_delta
-                average[rows] += average_delta
-                touched += pairs
+            pairs, rows = merge_round(self.ray, self.pool, regrets, average, self.seed, first + done, size, weights,
+                                      f"PCS batch {batch_index}")  # fmt: skip
+            touched += pairs
             if weights.floor:
-                changed = np.unique(np.concatenate([rows for rows, *_ in outputs]))
+                changed = np.unique(np.concatenate(rows))
                 regrets[changed] = np.maximum(regrets[changed], 0.0)
             done += size
             if not keep_going(done):

@@ -27,11 +27,6 @@ from training.abstraction.features import RoundFeatures, compute_round_features
 from training.abstraction.solver import run_batch
 
 
-@pytest.fixture(autouse=True)
-def _cache(tmp_path, monkeypatch):
-    monkeypatch.setenv("POKERBOT_CACHE", str(tmp_path / "cache"))
-
-
 def brute_force_ehs(game, hole, board):
     """E[HS], E[HS^2] by enumerating every runout and every opponent hand."""
     rest = [c for c in game.deck if c not in hole and c not in board]

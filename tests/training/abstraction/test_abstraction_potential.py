@@ -41,11 +41,6 @@ END GAMEDEF
 """
 
 
-@pytest.fixture(autouse=True)
-def _cache(tmp_path, monkeypatch):
-    monkeypatch.setenv("POKERBOT_CACHE", str(tmp_path / "cache"))
-
-
 @pytest.fixture
 def mini(tmp_path):
     path = tmp_path / "mini.limit.2p.game"

@@ -35,11 +35,6 @@ from training.abstraction.board_match import (
 from training.abstraction.build import build_abstraction
 
 
-@pytest.fixture(autouse=True)
-def _cache(tmp_path, monkeypatch):
-    monkeypatch.setenv("POKERBOT_CACHE", str(tmp_path / "cache"))
-
-
 def solved(spec: AbstractionSpec, seed: int, unvisited: float = 0.2, name: str = "") -> tuple[AbstractGame, np.ndarray, Path]:
     """``spec`` built, with a random average table saved as its published policy (or as
     ``name``.npy beside it): a share of rows all zero, rows training never reached, which play

@@ -34,11 +34,6 @@ from training.abstraction.pcs import (
 from training.abstraction.pcs_kernel import NUM_CARDS, _fold, _showdown, local_buckets
 
 
-@pytest.fixture(autouse=True)
-def _cache(tmp_path, monkeypatch):
-    monkeypatch.setenv("POKERBOT_CACHE", str(tmp_path / "cache"))
-
-
 def all_boards(game) -> np.ndarray:
     """Every full board: each round's cards as a sorted set, rounds in dealing order."""
     boards = [()]

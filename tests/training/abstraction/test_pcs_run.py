@@ -6,19 +6,12 @@ from __future__ import annotations
 import json
 
 import numpy as np
-import pytest
 from click.testing import CliRunner
 
 from bot.abstraction.cost import estimate, size
 from bot.abstraction.spec import SPECS
 from bot.cli import main as pokerbot
 from training.abstraction import resources
-
-
-@pytest.fixture(autouse=True)
-def _cache(tmp_path, monkeypatch):
-    monkeypatch.setenv("POKERBOT_CACHE", str(tmp_path / "cache"))
-
 
 BASE = ["train", "--algo", "abstraction", "--threads", "1", "--game", "leduc"]
 

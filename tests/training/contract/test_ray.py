@@ -152,6 +152,18 @@ def mbb(ag: AbstractGame, average: np.ndarray) -> float:
     return report.mbb(report.exploitability)
 
 
+def merged_by_hand(base: list[np.ndarray], batch: int, run_share) -> list[np.ndarray]:
+    """What a merge of two workers must give, recomputed here: each half of the batch run by
+    ``run_share(copies, start, count)`` on its own copy of ``base``, the deltas summed."""
+    expected = [t.copy() for t in base]
+    for start, count in distributed.shares(batch, 2):
+        copies = [t.copy() for t in base]
+        run_share(copies, start, count)
+        for table, copy, before in zip(expected, copies, base, strict=True):
+            table += copy - before
+    return expected
+
+
 def test_mccfr_merge_is_the_sum_of_worker_deltas_and_converges_like_one_process() -> None:
     ag = leduc_game()
     pool = RayMCCFR("leduc_lossless", TWO, timeout_s=600)  # batch 2: one merge, checked exactly
@@ -164,12 +176,8 @@ def test_mccfr_merge_is_the_sum_of_worker_deltas_and_converges_like_one_process(
         if k == 2:  # the merge, recomputed here: each half of the batch on a copy of the same tables
             base = [t.copy() for t in merged]
             discount_tables(*base, k)
-            expected = [t.copy() for t in base]
-            for start, count in distributed.shares(batch, 2):
-                copies = [t.copy() for t in base]
-                run_iterations(ag, *copies, 0, first + start, count, batch_weight(k), 1)
-                for table, copy, before in zip(expected, copies, base, strict=True):
-                    table += copy - before
+            expected = merged_by_hand(base, batch, lambda copies, start, count, first=first, k=k: run_iterations(
+                ag, *copies, 0, first + start, count, batch_weight(k), 1))
         pool.merge_every = 0 if k == 2 else 200
         pool.run_batch(ag, *merged, 0, first, batch, k, 1)
         if k == 2:
@@ -199,12 +207,8 @@ def test_pcs_merge_is_the_sum_of_worker_deltas_and_converges_like_one_process() 
             weights = pcs.batch_weights("dcfr", k)
             base = [t.copy() for t in merged]
             pcs.discount(*base, weights)
-            expected = [t.copy() for t in base]
-            for start, count in distributed.shares(batch, 2):
-                copies = [t.copy() for t in base]
-                pcs.run_iterations(single.pg, *copies, 0, first + start, count, weights, 1)
-                for table, copy, before in zip(expected, copies, base, strict=True):
-                    table += copy - before
+            expected = merged_by_hand(base, batch, lambda copies, start, count, first=first, weights=weights: (
+                pcs.run_iterations(single.pg, *copies, 0, first + start, count, weights, 1)))
         solver.merge_every = 0 if k == 3 else 8
         assert solver.run_batch(*merged, first, batch, k, lambda _done: True)[1] == batch
         if k == 3:

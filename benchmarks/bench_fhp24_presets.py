@@ -20,7 +20,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks.bench_cfr_leduc import machine  # noqa: E402
 from benchmarks.bench_fit_speed import fhp24  # noqa: E402
-from training.deep_cfr.config import PRESETS, DeepCFRConfig  # noqa: E402
+from training.deep_cfr.config import PRESETS, SAMPLED, DeepCFRConfig  # noqa: E402
 from training.deep_cfr.trainer import DeepCFRTrainer  # noqa: E402
 from training.flop.evaluation import FlopRunEvaluation  # noqa: E402
 
@@ -39,7 +39,7 @@ CANDIDATES = {
 
 
 def run(name: str, game_path: Path, folder: Path, iterations: int, every: int) -> None:
-    config = DeepCFRConfig(**(PRESETS["fhp"] | CANDIDATES[name] | dict(game=str(game_path), iterations=iterations,
+    config = DeepCFRConfig(**(PRESETS["fhp"] | SAMPLED | CANDIDATES[name] | dict(game=str(game_path), iterations=iterations,
                                                                         evaluate_every=0, checkpoint_every=10_000)))
     trainer = DeepCFRTrainer.new(config, folder / name, progress=False)
     started = time.process_time()

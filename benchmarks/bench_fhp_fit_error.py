@@ -33,7 +33,7 @@ from bot.agents.deep_cfr import DeepCFRBundle  # noqa: E402
 from bot.flop.best_response import flop_game_for  # noqa: E402
 from bot.flop.network_policies import network_policy, stack_nets  # noqa: E402
 from bot.run_files import read_toml  # noqa: E402
-from training.deep_cfr.config import PRESETS, DeepCFRConfig  # noqa: E402
+from training.deep_cfr.config import PRESETS, SAMPLED, DeepCFRConfig  # noqa: E402
 from training.deep_cfr.exact_targets import ExactRegrets  # noqa: E402
 from training.deep_cfr.trainer import DeepCFRTrainer  # noqa: E402
 from training.flop.evaluation import FlopRunEvaluation  # noqa: E402
@@ -94,7 +94,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         game_path = fhp24(Path(tmp))
         for name in args.candidates.split(","):
-            config = DeepCFRConfig(**(PRESETS["fhp"] | FIT_CANDIDATES[name] | dict(
+            config = DeepCFRConfig(**(PRESETS["fhp"] | SAMPLED | FIT_CANDIDATES[name] | dict(
                 game=str(game_path), iterations=args.iterations, evaluate_every=0, checkpoint_every=10_000)))
             trainer = DeepCFRTrainer.new(config, Path(tmp) / name, progress=False)
             started = time.process_time()

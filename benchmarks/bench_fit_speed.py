@@ -46,7 +46,7 @@ from bot.agents.encoding import InfosetEncoder  # noqa: E402
 from bot.agents.network import DeepCFRNetwork  # noqa: E402
 from protocol.gamedef import load_game  # noqa: E402
 from training.common.reservoir import Reservoir  # noqa: E402
-from training.deep_cfr.config import PRESETS, DeepCFRConfig  # noqa: E402
+from training.deep_cfr.config import PRESETS, SAMPLED, DeepCFRConfig  # noqa: E402
 from training.deep_cfr.fit import NetworkFit, native_bf16  # noqa: E402
 from training.deep_cfr.merged_memory import row_weights  # noqa: E402
 from training.deep_cfr.trainer import DeepCFRTrainer  # noqa: E402
@@ -65,7 +65,7 @@ def fhp24(folder: Path) -> Path:
 def real_memory(game_path: Path, folder: Path, iterations: int) -> tuple[DeepCFRTrainer, Reservoir, dict]:
     """Player 0's advantage memory after ``iterations`` SD-CFR iterations of the fhp preset, as
     (trainer, fitted rows, held-out rows)."""
-    config = DeepCFRConfig(**(PRESETS["fhp"] | dict(game=str(game_path), iterations=iterations, evaluate_every=0,
+    config = DeepCFRConfig(**(PRESETS["fhp"] | SAMPLED | dict(game=str(game_path), iterations=iterations, evaluate_every=0,
                                                     checkpoint_every=10_000)))
     trainer = DeepCFRTrainer.new(config, folder / "run", progress=False)
     trainer.train()

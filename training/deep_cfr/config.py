@@ -60,6 +60,17 @@ class DeepCFRConfig(StrengthOptions):
     """Gradient-norm clip (paper: 1)."""
     traversal_batch: int = 2048
     """Traversals advanced together in one batch."""
+    targets: str = "sampled"
+    """Where the value networks' targets come from: ``sampled`` (external-sampling traversals, the
+    paper's) or ``board`` (FHP-shaped games: exact regrets over every private hand of ``boards``
+    sampled flops per player per iteration, :mod:`training.deep_cfr.board_targets`)."""
+    boards: int = 64
+    """``targets = "board"``: flops drawn per player per iteration (``traversals`` is unused)."""
+    rows_per_board: int = 2000
+    """``targets = "board"``: memory rows kept per flop on average, each infoset in proportion to
+    how often external sampling visits it."""
+    board_batch: int = 16
+    """``targets = "board"``: flops walked together (one network call, one parallel pass)."""
     from_scratch: bool = True
     """Retrain value networks from scratch each iteration (False: the fine-tuning ablation)."""
     argmax_fallback: bool = True
@@ -116,6 +127,8 @@ class DeepCFRConfig(StrengthOptions):
             raise ConfigError(f"algo must be one of {', '.join(ALGOS)}, got {self.algo!r}")
         if self.memory_mode not in ("reservoir", "window"):
             raise ConfigError(f"memory_mode must be reservoir or window, got {self.memory_mode!r}")
+        if self.targets not in ("sampled", "board"):
+            raise ConfigError(f"targets must be sampled or board, got {self.targets!r}")
         if self.lr_schedule not in ("constant", "cosine"):
             raise ConfigError(f"lr_schedule must be constant or cosine, got {self.lr_schedule!r}")
         if self.fit_backend not in ("auto", "torch", "fused", "bf16"):
@@ -126,11 +139,16 @@ class DeepCFRConfig(StrengthOptions):
         worker_threads(self.threads)
         StrengthSettings.of(self)
         for name in ("iterations", "traversals", "width", "advantage_memory", "strategy_memory", "sgd_steps",
-                     "batch_size", "average_sgd_steps", "average_batch_size", "traversal_batch", "checkpoint_every"):
+                     "batch_size", "average_sgd_steps", "average_batch_size", "traversal_batch", "checkpoint_every",
+                     "boards", "rows_per_board", "board_batch"):
             if getattr(self, name) <= 0:
                 raise ConfigError(f"{name} must be positive, got {getattr(self, name)}")
         return self
 
+
+#: Overrides that put a preset back on external-sampling targets (the benchmarks that measured
+#: the ES-era candidates, and any config that compares against them).
+SAMPLED: dict = {"targets": "sampled"}
 
 #: Shared by the paper's FHP and HULH runs (sec. 5.1: 40M memories, 10,000 traversals). Targets
 #: are normalised (``normalize_targets``): regrets in chips run to hundreds (FHP's big blind is
@@ -168,19 +186,19 @@ PRESETS: dict[str, dict] = {
     # FHP on 2 CPU cores (docs/benchmarks/fhp-sd-cfr.md has its exact curves): small networks on
     # suit-canonical inputs (each infoset's suits relabelled, so the policy is suit-invariant and
     # its exact evaluation walks the 1,755 canonical flops), exact exploitability every 5
-    # iterations (off the training clock, training/flop/evaluation.py). Chosen by measurement on
-    # the 24-card FHP (docs/benchmarks/fhp-sd-cfr.md, "Choosing the preset" and "Fit error"):
-    # width 64 with 300 Adam steps beat width 32 with 200 (232.1 mbb/g at 40 iterations in 152
-    # training CPU-s against 261.4 at 100 in 123) and 600 or 1,200 steps (worse at every point:
-    # longer fits fit the samples' noise); 4,000 traversals instead of 1,000 then reached 228.6
-    # at iteration 20 against 270.1 for 25 % more training CPU (94 s against 75), the
-    # networks' preflop fit error against the exact targets halved. An exact evaluation costs
-    # the same per iteration either way (two networks), so iterations are what a sitting buys.
+    # iterations (off the training clock, training/flop/evaluation.py). Width 64 with 300
+    # cosine-decayed Adam steps of 1,024 was chosen on the 24-card FHP ("Choosing the preset": it
+    # beat width 32 and longer fits on external-sampling targets). The targets are exact per
+    # sampled flop (targets = "board", training/deep_cfr/board_targets.py): with external
+    # sampling's 4,000 traversals the curve flattened at ~185 mbb/g (the targets' noise, "Fit
+    # error"); 256 boards x 2,000 rows per player an iteration flattened at ~143-147 and passed
+    # ES's best after 165 s of training ("Exact targets per sampled flop").
     # The paper's settings: PAPER_PRESETS["fhp"] (docs/sd-cfr-fhp-paper.toml).
     "fhp": dict(iterations=10_000, traversals=4000, width=64, sgd_steps=300, batch_size=1024, learning_rate=2e-3,
                 lr_schedule="cosine", advantage_memory=4_000_000, strategy_memory=4_000_000, average_sgd_steps=2000,
                 average_batch_size=2048, traversal_batch=1000, threads=1, normalize_targets=True, canonical_suits=True,
-                evaluate_every=5, checkpoint_every=5, checkpoint_seconds=300.0),
+                evaluate_every=5, checkpoint_every=5, checkpoint_seconds=300.0, targets="board", boards=256,
+                rows_per_board=2000, board_batch=32),
     # HULH on 2 CPU cores, built from what FHP taught (above): width-64 networks on suit-canonical
     # inputs, 300 cosine-decayed Adam steps of 1,024 per fit (compiled kernels, one thread),
     # normalised targets and 4,000 traversals per player (more samples per fit paid more than

@@ -17,7 +17,8 @@ fp32 (GPUs), or in torch with bfloat16 matrix products
 (``bf16``: autocast over fp32 master weights, the mixed precision of Micikevicius et al. 2018
 with bf16's fp32 exponent range, so no loss scaling). bf16 pays only where the CPU multiplies
 bf16 natively (AVX512-BF16 or AMX, :func:`native_bf16`); on AVX2 it is 3-5x slower than fp32
-(``benchmarks/bench_fit_speed.py``), so ``auto`` never picks it there. The path that ran is
+(``benchmarks/bench_fit_speed.py``), so ``auto`` picks it only where the CPU has them and the
+minibatches are large (:data:`BF16_MIN_BATCH`). The path that ran is
 recorded in every iteration's metrics (:meth:`NetworkFit.provenance`).
 """
 
@@ -87,14 +88,23 @@ def native_bf16(cpuinfo: Path = Path("/proc/cpuinfo")) -> bool:
     return "avx512_bf16" in flags or "amx_bf16" in flags
 
 
-def resolve_fit_path(config: DeepCFRConfig, device: torch.device) -> str:
-    """The path value networks train on: ``fused``/``torch``/``bf16`` as asked; ``auto`` the
-    compiled kernels on the CPU (3.2x torch at the FHP preset's shape on the AMD EPYC, AVX2, level
-    with it at the paper's shapes, ``benchmarks/bench_fit_speed.py``; 1.2-1.4x there on
-    the AVX-512 Xeon, ``benchmarks/bench_deep_cfr_throughput.py``), torch on a GPU.
-    bf16 is never automatic: where :func:`native_bf16` holds it may win, and the benchmark
-    there decides whether ``fit_backend = "bf16"`` goes into that machine's config."""
-    if config.fit_backend == "fused" or (config.fit_backend == "auto" and device.type == "cpu"):
+#: Smallest minibatch at which ``auto`` trains in bf16 on a CPU with native bf16: measured on the
+#: AMD EPYC with AVX512-BF16 (``benchmarks/bench_fit_speed.py``), bf16 autocast ran 1.9x the
+#: fused kernels' steps/s at batch 10,000 (width 96) and 1.6x at 20,000, but 0.70x at the 2-core
+#: presets' 1,024 (width 64), where the kernels' low per-step overhead wins.
+BF16_MIN_BATCH = 4096
+
+
+def resolve_fit_path(config: DeepCFRConfig, device: torch.device, native: bool | None = None) -> str:
+    """The path value networks train on: ``fused``/``torch``/``bf16`` as asked; ``auto``: on a
+    GPU torch; on a CPU with native bf16 (:func:`native_bf16`; ``native`` overrides the
+    detection) and minibatches of at least :data:`BF16_MIN_BATCH` rows bf16, else the compiled
+    fp32 kernels (3.2x torch at the FHP preset's shape on the AMD EPYC with AVX2, level with it
+    at the paper's shapes; ``benchmarks/bench_fit_speed.py``)."""
+    if config.fit_backend == "auto" and device.type == "cpu":
+        native = native_bf16() if native is None else native
+        return BF16 if native and config.batch_size >= BF16_MIN_BATCH else FUSED
+    if config.fit_backend == "fused":
         return FUSED
     return BF16 if config.fit_backend == "bf16" else TORCH
 

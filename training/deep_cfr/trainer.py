@@ -50,7 +50,8 @@ from bot.agents.encoding import InfosetEncoder
 from bot.agents.infosets import is_small
 from bot.agents.input_keys import InputKeys
 from bot.agents.network import DeepCFRNetwork, regret_matching
-from bot.flop.game import flop_shape_error
+from bot.errors import ConfigError
+from bot.flop.game import FlopGame, flop_shape_error
 from bot.registry import resolve_agent
 from bot.run_files import ELAPSED_METRIC
 from protocol.gamedef import Game, load_game
@@ -67,6 +68,7 @@ from training.contract.entry import (
 from training.contract.loop import StepLoop
 from training.contract.rundir import Progress, RunDir, load_torch
 from training.contract.strength import StrengthSettings, measure_strength, strength_summary
+from training.deep_cfr.board_targets import BoardTargets
 from training.deep_cfr.config import ALGOS, PRESETS, DeepCFRConfig
 from training.deep_cfr.files import RunFiles
 from training.deep_cfr.fit import NetworkFit
@@ -145,6 +147,8 @@ class DeepCFRTrainer(RunFiles):
         self.stack: list[dict] = [{"weight": 1, "uniform": True}]
         #: Ray traversal workers (``--workers N``/``--ray-address``); None: traverse in-process.
         self.traversal_pool: RayTraversals | None = None
+        #: ``targets = "board"``: exact targets over every hand of sampled flops.
+        self.board_targets = self._board_targets() if config.targets == "board" else None
         #: sha256 of every policy file written, by name relative to ``policy/``.
         self.digests: dict[str, str] = {}
 
@@ -174,6 +178,16 @@ class DeepCFRTrainer(RunFiles):
         trainer = cls(config, run, progress)
         trainer.load_checkpoint(force)
         return trainer
+
+    def _board_targets(self) -> BoardTargets:
+        """The board sampler, or a one-line error where this run cannot use it."""
+        if flop_shape_error(self.game) is not None:
+            raise ConfigError(f"targets = board needs a flop hold'em-shaped game; {self.game.name}: "
+                              f"{flop_shape_error(self.game)}")
+        if type(self).collect_samples is not DeepCFRTrainer.collect_samples:
+            raise ConfigError(f"targets = board is for deep-cfr and sd-cfr; {type(self).__name__} samples its own way")
+        fg = FlopGame.build(self.game, canonical=self.config.canonical_suits)
+        return BoardTargets(fg, self.encoder, self.config.rows_per_board, self.config.argmax_fallback, str(self.device))
 
     def memory_fields(self) -> FieldSpec:
         """The rows of the advantage and strategy memories (subclasses may add fields)."""
@@ -294,6 +308,8 @@ class DeepCFRTrainer(RunFiles):
         reservoir_rng = self.rng(t, player, Stream.RESERVOIR)
         evaluated = 0
         example = None
+        total = cfg.boards if self.board_targets is not None else cfg.traversals
+        unit = "flops" if self.board_targets is not None else "traversals"
         for result, done in self.traversal_results(player):
             for rows, memory in ((result.advantage, self.advantage[player]), (result.strategy, self.strategy_memory)):
                 if memory is self.strategy_memory and not self.keeps_strategy_memory:
@@ -302,7 +318,7 @@ class DeepCFRTrainer(RunFiles):
                 memory.add(rows, reservoir_rng)
             evaluated += result.infosets_evaluated
             example = example or result.example
-            progress.advance_iteration(done, cfg.traversals, f"iteration {t}: traversals p{player}")
+            progress.advance_iteration(done, total, f"iteration {t}: {unit} p{player}")
         if example is not None:  # the iteration's first traversal, drawn by ``pokerbot watch``
             record[f"traversal_p{player}"] = example
         return evaluated
@@ -316,6 +332,10 @@ class DeepCFRTrainer(RunFiles):
             return
         cfg, t = self.config, self.iteration
         rng = self.rng(t, player, Stream.TRAVERSAL)
+        if self.board_targets is not None:
+            yield from self.board_targets.results((self.nets[0], self.nets[1]), player, cfg.boards, cfg.board_batch, rng,
+                                                  self.keeps_strategy_memory)
+            return
         done = 0
         while done < cfg.traversals:
             if self.fit.stop is not None:
@@ -479,6 +499,8 @@ def _train(config: DeepCFRConfig, run: RunDir, resume: bool, stop: StopRequest, 
     """The contract's entry (:func:`training.contract.entry.run_from_cli`)."""
     trainer = DeepCFRTrainer.continue_run(config, run, force=force) if resume else DeepCFRTrainer.start(config, run)
     if distributed.current().distributed:
+        if config.targets == "board":
+            raise ConfigError("targets = board runs in this process: drop --workers/--ray-address")
         from training.deep_cfr.ray_traversal import RayTraversals
 
         trainer.traversal_pool = RayTraversals(trainer, distributed.current())
@@ -491,6 +513,10 @@ def _train(config: DeepCFRConfig, run: RunDir, resume: bool, stop: StopRequest, 
 
 def _with_algo(algo: str):
     def prepare(values: dict, options: dict) -> dict:
+        if options.get("traversals") is not None and values.get("targets") == "board":
+            raise ConfigError(f"--traversals counts external-sampling traversals, but this run's targets are exact per "
+                              f"sampled flop (targets = \"board\", {values.get('boards', 64)} boards a player an "
+                              f"iteration): set boards in a --config file, or targets = \"sampled\" there to traverse")
         return values | {"algo": algo}
 
     return prepare

@@ -16,7 +16,15 @@ from bot.agents.network import DeepCFRNetwork
 from protocol.gamedef import load_game
 from training.common.reservoir import Reservoir
 from training.deep_cfr.config import DeepCFRConfig
-from training.deep_cfr.fit import BF16, FUSED, TORCH, NetworkFit, native_bf16, resolve_fit_path
+from training.deep_cfr.fit import (
+    BF16,
+    BF16_MIN_BATCH,
+    FUSED,
+    TORCH,
+    NetworkFit,
+    native_bf16,
+    resolve_fit_path,
+)
 
 CPU = torch.device("cpu")
 
@@ -81,7 +89,11 @@ def test_bf16_fit_agrees_with_fp32_within_bf16_precision():
 
 
 def test_the_path_follows_the_device_and_backend(tmp_path):
-    assert resolve_fit_path(DeepCFRConfig(), CPU) == FUSED
+    assert resolve_fit_path(DeepCFRConfig(), CPU, native=False) == FUSED
+    assert resolve_fit_path(DeepCFRConfig(batch_size=1024), CPU, native=True) == FUSED  # small batches: the kernels
+    assert resolve_fit_path(DeepCFRConfig(batch_size=BF16_MIN_BATCH), CPU, native=True) == BF16
+    assert resolve_fit_path(DeepCFRConfig(batch_size=20_000), CPU, native=False) == FUSED
+    assert resolve_fit_path(DeepCFRConfig(fit_backend="fused", batch_size=20_000), CPU, native=True) == FUSED
     assert resolve_fit_path(DeepCFRConfig(), torch.device("cuda")) == TORCH
     assert resolve_fit_path(DeepCFRConfig(fit_backend="torch"), CPU) == TORCH
     assert resolve_fit_path(DeepCFRConfig(fit_backend="bf16"), CPU) == BF16

@@ -183,22 +183,22 @@ PRESETS: dict[str, dict] = {
                   lr_schedule="cosine", advantage_memory=10_000_000, strategy_memory=10_000_000,
                   average_sgd_steps=3000, average_batch_size=2048, traversal_batch=5000, threads=1,
                   merge_duplicates=True, normalize_targets=True, keep_memories=False),
-    # FHP on 2 CPU cores (docs/benchmarks/fhp-sd-cfr.md has its exact curves): small networks on
+    # FHP on 2 CPU cores (docs/benchmarks/fhp-sd-cfr.md has its exact curves): width-64 networks on
     # suit-canonical inputs (each infoset's suits relabelled, so the policy is suit-invariant and
     # its exact evaluation walks the 1,755 canonical flops), exact exploitability every 5
-    # iterations (off the training clock, training/flop/evaluation.py). Width 64 with 300
-    # cosine-decayed Adam steps of 1,024 was chosen on the 24-card FHP ("Choosing the preset": it
-    # beat width 32 and longer fits on external-sampling targets). The targets are exact per
-    # sampled flop (targets = "board", training/deep_cfr/board_targets.py): with external
-    # sampling's 4,000 traversals the curve flattened at ~185 mbb/g (the targets' noise, "Fit
-    # error"); 256 boards x 2,000 rows per player an iteration flattened at ~143-147 and passed
-    # ES's best after 165 s of training ("Exact targets per sampled flop").
-    # The paper's settings: PAPER_PRESETS["fhp"] (docs/sd-cfr-fhp-paper.toml).
-    "fhp": dict(iterations=10_000, traversals=4000, width=64, sgd_steps=300, batch_size=1024, learning_rate=2e-3,
+    # iterations (off the training clock, training/flop/evaluation.py). The targets are exact per
+    # sampled flop (targets = "board", training/deep_cfr/board_targets.py): on external-sampling
+    # targets (4,000 traversals, 300 Adam steps of 1,024, chosen on the 24-card FHP) the curve
+    # flattened at ~185 mbb/g, the targets' noise ("Fit error"); on board targets with the same
+    # fits at ~143-147, now the fits' limit; 128 boards x 4,000 rows per player an iteration with
+    # 1,200 cosine-decayed steps of 2,048 reached 80.2 at iteration 20 after 624 s of training
+    # ("Exact targets per sampled flop"). The paper's settings: PAPER_PRESETS["fhp"]
+    # (docs/sd-cfr-fhp-paper.toml).
+    "fhp": dict(iterations=10_000, traversals=4000, width=64, sgd_steps=1200, batch_size=2048, learning_rate=2e-3,
                 lr_schedule="cosine", advantage_memory=4_000_000, strategy_memory=4_000_000, average_sgd_steps=2000,
                 average_batch_size=2048, traversal_batch=1000, threads=1, normalize_targets=True, canonical_suits=True,
-                evaluate_every=5, checkpoint_every=5, checkpoint_seconds=300.0, targets="board", boards=256,
-                rows_per_board=2000, board_batch=32),
+                evaluate_every=5, checkpoint_every=5, checkpoint_seconds=300.0, targets="board", boards=128,
+                rows_per_board=4000, board_batch=32),
     # HULH on 2 CPU cores, built from what FHP taught (above): width-64 networks on suit-canonical
     # inputs, 300 cosine-decayed Adam steps of 1,024 per fit (compiled kernels, one thread),
     # normalised targets and 4,000 traversals per player (more samples per fit paid more than

@@ -49,12 +49,14 @@ def test_holdem_defaults_to_the_two_core_preset(algo):
 
 
 def test_fhp_preset_is_the_measured_winner():
-    """The ``fhp`` preset is width 64 with 300 Adam steps (bench_fhp24_presets.py) on exact
-    per-flop targets, 256 boards a player an iteration (docs/benchmarks/fhp-sd-cfr.md); DREAM and
+    """The ``fhp`` preset is width 64 with 1,200 Adam steps of 2,048 on exact per-flop targets,
+    128 boards a player an iteration (docs/benchmarks/fhp-sd-cfr.md); DREAM and
     OS-SD-CFR keep the width-32, 200-step networks and sampled targets their FHP figures were
     measured with."""
     config = resolve_new(load_trainer("sd-cfr"), {"game": "fhp"}).config
-    assert (config.width, config.sgd_steps, config.canonical_suits, config.evaluate_every) == (64, 300, True, 5)
-    assert (config.targets, config.boards, config.rows_per_board) == ("board", 256, 2000)
+    assert (config.width, config.sgd_steps, config.batch_size, config.canonical_suits, config.evaluate_every) == (
+        64, 1200, 2048, True, 5)
+    assert (config.targets, config.boards, config.rows_per_board) == ("board", 128, 4000)
     dream = resolve_new(load_trainer("dream"), {"game": "fhp"}).config
-    assert (dream.width, dream.sgd_steps, dream.traversals, dream.targets) == (32, 200, 2_500, "sampled")
+    assert (dream.width, dream.sgd_steps, dream.batch_size, dream.traversals, dream.targets) == (
+        32, 200, 1024, 2_500, "sampled")

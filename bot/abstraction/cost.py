@@ -4,7 +4,7 @@ Sizes are exact (counted from the betting tree and the suit-isomorphism indexers
 rates measured by ``benchmarks/bench_abstraction.py`` on the 2-core development machine: evaluator
 rows per second while building features, numba k-means distance throughput on one core (L2 terms
 for ``ke``/``ochs``, greedy-EMD distances for ``pa``) times the distances the k-means schedule
-computes (:func:`kmeans_distances`), and the solver's speed: PCS (the default solver) as
+computes (:func:`kmeans_distances`), and the solver's speed (:func:`default_solver`): PCS as
 (decision node, live hand) pairs per second measured by ``benchmarks/bench_pcs_holdem.py`` and
 ``benchmarks/bench_pcs_fhp.py``, ES MCCFR as iterations per second; a machine
 with more cores scales roughly linearly (every kernel is a parallel numba loop). This module is
@@ -104,11 +104,26 @@ class Estimate:
                 "at the 2-core rate measured here")  # fmt: skip
 
 
+#: The solver ``--algo abstraction`` uses per game where no config names one: the one that
+#: measured stronger there. FHP: PCS reached ES MCCFR's best fhp_abstraction_3.6e6 figure 4.3x
+#: sooner (``benchmarks/bench_pcs_fhp.py``). Hold'em: the shipped ES-solved abstraction_3e6_ke
+#: (93.6M iterations, ~1.6 h of one core) beat a PCS solve of the same abstraction after 16,000
+#: iterations (76 min of one core) by 20.9 +- 3.5 mbb/g (``pokerbot match --boards 200``): one
+#: sampled board per PCS iteration sees ~3.5 boards a second, ES ~19,500 deals.
+DEFAULT_SOLVERS = {"holdem": "es-mccfr"}
+
+
+def default_solver(spec: AbstractionSpec) -> str:
+    """``spec``'s game's default solver (:data:`DEFAULT_SOLVERS`, else ``pcs``)."""
+    return DEFAULT_SOLVERS.get(spec.load_game().name.split(".")[0], "pcs")
+
+
 def estimate(spec: AbstractionSpec, iterations: int | None = None, cached_rounds: Collection[int] = (),
-             built: bool = False, solver: str = "pcs") -> Estimate:  # fmt: skip
-    """Cost of building and solving ``spec`` with ``solver`` (``pcs`` or ``es-mccfr``);
-    ``cached_rounds`` have their features on disk, and a ``built`` abstraction costs only its
-    solve."""
+             built: bool = False, solver: str | None = None) -> Estimate:  # fmt: skip
+    """Cost of building and solving ``spec`` with ``solver`` (``pcs`` or ``es-mccfr``; None: the
+    game's :func:`default_solver`); ``cached_rounds`` have their features on disk, and a ``built``
+    abstraction costs only its solve."""
+    solver = solver or default_solver(spec)
     game = spec.load_game()
     tree = BettingTree.build(game)
     infosets = num_infosets(spec, tree)

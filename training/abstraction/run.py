@@ -24,7 +24,7 @@ import numba
 import numpy as np
 from rich.progress import Progress
 
-from bot.abstraction.cost import estimate
+from bot.abstraction.cost import default_solver, estimate
 from bot.abstraction.policy import AVERAGE_FILE, full_game_strategy
 from bot.abstraction.spec import SPECS, AbstractionSpec, policy_path, resolve_size, spec_dir
 from bot.abstraction.tables import AbstractGame, Abstraction
@@ -54,7 +54,9 @@ class AbstractionConfig:
     """Name of the abstraction (see ``bot.abstraction.spec.SPECS``)."""
     solver: str = "pcs"
     """``pcs`` (Public Chance Sampling: one sampled board per iteration, every hand updated) or
-    ``es-mccfr`` (external-sampling Linear MCCFR: one sampled deal per iteration)."""
+    ``es-mccfr`` (external-sampling Linear MCCFR: one sampled deal per iteration). A new run
+    without one in its config file takes the game's measured winner
+    (:func:`bot.abstraction.cost.default_solver`: ES on hold'em, PCS elsewhere)."""
     scheme: str = "dcfr"
     """PCS regret/average weighting: ``dcfr``, ``linear`` or ``cfr+`` (:mod:`training.abstraction.pcs`)."""
     iterations: int | None = None
@@ -104,6 +106,8 @@ def _abstraction_name(values: dict, options: dict) -> dict:
         values["abstraction"] = resolve_size(str(options.get("game") or "leduc"), str(options["size"])).name
     elif "abstraction" not in values:
         raise ConfigError("--algo abstraction needs --size (e.g. --game holdem --size 3e6, or --size fhp_abstraction_4e4)")
+    if "solver" not in values and values["abstraction"] in SPECS:  # an unknown name fails in the config
+        values["solver"] = default_solver(SPECS[values["abstraction"]])
     return values
 
 

@@ -8,7 +8,7 @@ import json
 import numpy as np
 from click.testing import CliRunner
 
-from bot.abstraction.cost import estimate, size
+from bot.abstraction.cost import default_solver, estimate, size
 from bot.abstraction.spec import SPECS
 from bot.cli import main as pokerbot
 from training.abstraction import resources
@@ -67,8 +67,21 @@ def test_a_build_that_does_not_fit_on_disk_is_refused_before_it_starts(tmp_path,
     assert not (tmp_path / "cache" / "abstractions" / "leduc_merged" / "meta.json").exists()
 
 
-def test_cost_quotes_the_pcs_solve_unless_es_is_named():
+def test_each_game_defaults_to_its_measured_solver():
+    """Hold'em: ES MCCFR (the shipped ES solve beat PCS at equal CPU); FHP and the small games: PCS."""
+    from training.abstraction.run import _abstraction_name
+
+    assert default_solver(SPECS["abstraction_3e8"]) == "es-mccfr"
+    assert default_solver(SPECS["fhp_abstraction_4e4"]) == default_solver(SPECS["leduc_merged"]) == "pcs"
+    assert _abstraction_name({}, {"game": "holdem", "size": "3e6"})["solver"] == "es-mccfr"
+    assert _abstraction_name({}, {"game": "fhp", "size": "4e4"})["solver"] == "pcs"
+    assert _abstraction_name({"solver": "pcs"}, {"game": "holdem", "size": "3e6"})["solver"] == "pcs"  # a config's choice stays
     spec = SPECS["abstraction_3e8"]
-    pcs, es = estimate(spec, built=True), estimate(spec, built=True, solver="es-mccfr")
+    assert estimate(spec, built=True).iterations == estimate(spec, built=True, solver="es-mccfr").iterations
+
+
+def test_cost_quotes_the_pcs_solve_when_it_is_named():
+    spec = SPECS["abstraction_3e8"]
+    pcs, es = estimate(spec, built=True, solver="pcs"), estimate(spec, built=True, solver="es-mccfr")
     assert pcs.iterations < es.iterations and pcs.solve_seconds < es.solve_seconds
     assert pcs.table_bytes == es.table_bytes == (8 * 169 + (70 + 630 + 5670) * 51800) * 3 * 4 * 2

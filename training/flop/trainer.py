@@ -167,9 +167,9 @@ def solve(config: FlopSolveConfig, run: RunDir, resume: bool = False, stop: Stop
                 solver.iterate(advance(bar, task, solver.iteration))
                 state["solve_s"] += time.monotonic() - t0
                 state["iteration"] = solver.iteration
-                record = {"iteration": solver.iteration, ELAPSED_METRIC: round(state["solve_s"], 2),
-                          "iteration_s": round(time.monotonic() - t0, 3), "nodes_touched": solver.nodes_per_iteration,
-                          "rss_gb": round(_rss_gb(), 3)}  # fmt: skip
+                # unrounded seconds: a small game's iterations take milliseconds on a fast CPU
+                record = {"iteration": solver.iteration, ELAPSED_METRIC: state["solve_s"], "iteration_s": time.monotonic() - t0,
+                          "nodes_touched": solver.nodes_per_iteration, "rss_gb": round(_rss_gb(), 3)}
                 if solver.iteration % config.eval_every == 0 or solver.iteration >= config.iterations:
                     record |= _evaluate(solver, state, bar, task)
                 run.append_metrics(record)

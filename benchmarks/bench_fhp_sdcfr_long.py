@@ -82,13 +82,13 @@ def decay_exponent(rows: list[dict]) -> float | None:
 def report(run: Path) -> dict[str, list[dict]]:
     """Print one run's curves; returns them by label."""
     config = read_toml(run / "config.toml")
-    name = f"width {config.get('width')}, {config.get('sgd_steps')} steps"
+    name = f"{config.get('targets', 'sampled')} targets, width {config.get('width')}, {config.get('sgd_steps')} steps"
     found = {}
     for metric, label in METRICS.items():
         rows = curve(run, metric)
         if not rows:
             continue
-        found[f"{label}, {name}"] = rows
+        found[f"{label} ({run.name})"] = rows  # the run's name keeps two runs' curves apart
         exponent = decay_exponent(rows)
         print(f"\n{run}: {label} (exact; {config.get('algo')}, {name}, seed {config.get('seed')})")
         print(f"{'iteration':>9s} {'training s':>11s} {'nodes touched':>14s} {'mbb/g':>9s} {'evaluation s':>13s}")

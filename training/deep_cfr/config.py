@@ -191,7 +191,8 @@ PRESETS: dict[str, dict] = {
     # targets (4,000 traversals, 300 Adam steps of 1,024, chosen on the 24-card FHP) the curve
     # flattened at ~185 mbb/g, the targets' noise ("Fit error"); on board targets with the same
     # fits at ~143-147, now the fits' limit; 128 boards x 4,000 rows per player an iteration with
-    # 1,200 cosine-decayed steps of 2,048 reached 80.2 at iteration 20 after 624 s of training
+    # 1,200 cosine-decayed steps of 2,048 reached 80.2 at iteration 20 after 624 s of training and
+    # 52.8 at 95 (2,421 s), then stayed at ~53-58
     # ("Exact targets per sampled flop"). The paper's settings: PAPER_PRESETS["fhp"]
     # (docs/sd-cfr-fhp-paper.toml).
     "fhp": dict(iterations=10_000, traversals=4000, width=64, sgd_steps=1200, batch_size=2048, learning_rate=2e-3,

@@ -52,7 +52,7 @@ from bot.flop.game import (
 )
 from bot.flop.network_policies import NetPair, NetworkGrid
 from protocol.betting_tree import DECISION
-from training.deep_cfr.traversal import TraversalResult
+from training.deep_cfr.traversal import TraversalResult, empty_rows
 
 
 @njit(cache=True)
@@ -108,6 +108,8 @@ class BoardTargets:
         #: flops a hand can see, and the opponent hands beside a hand preflop / on a flop
         self.flops_per_hand = comb(deck - hole, fg.flops.shape[1])
         self.opponents = (comb(deck - hole, hole), comb(deck - hole - fg.flops.shape[1], hole))
+        #: the actor of every decision row, preflop and flop
+        self.actors = (fg.tree.actor[fg.preflop.decision_nodes], fg.tree.actor[fg.flop.decision_nodes])
 
     def preflop(self, nets: NetPair) -> tuple[np.ndarray, np.ndarray]:
         """Both seats' preflop strategies ``[D0, H, 3]`` under ``nets`` and the reach ``[N0, 2, H]``."""
@@ -126,9 +128,11 @@ class BoardTargets:
             picked = drawn[done : done + batch]
             done += len(picked)
             advantage, strategy = RowSink(self.encoder), RowSink(self.encoder)
+            evaluated = 0
             for board in self.boards(nets, player, picked, preflop):
                 self._keep(board, player, rng, advantage, strategy if keep_strategy else None)
-            evaluated = 2 * len(picked) * (fg.preflop.num_decisions + fg.flop.num_decisions) * fg.num_hands
+                # one range pass: (decision node, hand) pairs, as FlopCFR.nodes_per_iteration counts a pass
+                evaluated += fg.preflop.num_decisions * fg.num_hands + fg.flop.num_decisions * int(board.valid.sum())
             yield TraversalResult(advantage.rows(), strategy.rows(), evaluated, np.zeros(len(picked))), done
 
     def boards(self, nets: NetPair, player: int, picked: np.ndarray,
@@ -162,8 +166,7 @@ class BoardTargets:
               strategy: RowSink | None) -> None:
         """Thin one board's candidate rows to ``rows_per_board`` expected rows per memory, each
         kept in proportion to how often external sampling would visit it (module docstring)."""
-        fg = self.fg
-        actors = (fg.tree.actor[fg.preflop.decision_nodes], fg.tree.actor[fg.flop.decision_nodes])
+        fg, actors = self.fg, self.actors
         for sink, own in ((advantage, True), (strategy, False)):
             if sink is None:
                 continue
@@ -216,6 +219,5 @@ class RowSink:
 
     def rows(self) -> dict[str, np.ndarray]:
         if not self.parts:
-            return {"node": np.zeros(0, np.int32), "cards": np.zeros((0, self.encoder.num_card_slots), np.int8),
-                    "target": np.zeros((0, 3), np.float32)}
+            return empty_rows(self.encoder)
         return {key: np.concatenate([p[i] for p in self.parts]) for i, key in enumerate(("node", "cards", "target"))}

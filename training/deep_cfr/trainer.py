@@ -181,9 +181,9 @@ class DeepCFRTrainer(RunFiles):
 
     def _board_targets(self) -> BoardTargets:
         """The board sampler, or a one-line error where this run cannot use it."""
-        if flop_shape_error(self.game) is not None:
-            raise ConfigError(f"targets = board needs a flop hold'em-shaped game; {self.game.name}: "
-                              f"{flop_shape_error(self.game)}")
+        problem = flop_shape_error(self.game)
+        if problem is not None:
+            raise ConfigError(f"targets = board needs a flop hold'em-shaped game; {self.game.name}: {problem}")
         if type(self).collect_samples is not DeepCFRTrainer.collect_samples:
             raise ConfigError(f"targets = board is for deep-cfr and sd-cfr; {type(self).__name__} samples its own way")
         fg = FlopGame.build(self.game, canonical=self.config.canonical_suits)
@@ -515,7 +515,7 @@ def _with_algo(algo: str):
     def prepare(values: dict, options: dict) -> dict:
         if options.get("traversals") is not None and values.get("targets") == "board":
             raise ConfigError(f"--traversals counts external-sampling traversals, but this run's targets are exact per "
-                              f"sampled flop (targets = \"board\", {values.get('boards', 64)} boards a player an "
+                              f"sampled flop (targets = \"board\", {values.get('boards', DeepCFRConfig.boards)} boards a player an "
                               f"iteration): set boards in a --config file, or targets = \"sampled\" there to traverse")
         return values | {"algo": algo}
 

@@ -192,7 +192,7 @@ def traverse(encoder: InfosetEncoder, deals: Deals, traverser: int, strategy: St
             "target": regrets.astype(np.float32),
         }
     else:
-        advantage = _empty(encoder)
+        advantage = empty_rows(encoder)
     if strategy_rows:
         strat = {
             "node": np.concatenate([s[0] for s in strategy_rows]).astype(np.int32),
@@ -200,7 +200,7 @@ def traverse(encoder: InfosetEncoder, deals: Deals, traverser: int, strategy: St
             "target": np.concatenate([s[2] for s in strategy_rows]).astype(np.float32),
         }
     else:
-        strat = _empty(encoder)
+        strat = empty_rows(encoder)
     example = first_traversal(np.concatenate(level_nodes), np.concatenate(level_deals), child_of_parts, values, sigma_of, is_trav)
     if example is not None:
         example.update(traverser=traverser, holes=deals.holes[0].tolist(), board=deals.board[0].tolist())
@@ -224,7 +224,8 @@ def first_traversal(nodes: np.ndarray, deals: np.ndarray, child_of_parts: list, 
             "sigma": [[round(float(x), 4) for x in sigma_of[r]] if is_traverser[r] else None for r in rows]}
 
 
-def _empty(encoder: InfosetEncoder) -> dict[str, np.ndarray]:
+def empty_rows(encoder: InfosetEncoder) -> dict[str, np.ndarray]:
+    """No memory rows (the fields of :attr:`TraversalResult.advantage`)."""
     return {
         "node": np.zeros(0, dtype=np.int32),
         "cards": np.zeros((0, encoder.num_card_slots), dtype=np.int8),

@@ -97,8 +97,11 @@ def test_kept_rows_follow_the_opponents_reach():
     np.testing.assert_allclose(rows["target"][match][0], board.regrets[1][d, h] / board.mass[1][d, h], rtol=1e-5)
     np.testing.assert_allclose(played["target"].sum(axis=1), 1.0, atol=1e-5)  # strategy rows are distributions
     sampler.rows_per_board = 40
-    counts = [len(r.advantage["node"]) for r, _ in sampler.results((None, None), 1, 400, 50, np.random.default_rng(2), False)]
-    assert sum(counts) / 400 == pytest.approx(40, rel=0.05)
+    results = [r for r, _ in sampler.results((None, None), 1, 400, 50, np.random.default_rng(2), False)]
+    assert sum(len(r.advantage["node"]) for r in results) / 400 == pytest.approx(40, rel=0.05)
+    # one range pass a board: every (decision node, hand) preflop, every live hand on the flop (C(7, 2) of 10 cards)
+    per_board = fg.preflop.num_decisions * fg.num_hands + fg.flop.num_decisions * 21
+    assert sum(r.infosets_evaluated for r in results) == 400 * per_board
 
 
 def test_board_targets_need_a_flop_game(tmp_path):

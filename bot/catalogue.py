@@ -32,8 +32,9 @@ WIDTH = 80
 def agent_names() -> list[str]:
     """Every agent name, for ``--help`` texts (no plugin import: ``--help`` stays instant)."""
     from bot.abstraction.spec import SPECS
+    from bot.shipped.named import shipped_network_names
 
-    return ["default", *BASELINES, "nfsp", *SPECS]
+    return ["default", *BASELINES, "nfsp", *shipped_network_names(), *SPECS]
 
 
 #: The ``--agent``/``--opponent`` help of match, play, connect and lbr.
@@ -161,6 +162,21 @@ def _nfsp(games: tuple[str, ...]) -> AgentInfo:
                      build, "Leduc: 37 mbb/g after ~20 min on 2 cores; hold'em/FHP: many hours" if build else "")
 
 
+def _shipped_networks(games: tuple[str, ...]) -> list[AgentInfo]:
+    """The network policies shipped under their own names (:mod:`bot.shipped.named`) that play
+    one of ``games``."""
+    from bot.shipped.named import shipped_network_info, shipped_network_names
+
+    aliases = {load_game(g).name: g for g in games}
+    infos = []
+    for name in shipped_network_names():
+        info = shipped_network_info(name)
+        if info["game_name"] in aliases:
+            strength = "; ".join(f"{k} {v}" for k, v in info["strength"].items()) or "not measured"
+            infos.append(AgentInfo(name, info["description"], aliases[info["game_name"]], "shipped", strength))
+    return infos
+
+
 def _generic(name: str) -> AgentInfo:
     doc = (factory_of(name).__doc__ or "").strip().splitlines()
     kind = "Baseline: " if name in BASELINES else ""
@@ -171,6 +187,7 @@ def agent_infos(game: str | None = None) -> list[AgentInfo]:
     """One entry per registered name (those that play ``game`` when it is given): the shipped
     bot, the baselines, NFSP, then the abstractions by game and size."""
     from bot.abstraction.spec import SPECS
+    from bot.shipped.named import shipped_network_names
 
     load_plugins()
     games = GAMES if game is None else (game,)
@@ -178,8 +195,9 @@ def agent_infos(game: str | None = None) -> list[AgentInfo]:
     infos = [_shipped(games)] if "default" in known_names() else []
     infos += [_generic(name) for name in BASELINES]
     infos += [_nfsp(games)] if "nfsp" in known_names() else []
+    infos += _shipped_networks(games)
     infos += [abstraction_info(name) for stem in stems for name, spec in SPECS.items() if spec.load_game().name == stem]
-    listed = {info.name for info in infos} | set(SPECS)
+    listed = {info.name for info in infos} | set(SPECS) | set(shipped_network_names())
     infos += [_generic(name) for name in known_names() if name not in listed]  # a plugin's own names
     return infos
 

@@ -197,6 +197,21 @@ def load_default(game: Game) -> Agent:
     return load_shipped(game, _SHIPPED_KINDS)
 
 
+def shipped_network_factory(name: str) -> AgentFactory:
+    """The factory of a network policy shipped under ``name`` (:mod:`bot.shipped.named`): its
+    bundle, verified and played by its kind; another game's name is a one-line error."""
+    from bot.shipped.named import shipped_network_folder, shipped_network_info
+
+    def factory(game: Game) -> Agent:
+        agent = load_bundle_agent(game, shipped_network_folder(name))
+        assert agent is not None  # the name is registered only for folders holding a bundle
+        agent.name = name
+        return agent
+
+    factory.__doc__ = shipped_network_info(name)["description"] or f"The network policy shipped as {name}."
+    return factory
+
+
 def resolve_flop_policy(game: Game, spec: str) -> tuple[FlopGame, FlopPolicy]:
     """The policy named or stored at ``spec`` as the flop passes read it, with the FlopGame to
     evaluate it on (canonical flops when the policy is suit-invariant)."""
@@ -236,6 +251,7 @@ def _fill() -> None:
     from bot.agents import deep_cfr, nfsp, tabular
     from bot.flop import network as flop_network
     from bot.flop import network_policies, solve_agent
+    from bot.shipped.named import shipped_network_names
 
     register_path_loader(load_bundle_agent)  # a policy bundle of any kind below
     register_strategy_loader(load_bundle_strategy)
@@ -251,6 +267,8 @@ def _fill() -> None:
         register_name(name, abstraction_agent.named_agent(name))
     register_kind("abstraction", abstraction_policy.bundle_agent, abstraction_policy.bundle_strategy)
     register_name("default", load_default)
+    for name in shipped_network_names():
+        register_name(name, shipped_network_factory(name))
     register_shipped_kind(flop_network.KIND, flop_network.load_shipped)
     register_flop_policy_loader(flop_network.default_flop_policy)
     register_flop_policy_loader(network_policies.path_policy)

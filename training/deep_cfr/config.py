@@ -201,15 +201,18 @@ PRESETS: dict[str, dict] = {
                 evaluate_every=5, checkpoint_every=5, checkpoint_seconds=300.0, targets="board", boards=128,
                 rows_per_board=4000, board_batch=32),
     # HULH on 2 CPU cores, built from what FHP taught (above): width-64 networks on suit-canonical
-    # inputs, 300 cosine-decayed Adam steps of 1,024 per fit (compiled kernels, one thread),
-    # normalised targets and 4,000 traversals per player (more samples per fit paid more than
-    # longer fits), so an iteration takes minutes here where
-    # the paper's schedule (PAPER_PRESETS["holdem"], docs/sd-cfr-holdem-paper.toml: 32,000 steps
-    # of 20,000 per fit) spends ~2.5 h on iteration 1's first fit. No exact exploitability: the
-    # paper's head-to-head strength signal every iteration (off the training clock). 450
-    # iterations is the paper's count; --time-budget is the usual stop.
-    "holdem": dict(PAPER_PRESETS["holdem"], traversals=4000, traversal_batch=500, width=64, sgd_steps=300,
-                   batch_size=1024, learning_rate=2e-3, lr_schedule="cosine", advantage_memory=4_000_000,
-                   strategy_memory=4_000_000, average_sgd_steps=2000, average_batch_size=2048, threads=1,
-                   canonical_suits=True, checkpoint_seconds=300.0),
+    # inputs and normalised targets, each fit 1,200 cosine-decayed Adam steps of 2,048 (FHP: 4x
+    # the steps on 2x the batch took the curve from ~143 to ~53 mbb/g at equal targets; compiled
+    # kernels, one thread), the paper's 10,000 external-sampling traversals per player (FHP: the
+    # targets' noise set the ES plateau) and 20M-row memories (27 bytes a row: ~1.6 GB in all).
+    # An iteration takes ~50 s here where the paper's schedule (PAPER_PRESETS["holdem"],
+    # docs/sd-cfr-holdem-paper.toml: 32,000 steps of 20,000 per fit) spends ~2.5 h on
+    # iteration 1's first fit. No exact exploitability: the paper's head-to-head strength signal
+    # every iteration (off the training clock); Deep CFR trains its average network every 10
+    # iterations. Curves and matches: docs/benchmarks/hulh-deep-cfr.md. 450 iterations is the
+    # paper's count; --time-budget is the usual stop.
+    "holdem": dict(PAPER_PRESETS["holdem"], traversals=10_000, traversal_batch=1000, width=64, sgd_steps=1200,
+                   batch_size=2048, learning_rate=2e-3, lr_schedule="cosine", advantage_memory=20_000_000,
+                   strategy_memory=20_000_000, average_sgd_steps=3000, average_batch_size=2048, average_every=10,
+                   threads=1, canonical_suits=True, checkpoint_seconds=300.0),
 }

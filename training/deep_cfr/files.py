@@ -48,7 +48,6 @@ class RunFiles:
     iteration: int
     elapsed: float
     stack: list[dict]
-    keeps_stack: bool
     digests: dict[str, str]
     nets: list[DeepCFRNetwork | None]
     optimizers: list[torch.optim.Optimizer | None]
@@ -59,22 +58,44 @@ class RunFiles:
     device: torch.device
 
     def save_stack_entry(self) -> None:
-        """Stream this iteration's value networks to ``policy/stack/`` (SD-CFR's policy; a Deep CFR
-        run measured on FHP keeps them too, unlisted in its bundle, for its SD-CFR average)."""
+        """Stream this iteration's value networks to ``policy/stack/``: SD-CFR's policy, and in a
+        Deep CFR run the SD-CFR policy of the same value networks (Steinberger 2019 compares the
+        two on one run), a bundle of its own there (:meth:`write_stack_bundle`)."""
         t = self.iteration
         weight = t + 1 if self.config.linear_weighting else 1
         files = [f"stack/p{p}_t{t:06d}.pt" for p in (0, 1)]
-        if self.keeps_stack:
-            (self.run.policy_path / "stack").mkdir(parents=True, exist_ok=True)
-            for p, file in enumerate(files):
-                self._save_policy_file(file, self.nets[p].state_dict())
+        (self.run.policy_path / "stack").mkdir(parents=True, exist_ok=True)
+        for p, file in enumerate(files):
+            self._save_policy_file(file, self.nets[p].state_dict())
         self.stack.append({"weight": weight, "files": files, "iteration": t})
         if self.config.algo == "sd-cfr":
             self.write_manifest()
+        else:
+            self.write_stack_bundle()
+
+    def write_stack_bundle(self) -> None:
+        """A Deep CFR run's SD-CFR policy: an ``sd-cfr`` bundle at ``policy/stack/`` over the same
+        value networks (its file names relative to that folder), so ``pokerbot match --agent
+        RUN/policy/stack`` plays the paper's other policy of the run."""
+        prefix = "stack/"
+        stack = [entry if entry.get("uniform") else {**entry, "files": [f.removeprefix(prefix) for f in entry["files"]]}
+                 for entry in self.stack]
+        names = [f for entry in self.stack for f in entry.get("files", [])]
+        write_bundle(self.run.policy_path / "stack", "sd-cfr", self.game,
+                     {n.removeprefix(prefix): self.digest(n) for n in names}, {**self.provenance(), "algorithm": "sd-cfr"},
+                     architecture=self.make_net().architecture(), argmax_fallback=self.config.argmax_fallback,
+                     stack=stack)
 
     def _save_policy_file(self, relative: str, state: dict) -> None:
         save_torch(self.run.policy_path / relative, state)
         self.digests[relative] = sha256_file(self.run.policy_path / relative)
+
+    def digest(self, relative: str) -> str:
+        """The sha256 of a policy file, hashed when written (or now: a run resumed from a
+        checkpoint written before checksums)."""
+        if relative not in self.digests:
+            self.digests[relative] = sha256_file(self.run.policy_path / relative)
+        return self.digests[relative]
 
     def provenance(self) -> dict:
         """The bundle's record of how it was trained (subclasses name their own algorithm)."""
@@ -86,10 +107,7 @@ class RunFiles:
         self.run.policy_path.mkdir(parents=True, exist_ok=True)
         stack = self.stack if self.config.algo == "sd-cfr" else []
         names = [f for entry in stack for f in entry.get("files", [])] + ([average] if average else [])
-        for name in names:  # files of a run resumed from a checkpoint written before checksums
-            if name not in self.digests:
-                self.digests[name] = sha256_file(self.run.policy_path / name)
-        write_bundle(self.run.policy_path, self.config.algo, self.game, {n: self.digests[n] for n in names}, self.provenance(),
+        write_bundle(self.run.policy_path, self.config.algo, self.game, {n: self.digest(n) for n in names}, self.provenance(),
                      architecture=self.make_net().architecture(), argmax_fallback=self.config.argmax_fallback,
                      stack=stack, average=average)
 

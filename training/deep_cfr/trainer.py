@@ -38,7 +38,6 @@ from __future__ import annotations
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from types import SimpleNamespace
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -141,9 +140,6 @@ class DeepCFRTrainer(RunFiles):
         if not enumerable and config.evaluate_every > 0 and flop_shape_error(self.game) is None:
             self.flop_evaluation = FlopRunEvaluation(self.game, run.path, config.canonical_suits, config.argmax_fallback,
                                                      str(self.device))
-        #: The value networks go to ``policy/stack/``: SD-CFR's policy, and in a Deep CFR run the SD-CFR
-        #: average measured beside its average network (Steinberger 2019 compares the two on one run).
-        self.keeps_stack = config.algo == "sd-cfr" or self.flop_evaluation is not None
         self.stack: list[dict] = [{"weight": 1, "uniform": True}]
         #: Ray traversal workers (``--workers N``/``--ray-address``); None: traverse in-process.
         self.traversal_pool: RayTraversals | None = None
@@ -370,18 +366,24 @@ class DeepCFRTrainer(RunFiles):
         self.current_strategy[rows] = self.batch.strategy((net, net), argmax_fallback=self.config.argmax_fallback)[rows]
 
     def strength_agent(self) -> Agent:
-        """The policy so far as an agent: SD-CFR's stack (the bundle on disk); Deep CFR's
-        average network exists only at the end, so its signal is the current iterate (regret
-        matching on this iteration's value networks)."""
-        from bot.agents.deep_cfr import DeepCFRAgent
+        """The policy so far as an agent: the SD-CFR stack on disk (in a Deep CFR run, the same
+        value networks' bundle at ``policy/stack``: the run's SD-CFR policy)."""
+        bundle = self.run.policy_path if self.config.algo == "sd-cfr" else self.run.policy_path / "stack"
+        return resolve_agent(str(bundle), self.game)
 
-        if self.config.algo == "sd-cfr":
-            return resolve_agent(str(self.run.policy_path), self.game)
-        nets = {f"p{p}": net for p, net in enumerate(self.nets)}
-        current = SimpleNamespace(game=self.game, kind="sd-cfr", stack=[{"weight": 1, "files": ["p0", "p1"]}], average=None,
-                                  argmax_fallback=self.config.argmax_fallback, root=self.run.path, network=nets.__getitem__,
-                                  weights=np.ones(1))  # fmt: skip
-        return DeepCFRAgent(self.game, current)
+    def measure(self, record: dict) -> None:
+        """The strength signal (off the training clock) of the SD-CFR policy, and of Deep CFR's
+        average network when this iteration refitted it (keys ``average_h2h_mbb`` ...)."""
+        self.run.write_status(self.iteration, "measuring strength")
+        record.update(measure_strength(self.game, self.strength_agent(), self.strength_reference, self.strength))
+        if "average_loss" in record:
+            self.measure_average(record)
+
+    def measure_average(self, record: dict) -> None:
+        """Deep CFR's average network (the policy on disk) against the strength reference."""
+        average = resolve_agent(str(self.run.policy_path), self.game)
+        measured = measure_strength(self.game, average, self.strength_reference, self.strength)
+        record.update({f"average_{key}": value for key, value in measured.items()})
 
     def evaluate_stack(self) -> dict:
         """Exact exploitability of the SD-CFR average so far."""
@@ -438,8 +440,7 @@ class DeepCFRTrainer(RunFiles):
                 self.elapsed += time.perf_counter() - started - record.get("flop_evaluation_s", 0.0)  # off the clock
                 record[ELAPSED_METRIC] = self.elapsed
                 if self.strength.due(self.iteration):  # off the training clock
-                    self.run.write_status(self.iteration, "measuring strength")
-                    record.update(measure_strength(self.game, self.strength_agent(), self.strength_reference, self.strength))
+                    self.measure(record)
                 self.run.append_metrics(record)  # first: a resume drops lines past the checkpoint
                 records.append(record)
                 if self.iteration >= cfg.iterations or loop.stop.requested:
@@ -453,6 +454,8 @@ class DeepCFRTrainer(RunFiles):
                     stop.budget_ends(float("inf"))  # the closing fit is the policy, not training time
                 self.run.write_status(self.iteration, "fitting the average network")
                 final = self.finish_average()
+                if self.strength.every:
+                    self.measure_average(final)
                 self.run.append_metrics({"iteration": self.iteration, "final": True, **final})
                 records.append(final)
             self.run.write_status(self.iteration, "finished")

@@ -70,7 +70,7 @@ def train(config: NFSPConfig, run: RunDir, resume: bool = False, stream=None, st
                     run.append_metrics(record)
                     logged_at = learner.step_count
                     progress.end_iteration(period, _summary(record))
-                loop.checkpoint_if_due(learner.step_count, lambda: learner.save_checkpoint(run))
+                loop.checkpoint_if_due(learner.step_count, lambda: checkpoint(learner, run))
     finally:
         progress.close()
     if loop.unsaved(learner.step_count):
@@ -109,6 +109,13 @@ def plot_exploitability(run: RunDir) -> Path:
               for key, label in (("hands", "hands of self-play"), (ELAPSED_METRIC, "training seconds"))]
     return plots.plot_exploitability(run.path / "exploitability.png", panels,
                                      title=f"NFSP average policy, {run.config().get('game', '')}")
+
+
+def checkpoint(learner: NFSP, run: RunDir) -> None:
+    """The checkpoint, and the policy bundle as of it: a run still training (or killed) plays
+    and is matched as of its last checkpoint, as a Deep CFR run does."""
+    learner.save_checkpoint(run)
+    save_policy(learner, run)
 
 
 def save_policy(learner: NFSP, run: RunDir) -> None:

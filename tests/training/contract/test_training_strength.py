@@ -1,6 +1,7 @@
 """The strength signal of hold'em training runs (:mod:`training.contract.strength`): NFSP, SD-CFR and
 Deep CFR runs log a duplicate head-to-head against the shipped bot (and LBR) in metrics.jsonl
-at the configured cadence, with sane values, and the training clock leaves it out."""
+at the configured cadence, with sane values, and the training clock leaves it out (Deep CFR: of
+its SD-CFR policy each time, and of its average network whenever that is fitted)."""
 
 from __future__ import annotations
 
@@ -85,7 +86,12 @@ def test_deep_cfr_holdem_logs_head_to_head_and_lbr_off_the_clock(tmp_path, slow_
     for record in iterations:
         assert_sane_strength(record, 2, lbr_hands=1 if algo == "sd-cfr" else 0)
         assert record["elapsed_s"] < JUMP
-    assert slow_measurements[0] == 2 * JUMP
+    # Deep CFR also measures its average network once it is fitted (here: the closing fit)
+    assert slow_measurements[0] == (3 if algo == "deep-cfr" else 2) * JUMP
+    if algo == "deep-cfr":
+        final = records[-1]
+        assert final["average_h2h_reference"] == "default" and final["average_h2h_hands"] == 4
+        assert abs(final["average_h2h_mbb"]) <= MAX_MBB
     assert (tmp_path / algo / "strength.png").stat().st_size > 0
 
 

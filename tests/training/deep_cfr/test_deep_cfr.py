@@ -117,6 +117,14 @@ def test_deep_cfr_average_network_converges_on_kuhn(tmp_path) -> None:
     assert bundle.kind == "deep-cfr" and bundle.average == "average.pt"
     assert mbb("kuhn", bundle_strategy(bundle)) == pytest.approx(final["average_exploitability_mbb"], rel=1e-6)
     assert (tmp_path / "r" / "exploitability.png").stat().st_size > 0
+    # the run's value networks are its SD-CFR policy: a bundle of their own at policy/stack, whose
+    # exact exploitability is the SD-CFR average the run logged, and an agent that plays
+    stack = DeepCFRBundle.load(tmp_path / "r" / "policy" / "stack")
+    assert stack.kind == "sd-cfr" and [e["weight"] for e in stack.stack] == list(range(1, 14))
+    logged = [r["sdcfr_exploitability_mbb"] for r in records if "sdcfr_exploitability_mbb" in r][-1]
+    assert mbb("kuhn", bundle_strategy(stack)) == pytest.approx(logged, rel=1e-9)
+    agent = resolve_agent(str(tmp_path / "r" / "policy" / "stack"), load_game("kuhn"))
+    assert isinstance(agent, DeepCFRAgent) and agent.name == "sd-cfr"
 
 
 @pytest.mark.parametrize("fit_backend", ["auto", "torch"])

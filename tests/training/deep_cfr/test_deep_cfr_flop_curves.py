@@ -32,9 +32,11 @@ def test_deep_cfr_run_logs_its_sd_cfr_average_and_its_average_network(tmp_path):
         exact.add(batch.strategy(None if nets[0] is None else nets), float(entry["weight"]))
     brute = exploitability(TINY_FHP, exact.strategy())
     assert records[-1]["sdcfr_exploitability_mbb"] == pytest.approx(brute.mbb(brute.exploitability), abs=1e-3)
-    # the policy stays the average network; the value networks sit beside it, unlisted
+    # the policy stays the average network; the value networks sit beside it, unlisted, as the
+    # run's SD-CFR bundle (policy/stack)
     manifest = json.loads((trainer.run.policy_path / "bundle.json").read_text())
     assert manifest["kind"] == "deep-cfr" and not manifest.get("stack")
     assert DeepCFRBundle.load(trainer.run.policy_path).network("average.pt") is not None
     assert sorted(p.name for p in (trainer.run.policy_path / "stack").iterdir()) == [
-        "p0_t000001.pt", "p0_t000002.pt", "p1_t000001.pt", "p1_t000002.pt"]
+        "bundle.json", "p0_t000001.pt", "p0_t000002.pt", "p1_t000001.pt", "p1_t000002.pt"]
+    assert DeepCFRBundle.load(trainer.run.policy_path / "stack").kind == "sd-cfr"

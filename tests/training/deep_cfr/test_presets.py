@@ -39,9 +39,10 @@ def test_the_paper_config_file_restores_the_papers_settings(game):
 @pytest.mark.parametrize("algo", ["sd-cfr", "deep-cfr"])
 def test_holdem_defaults_to_the_two_core_preset(algo):
     """``pokerbot train --game holdem --algo ALGO`` without a config resolves to the 2-core preset
-    (small networks, a few hundred Adam steps a fit), not the paper's 32,000 steps of 20,000."""
+    (small networks, 1,200 Adam steps of 2,048 a fit), not the paper's 32,000 steps of 20,000."""
     config = resolve_new(load_trainer(algo), {"game": "holdem"}).config
-    assert (config.algo, config.width, config.sgd_steps, config.batch_size, config.traversals) == (algo, 64, 300, 1024, 4000)
+    assert (config.algo, config.width, config.sgd_steps, config.batch_size, config.traversals) == (algo, 64, 1200, 2048, 10_000)
+    assert config.average_every == 10
     assert config.canonical_suits and config.normalize_targets and config.lr_schedule == "cosine"
     assert config.evaluate_every == 0 and config.strength_every == 1
     paper = resolve_new(load_trainer(algo), {"game": "holdem", "config_path": str(DOCS / "sd-cfr-holdem-paper.toml")}).config

@@ -355,3 +355,33 @@ def test_documented_paper_config_gives_the_paper_settings() -> None:
     from_file = tomllib.loads(block.split("\n", 1)[1])
     assert config_of("nfsp", preset("nfsp", "leduc") | from_file) == config_of("nfsp", LEDUC_PAPER | {"game": "leduc"})
     assert config_of("nfsp", preset("nfsp", "leduc")) != config_of("nfsp", LEDUC_PAPER | {"game": "leduc"})
+
+
+def test_a_killed_run_plays_as_of_its_last_checkpoint(tmp_path) -> None:
+    """Every checkpoint writes the policy bundle too, so a run killed outright (no Ctrl-C, no
+    final save) still plays, as of that checkpoint."""
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from bot.agents.bundle import read_bundle
+
+    out = tmp_path / "run"
+    quick = tmp_path / "quick.toml"
+    quick.write_text("eval_every = 20\nnum_envs = 16\ncheckpoint_every = 40\ncheckpoint_seconds = 0\n")
+    command = [sys.executable, "-c", "from bot.cli import main; main()", "train", "--algo", "nfsp", "--game", "kuhn",
+               "--config", str(quick), "--iterations", "100000", "--out", str(out)]
+    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        while not (out / "policy" / "bundle.json").exists():
+            assert process.poll() is None
+            time.sleep(0.2)
+    finally:
+        process.send_signal(signal.SIGKILL)
+        process.wait()
+    bundle = read_bundle(out)
+    assert bundle.kind == "nfsp" and bundle.provenance["iterations"] > 0 and bundle.provenance["iterations"] % 40 == 0
+    kuhn = load_game("kuhn")
+    probabilities = resolve_agent(str(out), kuhn).action_probabilities(parse_matchstate("MATCHSTATE:0:0::Kd|"))
+    assert set(probabilities) == {"c", "r"} and sum(probabilities.values()) == pytest.approx(1.0)

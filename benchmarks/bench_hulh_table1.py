@@ -1,14 +1,21 @@
 """The Deep CFR paper's Table 1 at our scale (HULH): every pair of the named policies head to
-head (AIVAT + duplicate), and each policy's LBR, printed as the table in
-docs/benchmarks/hulh-deep-cfr.md.
+head, and each policy's LBR, printed as the table in docs/benchmarks/hulh-deep-cfr.md.
 
-    python benchmarks/bench_hulh_table1.py \
+    python benchmarks/bench_hulh_table1.py --boards 200 \
         --policy "Deep CFR=runs/deep-cfr-holdem" --policy "SD-CFR=runs/deep-cfr-holdem/policy/stack" \
         --policy "NFSP=runs/nfsp-holdem" --policy "abstraction_3e6_ke (shipped default)=default" \
-        --hands 5000 --lbr-hands 500 --jobs 2 --out table1/
+        --lbr-hands 500 --jobs 2 --out table1/
 
-Each cell is ``pokerbot match --game holdem --agent A --opponent B --duplicate --hands N --seed S
---json OUT/A__B.json`` (A's mbb/g; a cell already in OUT is read, not replayed, so an interrupted
+With ``--boards N`` each pair is ``pokerbot match --boards N`` (N sampled boards, each exact over
+every pair of hole cards and every action, both seats: the board's luck is the only variance
+left); with ``--hands N`` instead, N played deals in both seats with AIVAT + duplicate.
+
+``--grid-speed POLICY`` instead times one network policy's grid over a whole board
+(:mod:`bot.agents.board_grid`: every decision node, every live hand, what ``--boards`` reads per
+board and network), in CPU seconds per board, for each ``--chunks`` size.
+
+Each cell is ``pokerbot match --game holdem --agent A --opponent B ... --seed S --json
+OUT/A__B.json`` (A's mbb/g; a cell already in OUT is read, not replayed, so an interrupted
 table resumes) and each LBR ``pokerbot lbr SPEC --game holdem --hands N --seed S --json
 OUT/lbr_A.json``; ``--jobs`` runs that many at once. The printed rows carry the deals, both
 estimates with their 95% intervals and the wall seconds each took, with the machine line.
@@ -56,16 +63,53 @@ def cell(row: dict) -> str:
     return f"{row['mean']:+.1f} ± {row['half_width']:.1f}"
 
 
+def grid_speed(spec: str, boards: int, chunks: list[int]) -> None:
+    """CPU seconds of ``spec``'s grid on ``boards`` sampled boards, per node-chunk size."""
+    import numpy as np
+
+    import bot.agents.board_grid as board_grid
+    from bot.registry import resolve_agent
+    from protocol.betting_tree import DECISION, BettingTree
+    from protocol.gamedef import load_game
+    from training.abstraction.board_match import BoardMatch, live_hands, sample_boards
+
+    game = load_game("holdem")
+    agent = resolve_agent(spec, game)
+    tree = BettingTree.build(game)
+    decisions = np.flatnonzero(tree.kind == DECISION)
+    hands = BoardMatch(game, agent, agent).hands
+    samples = sample_boards(game, 0, 0, boards + 1)
+    agent.board_strategies(samples[-1], live_hands(hands, samples[-1])[0], decisions, 0)  # compile / load kernels
+    print(machine())
+    for chunk in chunks:
+        board_grid.NODE_CHUNK = chunk
+        started = time.process_time()
+        for k, board in enumerate(samples[:boards]):
+            agent.board_strategies(board, live_hands(hands, board)[0], decisions, k)
+        print(f"{spec}: {len(decisions):,} decision nodes x {len(live_hands(hands, samples[0])[0]):,} hands, "
+              f"node chunk {chunk}: {(time.process_time() - started) / boards:.2f} CPU-s per board ({boards} boards)")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--policy", action="append", required=True, metavar="LABEL=SPEC",
+    parser.add_argument("--policy", action="append", default=[], metavar="LABEL=SPEC",
                         help="a policy: its label in the table and its agent name or path; repeatable")
+    parser.add_argument("--grid-speed", metavar="SPEC", help="time this network policy's board grid instead")
+    parser.add_argument("--chunks", default="128", help="--grid-speed: node-chunk sizes, comma-separated")
+    parser.add_argument("--boards", type=int, default=0,
+                        help="pairs by N sampled boards, exact over hands (--boards of pokerbot match) instead of hands; "
+                             "--grid-speed: boards timed")
     parser.add_argument("--hands", type=int, default=5000, help="deals per pair (each played in both seats)")
     parser.add_argument("--lbr-hands", type=int, default=0, help="LBR deals per policy (0: no LBR column)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--jobs", type=int, default=2, help="matches run at once")
-    parser.add_argument("--out", type=Path, required=True, help="folder for every match's and LBR's JSON")
+    parser.add_argument("--out", type=Path, help="folder for every match's and LBR's JSON")
     args = parser.parse_args()
+    if args.grid_speed:
+        grid_speed(args.grid_speed, max(1, args.boards), [int(c) for c in args.chunks.split(",")])
+        return
+    if not args.policy or args.out is None:
+        parser.error("--policy (two or more) and --out are needed for the table")
     policies = []
     for item in args.policy:
         label, sep, spec = item.partition("=")
@@ -77,8 +121,9 @@ def main() -> None:
     jobs: dict[str, tuple[list[str], Path]] = {}
     for (a, spec_a), (b, spec_b) in itertools.combinations(policies, 2):
         out = args.out / f"{slug(a)}__{slug(b)}.json"
+        sample = ["--boards", str(args.boards)] if args.boards else ["--duplicate", "--hands", str(args.hands)]
         jobs[f"{a} vs {b}"] = ([*pokerbot, "match", "--game", "holdem", "--agent", spec_a, "--opponent", spec_b,
-                                "--duplicate", "--hands", str(args.hands), "--seed", str(args.seed), "--json", str(out)], out)
+                                *sample, "--seed", str(args.seed), "--json", str(out)], out)
     if args.lbr_hands:
         for label, spec in policies:
             out = args.out / f"lbr_{slug(label)}.json"
@@ -87,13 +132,21 @@ def main() -> None:
     with ThreadPoolExecutor(max_workers=args.jobs) as pool:
         seconds = dict(zip(jobs, pool.map(lambda job: run_cell(*job), jobs.values()), strict=True))
     print(machine())
-    print(f"\n{args.hands:,} deals x 2 seats per pair, seed {args.seed} (A's winnings, mbb/g, 95% intervals)\n")
-    print("| A | B | duplicate | AIVAT + duplicate | wall s |")
-    print("|---|---|---|---|---|")
+    if args.boards:
+        print(f"\n{args.boards:,} sampled boards per pair, each exact over hole cards and actions, both seats, seed "
+              f"{args.seed} (A's winnings, mbb/g, 95% intervals)\n")
+        print("| A | B | exact over hands, by board | wall s |")
+        print("|---|---|---|---|")
+    else:
+        print(f"\n{args.hands:,} deals x 2 seats per pair, seed {args.seed} (A's winnings, mbb/g, 95% intervals)\n")
+        print("| A | B | duplicate | AIVAT + duplicate | wall s |")
+        print("|---|---|---|---|---|")
     for (a, _), (b, _) in itertools.combinations(policies, 2):
-        path = jobs[f"{a} vs {b}"][1]
-        print(f"| {a} | {b} | {cell(match_row(path, 'duplicate'))} | {cell(match_row(path, 'AIVAT + duplicate'))} | "
-              f"{seconds[f'{a} vs {b}']:,.0f} |")
+        path, wall = jobs[f"{a} vs {b}"][1], f"{seconds[f'{a} vs {b}']:,.0f}"
+        if args.boards:
+            print(f"| {a} | {b} | {cell(match_row(path, 'duplicate, exact over hands'))} | {wall} |")
+        else:
+            print(f"| {a} | {b} | {cell(match_row(path, 'duplicate'))} | {cell(match_row(path, 'AIVAT + duplicate'))} | {wall} |")
     if args.lbr_hands:
         print(f"\nLBR ({args.lbr_hands:,} deals x 2 seats; a lower bound on exploitability, NashConv/2)\n")
         print("| policy | LBR mbb/g | position 0 | position 1 | wall s |")

@@ -28,6 +28,7 @@ import numpy as np
 import torch
 
 from bot.agents.base import Agent
+from bot.agents.board_grid import network_grid
 from bot.agents.bundle import (
     Bundle,
     BundleError,
@@ -36,7 +37,7 @@ from bot.agents.bundle import (
     read_bundle,
 )
 from bot.agents.encoding import InfosetEncoder
-from bot.agents.network import DeepCFRNetwork, masked_softmax, regret_matching
+from bot.agents.network import DeepCFRNetwork, strategy_from_outputs
 from bot.progress import report
 from protocol.betting_tree import DECISION
 from protocol.gamedef import Game
@@ -134,13 +135,6 @@ class DeepCFRBundle:
 
 
 # -- strategies of networks ----------------------------------------------------------------
-
-def strategy_from_outputs(kind: str, outputs: torch.Tensor, legal: torch.Tensor, argmax_fallback: bool) -> torch.Tensor:
-    """Value-network advantages -> regret matching; average-network logits -> masked softmax."""
-    if kind == "value":
-        return regret_matching(outputs, legal, argmax_fallback)
-    return masked_softmax(outputs, legal)
-
 
 class InfosetBatch:
     """Every infoset of a small game as network inputs (over :func:`bot.agents.infosets.space_for`)."""
@@ -292,11 +286,37 @@ class DeepCFRAgent(Agent):
                 self._cache.popitem(last=False)
         return self._cache[relative]
 
+    def draw_entry(self, key: int) -> dict:
+        """SD-CFR: the stack entry for ``key`` (a hand's number, or a board's index), drawn with
+        probability proportional to its weight, reproducibly from the seed."""
+        rng = np.random.default_rng([self._seed, key])
+        return self.bundle.stack[int(rng.choice(len(self.bundle.stack), p=self._probabilities))]
+
     def begin_hand(self, view: MatchState) -> None:
         """SD-CFR: draw this hand's stack entry (reproducible from the seed and hand number)."""
         if self.bundle.kind == "sd-cfr":
-            rng = np.random.default_rng([self._seed, view.hand_number])
-            self._entry = self.bundle.stack[int(rng.choice(len(self.bundle.stack), p=self._probabilities))]
+            self._entry = self.draw_entry(view.hand_number)
+
+    def board_strategies(self, board: np.ndarray, hands: np.ndarray, nodes: np.ndarray, key: int) -> np.ndarray:
+        """float32 ``[len(nodes), len(hands), 3]``: the strategy at decision ``nodes`` of every row
+        of ``hands`` on ``board`` in one grid (:mod:`bot.agents.board_grid`): Deep CFR's average
+        network, or the SD-CFR stack entry :meth:`draw_entry` draws for ``key`` (a board's index).
+        Averaged over boards that is what drawing one entry per hand plays, so the board match's
+        estimate stays unbiased; the draw adds its variance to the boards'."""
+        if self.bundle.kind == "deep-cfr":
+            return network_grid(self._net(self.bundle.average), "average", self.bundle.argmax_fallback, self.encoder,
+                                hands, board, nodes)  # fmt: skip
+        entry = self.draw_entry(key)
+        out = np.empty((len(nodes), len(hands), 3), dtype=np.float32)
+        actor, legal = self.encoder.tree.actor[nodes], self.encoder.legal[nodes].astype(np.float32)
+        for seat in (0, 1):
+            at = np.flatnonzero(actor == seat)
+            if entry.get("uniform"):
+                out[at] = (legal[at] / legal[at].sum(axis=1, keepdims=True))[:, None, :]
+            elif len(at):
+                out[at] = network_grid(self._net(entry["files"][seat]), "value", self.bundle.argmax_fallback, self.encoder,
+                                       hands, board, nodes[at])  # fmt: skip
+        return out
 
     @torch.no_grad()
     def _entry_strategy(self, entry: dict | None, node: int, position: int, cards: np.ndarray) -> np.ndarray:

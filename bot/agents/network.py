@@ -162,6 +162,20 @@ class DeepCFRNetwork(nn.Module):
         y = F.relu(self.bet1(bet_feats))
         return F.relu(self.bet2(y) + y)
 
+    @torch.no_grad()
+    def comb1_halves(self, seen: torch.Tensor, bets: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """The first trunk layer (``comb1``, affine in [card features, bet features]) split in
+        its card half per card row ``[rows, w]`` (``seen``: :meth:`cards_seen`'s rows) and its bet
+        half plus bias per betting node ``[nodes, w]``: a grid of (node, card row) inputs adds one
+        of each and runs only :meth:`head_from` per pair (:mod:`bot.flop.network_policies`,
+        :mod:`bot.agents.board_grid`)."""
+        width, weight = self.width, self.comb1.weight
+        groups = torch.split(seen.long().where(seen >= 0, 52), self.group_sizes, dim=1)  # -1 -> the zero row
+        embedded = torch.cat([emb.card_table()[g].sum(dim=1) for emb, g in zip(self.card_embeddings, groups, strict=True)], dim=1)
+        card_part = self.card_features(embedded) @ weight[:, :width].T
+        bet_part = self.bet_features(bets) @ weight[:, width:].T + self.comb1.bias
+        return card_part, bet_part
+
     def head_from(self, combined: torch.Tensor) -> torch.Tensor:
         """The trunk after ``comb1``'s affine map (its input, pre-activation) to the outputs.
         ``comb1`` is linear in ``[card features, bet features]``, so a caller that evaluates a
@@ -250,3 +264,10 @@ def regret_matching(advantages: torch.Tensor, legal: torch.Tensor, argmax_fallba
 def masked_softmax(logits: torch.Tensor, legal: torch.Tensor) -> torch.Tensor:
     """Average-strategy network output as probabilities over legal actions."""
     return torch.softmax(logits.masked_fill(~legal.bool(), float("-inf")), dim=1)
+
+
+def strategy_from_outputs(kind: str, outputs: torch.Tensor, legal: torch.Tensor, argmax_fallback: bool) -> torch.Tensor:
+    """Value-network advantages -> regret matching; average-network logits -> masked softmax."""
+    if kind == "value":
+        return regret_matching(outputs, legal, argmax_fallback)
+    return masked_softmax(outputs, legal)

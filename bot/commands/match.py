@@ -172,7 +172,7 @@ def _play_against_dealer(
     "--boards",
     type=POSITIVE,
     help="Instead of hands: N sampled boards, each exact over every pair of hole cards and every "
-    "betting sequence, both seats (two abstraction policies only).",
+    "betting sequence, both seats (abstraction and Deep CFR / SD-CFR / NFSP network policies).",
 )
 @click.option(
     "--threads",

@@ -19,7 +19,7 @@ only) and a trunk whose first layer is affine in the two branches' concatenation
 of flops the card branch runs once per distinct card row the network reads (suit-canonical rows
 repeat within a flop), the bet branch once per decision node, the first trunk layer as the sum
 of its card half's and bet half's products (each computed once), and only the rest of the trunk
-runs over the (node, card row) grid: on the CPU in :mod:`bot.flop.network_kernels`' compiled
+runs over the (node, card row) grid: on the CPU in :mod:`bot.agents.network_kernels`' compiled
 blocks, which also apply the strategy rule and write the best response's layout; on a GPU
 (``device="cuda"``) in torch, in blocks of ``row_budget`` rows. Each network is read at its own
 seat's decision nodes only. ``benchmarks/bench_fhp_network_exploit.py`` (width 32, canonical
@@ -49,13 +49,13 @@ import torch
 from numba import njit, prange
 
 from bot.agents.bundle import bundle_root, read_bundle
-from bot.agents.deep_cfr import DeepCFRBundle, strategy_from_outputs
+from bot.agents.deep_cfr import DeepCFRBundle
 from bot.agents.encoding import InfosetEncoder
-from bot.agents.network import DeepCFRNetwork
+from bot.agents.network import DeepCFRNetwork, strategy_from_outputs
+from bot.agents.network_kernels import scatter_strategies, trunk_strategies
 from bot.errors import PokerbotError
 from bot.flop.best_response import FlopPolicy, flop_game_for
 from bot.flop.game import FlopGame, leaf_reach, reach_down
-from bot.flop.network_kernels import scatter_strategies, trunk_strategies
 from bot.flop.policies import NETWORK_DEVICE
 from bot.progress import report
 from protocol.betting_tree import DECISION
@@ -80,7 +80,7 @@ class NetworkGrid:
         self.fg = fg
         self.device = torch.device(device)
         self.row_budget = row_budget
-        #: The trunk runs in :mod:`bot.flop.network_kernels` (default: on the CPU), else in torch.
+        #: The trunk runs in :mod:`bot.agents.network_kernels` (default: on the CPU), else in torch.
         self.compiled = self.device.type == "cpu" if compiled is None else compiled
         encoder = InfosetEncoder(fg.game, fg.tree)
         self.num_card_slots = encoder.num_card_slots
@@ -129,23 +129,12 @@ class NetworkGrid:
         return self.fg.valid[lo:hi].reshape(-1) > 0
 
     @torch.no_grad()
-    def halves(self, net: DeepCFRNetwork, seen: torch.Tensor, bets: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """The first trunk layer (``comb1``, affine in [card features, bet features]) split in
-        its card half per card row ``[rows, w]`` and its bet half plus bias per node ``[nodes, w]``."""
-        width, weight = net.width, net.comb1.weight
-        groups = torch.split(seen.long().where(seen >= 0, 52), net.group_sizes, dim=1)  # -1 -> the zero row
-        embedded = torch.cat([emb.card_table()[g].sum(dim=1) for emb, g in zip(net.card_embeddings, groups, strict=True)], dim=1)
-        card_part = net.card_features(embedded) @ weight[:, :width].T
-        bet_part = net.bet_features(bets) @ weight[:, width:].T + net.comb1.bias
-        return card_part, bet_part
-
-    @torch.no_grad()
     def outputs(self, net: DeepCFRNetwork, seen: torch.Tensor, bets: torch.Tensor) -> torch.Tensor:
         """``net``'s outputs ``[nodes, rows, 3]`` for every (betting node, distinct card row) pair
         in torch (the GPU path): the card and bet branches once each, the first trunk layer as
-        the sum of its two :meth:`halves`, the rest of the trunk in blocks of ``row_budget``."""
+        the sum of its two halves (:meth:`DeepCFRNetwork.comb1_halves`), the rest of the trunk in blocks of ``row_budget``."""
         width = net.width
-        card_part, bet_part = self.halves(net, seen, bets)
+        card_part, bet_part = net.comb1_halves(seen, bets)
         out = torch.empty((len(bets), len(seen), 3), device=seen.device)
         block = max(1, self.row_budget // max(1, len(bets)))
         for start in range(0, len(seen), block):
@@ -157,11 +146,11 @@ class NetworkGrid:
     def node_strategies(self, net: DeepCFRNetwork, seen: torch.Tensor, nodes: np.ndarray, kind: str,
                         argmax_fallback: bool, round_index: int) -> np.ndarray:
         """float32 ``[len(nodes), rows, 3]``: ``net``'s strategy at decision rows ``nodes`` of the
-        round for every distinct card row ``seen``: in :mod:`bot.flop.network_kernels`' compiled
+        round for every distinct card row ``seen``: in :mod:`bot.agents.network_kernels`' compiled
         trunk (:attr:`compiled`; a view of a buffer the next call reuses), else in torch."""
         bets, legal = self.bets[round_index][nodes], self.legal[round_index][nodes]
         if self.compiled:
-            card_part, bet_part = self.halves(net, seen, bets)
+            card_part, bet_part = net.comb1_halves(seen, bets)
             out = self._trunk_buffer.get((len(nodes), len(seen), 3))
             return trunk_strategies(net, card_part, bet_part, legal, kind, argmax_fallback, out)
         raw = self.outputs(net.to(self.device), seen, bets)

@@ -24,10 +24,17 @@ normal one, ``mean +- 1.96 s / sqrt(n)`` with s the boards' sample standard devi
 (:func:`bot.evaluation.statistics.estimate`); all of its variance is the boards'. With every
 board enumerated (:func:`all_boards`, small games) the mean is the exact value (tests).
 
-Each seat plays its own abstraction: a policy is any :class:`bot.abstraction.agent.RowPolicyAgent`
-(a solved abstraction by name or run directory, or the compact shipped bot), read through its
+Each seat plays its own policy. An abstraction (any :class:`bot.abstraction.agent.RowPolicyAgent`:
+a solved abstraction by name or run directory, or the compact shipped bot) is read through its
 own buckets (:meth:`RowPolicyAgent.buckets`, one batch per board and round) and its own table,
-normalised over the legal actions with all-zero rows uniform, exactly as the agent plays.
+normalised over the legal actions with all-zero rows uniform, exactly as the agent plays. A
+network policy (Deep CFR's average network, an SD-CFR stack, NFSP: any agent with
+``board_strategies``) gives its strategy at every decision node for every live hand of a board
+in one grid (:mod:`bot.agents.board_grid`), laid out as a table whose "bucket" of hand ``i`` on
+the chunk's board ``k`` is row ``k V + i``, so one kernel reads both kinds. An SD-CFR stack
+plays one entry per board, drawn by weight from (its seed, the board's index): in expectation
+what drawing one per hand plays, so the estimate stays unbiased and the draw's variance joins
+the boards'.
 """
 
 from __future__ import annotations
@@ -46,14 +53,15 @@ from bot.agents.base import Agent
 from bot.errors import PokerbotError
 from bot.evaluation.match_report import Row
 from bot.evaluation.statistics import estimate, hands_for_half_width
-from protocol.betting_tree import DECISION, FOLD_END
+from protocol.betting_tree import DECISION, FOLD_END, BettingTree
 from protocol.evaluator import hand_strength_batch
 from protocol.gamedef import Game
 from training.abstraction.pcs_kernel import NUM_CARDS
 
 
 class NotAbstractionPolicy(PokerbotError):
-    """A board match needs two abstraction policies; the message names the one that is not."""
+    """A board match needs two policies it can read over a whole board (abstractions or
+    networks); the message names the one that is not."""
 
 
 @njit(cache=True, inline="always")
@@ -188,11 +196,13 @@ def _boards_chips(live, cards, strength, bucket_a, bucket_b, table_a, table_b, o
     return result
 
 
-def row_policy(agent: Agent, role: str) -> RowPolicyAgent:
-    """``agent`` as a table-row policy, or a one-line error naming it."""
-    if not isinstance(agent, RowPolicyAgent):
-        raise NotAbstractionPolicy(f"--boards needs two abstraction policies (a solved abstraction, its run "
-                                   f"directory or the compact shipped bot); {role} {agent.name!r} is a {type(agent).__name__}")  # fmt: skip
+def board_policy(agent: Agent, role: str) -> Agent:
+    """``agent`` when the board match can read it (an abstraction's table rows, or a network's
+    ``board_strategies``), else a one-line error naming it."""
+    if not isinstance(agent, RowPolicyAgent) and not hasattr(agent, "board_strategies"):
+        raise NotAbstractionPolicy(f"--boards needs two policies it can read over a whole board (a solved abstraction, "
+                                   f"its run directory, the compact shipped bot, or a Deep CFR / SD-CFR / NFSP network "
+                                   f"policy); {role} {agent.name!r} is a {type(agent).__name__}")  # fmt: skip
     return agent
 
 
@@ -214,9 +224,13 @@ class BoardMatch:
 
     def __init__(self, game: Game, a: Agent, b: Agent) -> None:
         self.game = game
-        self.a, self.b = row_policy(a, "agent A"), row_policy(b, "agent B")
-        tree = self.a.tree
-        self.tables = tuple(self._table(p) for p in (self.a, self.b))
+        self.a, self.b = board_policy(a, "agent A"), board_policy(b, "agent B")
+        self.tree = tree = BettingTree.build(game)
+        #: Decision nodes in order, and each node's index among them (-1: not a decision).
+        self.decisions = np.flatnonzero(tree.kind == DECISION)
+        self.decision_index = np.full(len(tree.kind), -1, dtype=np.int64)
+        self.decision_index[self.decisions] = np.arange(len(self.decisions))
+        self.tables = tuple(self._table(p) if isinstance(p, RowPolicyAgent) else None for p in (self.a, self.b))
         self.hands = np.array(list(itertools.combinations(sorted(game.deck), game.num_hole_cards)), dtype=np.int64)
         self.tree_args = (tree.kind, tree.actor, tree.round.astype(np.int64), tree.parent.astype(np.int64),
                           tree.parent_action.astype(np.int64), tree.depth.astype(np.int64),
@@ -231,8 +245,9 @@ class BoardMatch:
             raise NotAbstractionPolicy(f"{policy.name}: policy table of shape {table.shape} does not fit its abstraction")
         return table
 
-    def values(self, boards: np.ndarray, threads: int = 1) -> BoardValues:
-        """A's exact chips per hand on each of ``boards`` (int ``[B, board cards]``)."""
+    def values(self, boards: np.ndarray, threads: int = 1, first: int = 0) -> BoardValues:
+        """A's exact chips per hand on each of ``boards`` (int ``[B, board cards]``; ``first``:
+        the index of the first in its stream, which keys an SD-CFR stack's draws)."""
         game, hands = self.game, self.hands
         boards = np.asarray(boards, dtype=np.int64).reshape(len(boards), game.total_board_cards)
         count, width = len(boards), len(hands)
@@ -240,16 +255,31 @@ class BoardMatch:
         cards = np.zeros((count, width, hands.shape[1]), dtype=np.int64)
         strength = np.zeros((count, width), dtype=np.int64)
         buckets = np.zeros((2, count, game.num_rounds, width), dtype=np.int64)
+        # a network policy's table: rows (decision, board, hand), so a node's rows start at its
+        # decision index x count x width and hand i of board k is its "bucket" k x width + i
+        grids = [None if isinstance(p, RowPolicyAgent) else np.zeros((len(self.decisions), count, width, 3), dtype=np.float32)
+                 for p in (self.a, self.b)]  # fmt: skip
         for k, board in enumerate(boards):
             ranked, ranked_strength = live_hands(hands, board)
             v = live[k] = len(ranked)
             cards[k, :v], strength[k, :v] = ranked, ranked_strength
             for s, policy in enumerate((self.a, self.b)):
-                for r in range(game.num_rounds):
-                    buckets[s, k, r, :v] = policy.buckets(r, ranked, tuple(board[: game.board_cards_through(r)].tolist()))
+                if isinstance(policy, RowPolicyAgent):
+                    for r in range(game.num_rounds):
+                        buckets[s, k, r, :v] = policy.buckets(r, ranked, tuple(board[: game.board_cards_through(r)].tolist()))
+                else:
+                    grids[s][:, k, :v] = policy.board_strategies(board, ranked, self.decisions, first + k)  # type: ignore[attr-defined,index]
+                    buckets[s, k, :, :] = k * width + np.arange(width)
+        tables, offsets = [], []
+        for s, policy in enumerate((self.a, self.b)):
+            if isinstance(policy, RowPolicyAgent):
+                tables.append(self.tables[s])
+                offsets.append(policy.row_offset)
+            else:
+                tables.append(grids[s].reshape(-1, 3))  # type: ignore[union-attr]
+                offsets.append(np.where(self.decision_index >= 0, self.decision_index * count * width, -1))
         numba.set_num_threads(max(1, min(threads, count)))
-        chips = _boards_chips(live, cards, strength, buckets[0], buckets[1], *self.tables, self.a.row_offset,
-                              self.b.row_offset, *self.tree_args)  # fmt: skip
+        chips = _boards_chips(live, cards, strength, buckets[0], buckets[1], *tables, *offsets, *self.tree_args)
         return BoardValues(chips[:, 0], -chips[:, 1])
 
 
@@ -289,7 +319,7 @@ def run(match: BoardMatch, seed: int, boards: int, threads: int, chunk: int,
     interrupted = False
     for first in range(0, boards, chunk):
         try:
-            values = match.values(sample_boards(match.game, seed, first, min(chunk, boards - first)), threads)
+            values = match.values(sample_boards(match.game, seed, first, min(chunk, boards - first)), threads, first)
         except KeyboardInterrupt:
             interrupted = True
             break

@@ -155,6 +155,6 @@ def test_cli_boards(tmp_path):
     assert report["rows"][0]["mean"] == pytest.approx(values.duplicate.mean() * 1000 / game.big_blind)
     assert report["per_board"]["seat0_chips"] == pytest.approx(values.seat0.tolist())
     bad = CliRunner().invoke(main, [*args[:-4], "--opponent", "call", "--boards", "5"])
-    assert bad.exit_code == 2 and len(bad.output.strip().splitlines()) == 1 and "needs two abstraction policies" in bad.output and "Traceback" not in bad.output
+    assert bad.exit_code == 2 and len(bad.output.strip().splitlines()) == 1 and "needs two policies it can read over a whole board" in bad.output and "Traceback" not in bad.output
     wire = CliRunner().invoke(main, [*args, "--boards", "5", "--wire"])
     assert wire.exit_code == 2 and "--wire plays hands" in wire.output

@@ -16,7 +16,7 @@ from bot.agents.bundle import BundleError
 from bot.catalogue import agent_infos
 from bot.errors import AgentNotFound, CorruptFileError
 from bot.evaluation.match import run_in_process, run_wire
-from bot.registry import load_strategy, resolve_agent, shipped_network_factory
+from bot.registry import load_plugins, load_strategy, resolve_agent, shipped_network_factory
 from protocol.gamedef import load_game
 from training.deep_cfr.config import PRESETS, DeepCFRConfig
 from training.deep_cfr.trainer import DeepCFRTrainer
@@ -36,6 +36,9 @@ def kuhn_run(tmp_path_factory) -> Path:
 
 @pytest.fixture()
 def shipped_root(tmp_path, monkeypatch) -> Path:
+    """An empty folder of shipped networks for the test; the registry is filled first (from the
+    real folder), so no name the test ships leaks into it."""
+    load_plugins()
     root = tmp_path / "named"
     monkeypatch.setattr(named, "NAMED_ROOT", root)
     return root

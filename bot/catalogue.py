@@ -210,9 +210,11 @@ def run_paths(game: str) -> list[tuple[str, bool]]:
 #: Candidates per game, strongest first: the shipped bot, then registered names and the run
 #: directories the train commands write. Deep CFR / SD-CFR beat abstractions and NFSP in HULH
 #: (Brown et al. 2019, table 2); bigger abstractions beat smaller ones; lossless abstractions
-#: and tabular CFR+ solves are near-exact.
+#: and tabular CFR+ solves are near-exact. The shipped hold'em network (2 hours on 2 cores) lost
+#: to the shipped 3e6 abstraction and beat NFSP (docs/benchmarks/hulh-deep-cfr.md).
 STRONGEST_FIRST: dict[str, list[str]] = {
-    "holdem": ["default", "runs/sd-cfr-holdem", "runs/deep-cfr-holdem", "abstraction_3e8", "abstraction_3e7", "abstraction_3e6", "nfsp"],
+    "holdem": ["default", "runs/sd-cfr-holdem", "runs/deep-cfr-holdem", "abstraction_3e8", "abstraction_3e7", "abstraction_3e6",
+               "holdem_deep_cfr", "nfsp"],
     "fhp": ["default", "fhp_lossless", "runs/sd-cfr-fhp", "runs/deep-cfr-fhp", "fhp_abstraction_3.6e6", "fhp_abstraction_4e4", "nfsp"],
     "leduc": ["default", "leduc_lossless", "runs/cfr-leduc", "runs/cfr-leduc.json", "runs/sd-cfr-leduc", "runs/deep-cfr-leduc", "leduc_merged", "nfsp"],
     "kuhn": ["default", "runs/cfr-kuhn", "runs/cfr-kuhn.json", "runs/sd-cfr-kuhn", "runs/deep-cfr-kuhn", "nfsp"],

@@ -205,9 +205,9 @@ PRESETS: dict[str, dict] = {
     # the steps on 2x the batch took the curve from ~143 to ~53 mbb/g at equal targets; compiled
     # kernels, one thread), the paper's 10,000 external-sampling traversals per player (FHP: the
     # targets' noise set the ES plateau) and 20M-row memories (27 bytes a row: ~1.6 GB in all).
-    # An iteration takes ~50 s here where the paper's schedule (PAPER_PRESETS["holdem"],
-    # docs/sd-cfr-holdem-paper.toml: 32,000 steps of 20,000 per fit) spends ~2.5 h on
-    # iteration 1's first fit. No exact exploitability: the paper's head-to-head strength signal
+    # An iteration took ~70 s here (a 2-hour run: 103 iterations) where the paper's schedule
+    # (PAPER_PRESETS["holdem"], docs/sd-cfr-holdem-paper.toml: 32,000 steps of 20,000 per fit)
+    # spends ~2.5 h on iteration 1's first fit. No exact exploitability: the paper's head-to-head strength signal
     # every iteration (off the training clock); Deep CFR trains its average network every 10
     # iterations. Curves and matches: docs/benchmarks/hulh-deep-cfr.md. 450 iterations is the
     # paper's count; --time-budget is the usual stop.

@@ -71,13 +71,13 @@ def grid_speed(spec: str, boards: int, chunks: list[int]) -> None:
     from bot.registry import resolve_agent
     from protocol.betting_tree import DECISION, BettingTree
     from protocol.gamedef import load_game
-    from training.abstraction.board_match import BoardMatch, live_hands, sample_boards
+    from training.abstraction.board_match import live_hands, sample_boards
 
     game = load_game("holdem")
     agent = resolve_agent(spec, game)
     tree = BettingTree.build(game)
     decisions = np.flatnonzero(tree.kind == DECISION)
-    hands = BoardMatch(game, agent, agent).hands
+    hands = np.array(list(itertools.combinations(range(52), 2)), dtype=np.int64)
     samples = sample_boards(game, 0, 0, boards + 1)
     agent.board_strategies(samples[-1], live_hands(hands, samples[-1])[0], decisions, 0)  # compile / load kernels
     print(machine())

@@ -14,6 +14,8 @@ seconds of one network's grid).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 import torch
 
@@ -55,4 +57,21 @@ def network_grid(net: DeepCFRNetwork, kind: str, argmax_fallback: bool, encoder:
             count = len(at[chunk])
             out[at[chunk]] = trunk_strategies(net, card_part, bet_part[chunk], legal[chunk], kind, argmax_fallback,
                                               buffer[:count])  # fmt: skip
+    return out
+
+
+def seat_grids(nets: Sequence[DeepCFRNetwork | None], kind: str, argmax_fallback: bool, encoder: InfosetEncoder,
+               hands: np.ndarray, board: np.ndarray, nodes: np.ndarray) -> np.ndarray:
+    """:func:`network_grid` with each seat's decision ``nodes`` read from its own network
+    (``nets[seat]``; None: uniform over the legal actions): an SD-CFR stack entry's two value
+    networks, or NFSP's two average networks."""
+    out = np.empty((len(nodes), len(hands), 3), dtype=np.float32)
+    actor = encoder.tree.actor[nodes]
+    for seat, net in enumerate(nets):
+        at = np.flatnonzero(actor == seat)
+        if net is None:
+            legal = encoder.legal[nodes[at]].astype(np.float32)
+            out[at] = (legal / legal.sum(axis=1, keepdims=True))[:, None, :]
+        elif len(at):
+            out[at] = network_grid(net, kind, argmax_fallback, encoder, hands, board, nodes[at])
     return out

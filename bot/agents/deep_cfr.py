@@ -28,7 +28,7 @@ import numpy as np
 import torch
 
 from bot.agents.base import Agent
-from bot.agents.board_grid import network_grid
+from bot.agents.board_grid import network_grid, seat_grids
 from bot.agents.bundle import (
     Bundle,
     BundleError,
@@ -308,16 +308,8 @@ class DeepCFRAgent(Agent):
             return network_grid(self._net(self.bundle.average), "average", self.bundle.argmax_fallback, self.encoder,
                                 hands, board, nodes)  # fmt: skip
         entry = self.draw_entry(key)
-        out = np.empty((len(nodes), len(hands), 3), dtype=np.float32)
-        actor, legal = self.encoder.tree.actor[nodes], self.encoder.legal[nodes].astype(np.float32)
-        for seat in (0, 1):
-            at = np.flatnonzero(actor == seat)
-            if entry.get("uniform"):
-                out[at] = (legal[at] / legal[at].sum(axis=1, keepdims=True))[:, None, :]
-            elif len(at):
-                out[at] = network_grid(self._net(entry["files"][seat]), "value", self.bundle.argmax_fallback, self.encoder,
-                                       hands, board, nodes[at])  # fmt: skip
-        return out
+        nets = (None, None) if entry.get("uniform") else tuple(self._net(f) for f in entry["files"])
+        return seat_grids(nets, "value", self.bundle.argmax_fallback, self.encoder, hands, board, nodes)
 
     @torch.no_grad()
     def _entry_strategy(self, entry: dict | None, node: int, position: int, cards: np.ndarray) -> np.ndarray:

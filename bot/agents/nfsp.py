@@ -25,7 +25,7 @@ import numpy as np
 import torch
 
 from bot.agents.base import Agent
-from bot.agents.board_grid import network_grid
+from bot.agents.board_grid import seat_grids
 from bot.agents.bundle import (
     Bundle,
     bundle_root,
@@ -168,14 +168,7 @@ class NFSPAgent(Agent):
         """float32 ``[len(nodes), len(hands), 3]``: each seat's Pi at its decision ``nodes`` for
         every row of ``hands`` on ``board``, in one grid (:mod:`bot.agents.board_grid`); ``key``
         is unused (the policy draws nothing)."""
-        encoder = self.policy.encoder
-        out = np.empty((len(nodes), len(hands), 3), dtype=np.float32)
-        actor = encoder.tree.actor[nodes]
-        for seat in (0, 1):
-            at = np.flatnonzero(actor == seat)
-            if len(at):
-                out[at] = network_grid(self.policy.networks[seat], "average", False, encoder, hands, board, nodes[at])
-        return out
+        return seat_grids(self.policy.networks, "average", False, self.policy.encoder, hands, board, nodes)
 
 
 def named_agent(game: Game) -> Agent:

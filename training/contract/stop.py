@@ -45,6 +45,10 @@ def parse_duration(text: str | float | int | None, stored: bool = False) -> floa
 STOP_GRACE_SECONDS = 10.0
 
 
+#: :class:`StepAbandoned`'s reason when the time budget, not a signal, ended the step.
+BUDGET_REACHED = "time budget reached"
+
+
 class StepAbandoned(PokerbotError):
     """The step in progress was abandoned at a stop request or the end of the time budget (it
     would have run on for longer than :data:`STOP_GRACE_SECONDS`): the last checkpoint stands.
@@ -100,7 +104,7 @@ class StopRequest:
         if now >= self._signal_ends:
             raise StepAbandoned("stop requested")
         if now >= self._budget_ends:
-            raise StepAbandoned("time budget reached")
+            raise StepAbandoned(BUDGET_REACHED)
 
     def _handle(self, signum: int, frame: FrameType | None) -> None:
         if self.requested:

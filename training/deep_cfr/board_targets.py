@@ -54,6 +54,11 @@ from bot.flop.network_policies import NetPair, NetworkGrid
 from protocol.betting_tree import DECISION
 from training.deep_cfr.traversal import TraversalResult, empty_rows
 
+#: Masses below this are inclusion-exclusion rounding (a hand's disjoint reach that is exactly 0
+#: comes out ~1e-20): such candidates are dropped, their regret over mass is noise over noise.
+#: A real row that light would be kept with probability ~1e-12 x rows per board anyway.
+MIN_MASS = 1e-12
+
 
 @njit(cache=True)
 def _node_rows(arrays, player, reach, values, valid, hand_cards, regrets, mass):  # pragma: no cover - numba
@@ -77,10 +82,11 @@ def _node_rows(arrays, player, reach, values, valid, hand_cards, regrets, mass):
 
 
 @njit(parallel=True, cache=True)
-def _flop_passes(arrays, strategies, root_reach, valid, hand_cards, order, strength, player,
+def board_passes(arrays, strategies, root_reach, valid, hand_cards, order, strength, player,
                  regrets, mass, out):  # pragma: no cover - numba
-    """One range pass per board (in parallel): regrets and masses at the flop decisions, and
-    ``out[i, t, h]``, the player's values at flop root ``t`` of board ``i``."""
+    """One range pass per board (in parallel): regrets and masses at the subtree's decisions
+    (FHP: the flop forest; a game walked on a full board: the whole tree), and ``out[i, t, h]``,
+    the player's values at root ``t`` of board ``i``."""
     num_nodes, num_hands = arrays[0].shape[0], valid.shape[1]
     empty = np.zeros((0, num_hands))
     for i in prange(strategies.shape[0]):
@@ -149,7 +155,7 @@ class BoardTargets:
         out = np.zeros((len(picked), fg.num_transitions, fg.num_hands))
         order, strength = sub.showdown
         valid = sub.valid
-        _flop_passes(flop.arrays, strategies, leaf_reach(fg.preflop, pre_reach), valid, fg.hands, order, strength,
+        board_passes(flop.arrays, strategies, leaf_reach(fg.preflop, pre_reach), valid, fg.hands, order, strength,
                      player, regrets, mass, out)
         boards = []
         for i in range(len(picked)):
@@ -173,17 +179,26 @@ class BoardTargets:
             parts = []
             for rnd, subtree in enumerate((fg.preflop, fg.flop)):
                 mass = board.mass[rnd]
-                d, h = np.nonzero(((actors[rnd] == player) == own)[:, None] & (mass > 0) & (board.valid[None, :] > 0))
+                d, h = np.nonzero(((actors[rnd] == player) == own)[:, None] & (mass > MIN_MASS) & (board.valid[None, :] > 0))
                 share = mass[d, h] / (self.opponents[rnd] if own else 1.0)
                 target = board.regrets[rnd][d, h] / mass[d, h, None] if own else board.strategies[rnd][d, h]
-                parts.append((rnd, subtree.decision_nodes[d], h, target, share))
-            total = sum(p[4].sum() for p in parts)
-            if total <= 0:
-                continue
-            scale = self.rows_per_board / total
-            for rnd, nodes, hands, target, share in parts:
-                kept = rng.random(len(share)) < scale * share
-                sink.add(rnd, nodes[kept], fg.hands[hands[kept]], board.flop, target[kept])
+                parts.append((rnd, subtree.decision_nodes[d], fg.hands[h], target, share))
+            keep_in_proportion(parts, self.rows_per_board, rng, sink, board.flop)
+
+
+def keep_in_proportion(parts: list[tuple], rows_per_board: int, rng: np.random.Generator, sink: RowSink,
+                       board: np.ndarray) -> None:
+    """Add to ``sink`` each candidate row of ``parts`` (``(round, nodes, holes, targets, shares)``
+    per part; ``round`` one int or one per row) with probability ``min(1, c x share)``, ``c`` such
+    that ``rows_per_board`` rows are kept on average: the rows in the proportions external
+    sampling would visit them, each with its exact target."""
+    total = sum(p[4].sum() for p in parts)
+    if total <= 0:
+        return
+    scale = rows_per_board / total
+    for rnd, nodes, holes, target, share in parts:
+        kept = rng.random(len(share)) < scale * share
+        sink.add(rnd if np.ndim(rnd) == 0 else rnd[kept], nodes[kept], holes[kept], board, target[kept])
 
 
 @dataclass
@@ -208,13 +223,16 @@ class RowSink:
         self.encoder = encoder
         self.parts: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
 
-    def add(self, rnd: int, nodes: np.ndarray, holes: np.ndarray, flop: np.ndarray, target: np.ndarray) -> None:
+    def add(self, rnd: int | np.ndarray, nodes: np.ndarray, holes: np.ndarray, board: np.ndarray,
+            target: np.ndarray) -> None:
+        """Rows at betting ``nodes`` (of round ``rnd``: one, or one per row) for ``holes`` on
+        ``board`` (the cards dealt so far or the whole board: each row sees its round's)."""
         n = len(nodes)
         if not n:
             return
-        board = np.broadcast_to(flop.astype(np.int8), (n, len(flop)))
-        slots = self.encoder.card_slots(holes.astype(np.int8)[:, None, :], board, np.zeros(n, dtype=np.int64),
-                                        np.full(n, rnd))
+        cards = np.broadcast_to(board.astype(np.int8), (n, len(board)))
+        slots = self.encoder.card_slots(holes.astype(np.int8)[:, None, :], cards, np.zeros(n, dtype=np.int64),
+                                        np.broadcast_to(rnd, n))
         self.parts.append((nodes.astype(np.int32), slots, target.astype(np.float32)))
 
     def rows(self) -> dict[str, np.ndarray]:

@@ -62,15 +62,16 @@ class DeepCFRConfig(StrengthOptions):
     """Traversals advanced together in one batch."""
     targets: str = "sampled"
     """Where the value networks' targets come from: ``sampled`` (external-sampling traversals, the
-    paper's) or ``board`` (FHP-shaped games: exact regrets over every private hand of ``boards``
-    sampled flops per player per iteration, :mod:`training.deep_cfr.board_targets`)."""
+    paper's) or ``board`` (exact regrets over every private hand of ``boards`` sampled boards per
+    player per iteration: the flop in FHP-shaped games, :mod:`training.deep_cfr.board_targets`;
+    every round's cards in hold'em, :mod:`training.deep_cfr.runout_targets`)."""
     boards: int = 64
-    """``targets = "board"``: flops drawn per player per iteration (``traversals`` is unused)."""
+    """``targets = "board"``: boards drawn per player per iteration (``traversals`` is unused)."""
     rows_per_board: int = 2000
-    """``targets = "board"``: memory rows kept per flop on average, each infoset in proportion to
+    """``targets = "board"``: memory rows kept per board on average, each infoset in proportion to
     how often external sampling visits it."""
     board_batch: int = 16
-    """``targets = "board"``: flops walked together (one network call, one parallel pass)."""
+    """``targets = "board"``: boards walked together (one parallel pass)."""
     from_scratch: bool = True
     """Retrain value networks from scratch each iteration (False: the fine-tuning ablation)."""
     argmax_fallback: bool = True

@@ -35,6 +35,7 @@ keeps together.
 
 from __future__ import annotations
 
+import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -59,6 +60,7 @@ from training.contract import cluster as distributed
 from training.contract import plots
 from training.contract.entry import (
     CheckpointClock,
+    StepAbandoned,
     StopRequest,
     Trainer,
     resolve_device,
@@ -66,6 +68,7 @@ from training.contract.entry import (
 )
 from training.contract.loop import StepLoop
 from training.contract.rundir import Progress, RunDir, load_torch
+from training.contract.stop import BUDGET_REACHED
 from training.contract.strength import StrengthSettings, measure_strength, strength_summary
 from training.deep_cfr.board_targets import BoardTargets
 from training.deep_cfr.config import ALGOS, PRESETS, DeepCFRConfig
@@ -73,6 +76,7 @@ from training.deep_cfr.files import RunFiles
 from training.deep_cfr.fit import NetworkFit
 from training.deep_cfr.memory_log import MEMORY_DIR, MemoryLog
 from training.deep_cfr.merged_memory import MergedTable
+from training.deep_cfr.runout_targets import RunoutTargets, runout_shape_error
 from training.deep_cfr.streams import Stream
 from training.deep_cfr.traversal import TraversalResult, deal_batch, traverse
 from training.flop.evaluation import FlopRunEvaluation
@@ -175,15 +179,19 @@ class DeepCFRTrainer(RunFiles):
         trainer.load_checkpoint(force)
         return trainer
 
-    def _board_targets(self) -> BoardTargets:
-        """The board sampler, or a one-line error where this run cannot use it."""
-        problem = flop_shape_error(self.game)
-        if problem is not None:
-            raise ConfigError(f"targets = board needs a flop hold'em-shaped game; {self.game.name}: {problem}")
+    def _board_targets(self) -> BoardTargets | RunoutTargets:
+        """The board sampler (a flop game: flops, :mod:`~training.deep_cfr.board_targets`; a
+        game with later rounds: whole boards, :mod:`~training.deep_cfr.runout_targets`), or a
+        one-line error where this run cannot use one."""
         if type(self).collect_samples is not DeepCFRTrainer.collect_samples:
             raise ConfigError(f"targets = board is for deep-cfr and sd-cfr; {type(self).__name__} samples its own way")
-        fg = FlopGame.build(self.game, canonical=self.config.canonical_suits)
-        return BoardTargets(fg, self.encoder, self.config.rows_per_board, self.config.argmax_fallback, str(self.device))
+        if flop_shape_error(self.game) is None:
+            fg = FlopGame.build(self.game, canonical=self.config.canonical_suits)
+            return BoardTargets(fg, self.encoder, self.config.rows_per_board, self.config.argmax_fallback, str(self.device))
+        problem = runout_shape_error(self.game)
+        if problem is not None:
+            raise ConfigError(f"targets = board needs a hold'em-shaped game; {self.game.name} {problem}")
+        return RunoutTargets(self.game, self.encoder, self.config.rows_per_board, self.config.argmax_fallback)
 
     def memory_fields(self) -> FieldSpec:
         """The rows of the advantage and strategy memories (subclasses may add fields)."""
@@ -305,7 +313,7 @@ class DeepCFRTrainer(RunFiles):
         evaluated = 0
         example = None
         total = cfg.boards if self.board_targets is not None else cfg.traversals
-        unit = "flops" if self.board_targets is not None else "traversals"
+        unit = "boards" if self.board_targets is not None else "traversals"
         for result, done in self.traversal_results(player):
             for rows, memory in ((result.advantage, self.advantage[player]), (result.strategy, self.strategy_memory)):
                 if memory is self.strategy_memory and not self.keeps_strategy_memory:
@@ -430,43 +438,65 @@ class DeepCFRTrainer(RunFiles):
                         CheckpointClock(cfg.checkpoint_every, cfg.checkpoint_seconds), self.iteration)
         records = []
         self.fit.progress, self.fit.stop = progress, stop
+        closer = self  # the trainer whose state the closing fit reads
         try:
-            while loop.running(self.iteration, self.elapsed):
-                if stop is not None and cfg.time_budget is not None:
-                    stop.budget_ends(cfg.time_budget - self.elapsed)
-                started = time.perf_counter()
-                progress.start_iteration(self.iteration + 1)
-                record = self.run_iteration(progress)
-                self.elapsed += time.perf_counter() - started - record.get("flop_evaluation_s", 0.0)  # off the clock
-                record[ELAPSED_METRIC] = self.elapsed
-                if self.strength.due(self.iteration):  # off the training clock
-                    self.measure(record)
-                self.run.append_metrics(record)  # first: a resume drops lines past the checkpoint
-                records.append(record)
-                if self.iteration >= cfg.iterations or loop.stop.requested:
-                    loop.checkpoint(self.iteration, self.timed_checkpoint)
-                else:
-                    loop.checkpoint_if_due(self.iteration, self.timed_checkpoint)
-                progress.end_iteration(self.iteration, _summary(record))
-            loop.finish(self.iteration, self.timed_checkpoint)  # the time budget ended between checkpoints
-            if cfg.algo == "deep-cfr" and self.iteration > 0:
-                if stop is not None:
-                    stop.budget_ends(float("inf"))  # the closing fit is the policy, not training time
-                self.run.write_status(self.iteration, "fitting the average network")
-                final = self.finish_average()
-                if self.strength.every:
-                    self.measure_average(final)
-                self.run.append_metrics({"iteration": self.iteration, "final": True, **final})
-                records.append(final)
-            self.run.write_status(self.iteration, "finished")
+            try:
+                while loop.running(self.iteration, self.elapsed):
+                    if stop is not None and cfg.time_budget is not None:
+                        stop.budget_ends(cfg.time_budget - self.elapsed)
+                    started = time.perf_counter()
+                    progress.start_iteration(self.iteration + 1)
+                    record = self.run_iteration(progress)
+                    self.elapsed += time.perf_counter() - started - record.get("flop_evaluation_s", 0.0)  # off the clock
+                    record[ELAPSED_METRIC] = self.elapsed
+                    if self.strength.due(self.iteration):  # off the training clock
+                        self.measure(record)
+                    self.run.append_metrics(record)  # first: a resume drops lines past the checkpoint
+                    records.append(record)
+                    if self.iteration >= cfg.iterations or loop.stop.requested:
+                        loop.checkpoint(self.iteration, self.timed_checkpoint)
+                    else:
+                        loop.checkpoint_if_due(self.iteration, self.timed_checkpoint)
+                    progress.end_iteration(self.iteration, _summary(record))
+                loop.finish(self.iteration, self.timed_checkpoint)  # the time budget ended between checkpoints
+            except StepAbandoned as abandoned:
+                if abandoned.reason != BUDGET_REACHED or cfg.algo != "deep-cfr" or self.run.checkpoint_path is None:
+                    raise
+                # the budget ended inside an iteration: its rows are half in the memories, so the
+                # closing fit runs on the last checkpoint's state, as a --resume would
+                print(f"{abandoned.reason} inside iteration {self.iteration + 1}: it is abandoned; the closing fit uses "
+                      "the last checkpoint", file=sys.stderr)  # fmt: skip
+                closer = type(self).continue_run(cfg, self.run, progress=False)
+            records.extend(closer.close_average(stop))
         finally:
             progress.close()
             self.fit.progress = self.fit.stop = None
+        self.plot()
+        return records
+
+    def close_average(self, stop: StopRequest | None) -> list[dict]:
+        """The end of a run: Deep CFR's closing average-network fit (the policy; not training
+        time, so the budget no longer applies), then the run marked finished."""
+        records = []
+        if self.config.algo == "deep-cfr" and self.iteration > 0:
+            if stop is not None:
+                stop.budget_ends(float("inf"))
+            self.run.write_status(self.iteration, "fitting the average network")
+            final = self.finish_average()
+            if self.strength.every:
+                self.measure_average(final)
+            self.run.append_metrics({"iteration": self.iteration, "final": True, **final})
+            records.append(final)
+        self.run.write_status(self.iteration, "finished")
+        return records
+
+    def plot(self) -> None:
+        """The run's curves: exact exploitability where measured, the strength signal always."""
+        cfg = self.config
         if self.small or self.flop_evaluation is not None:
             plot_exploitability(self.run)
         plots.plot_strength(self.run.path / "strength.png", self.run.read_metrics(), ELAPSED_METRIC, "wall-clock seconds (training)",
                             title=f"{cfg.algo} on {self.game.name}")  # fmt: skip
-        return records
 
 
 class _Silent:

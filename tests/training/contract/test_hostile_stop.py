@@ -130,3 +130,33 @@ def test_a_fused_fit_runs_in_calls_that_add_up_to_one_and_can_be_abandoned_betwe
     with pytest.raises(StepAbandoned):
         fit(16, check)
     assert len(calls) == 2  # after 32 of the 70 steps
+
+
+class BudgetEndsAt(CountingStop):
+    """The time budget runs out at the ``at``-th check (with no grace), inside a step."""
+
+    def __init__(self, at: int) -> None:
+        super().__init__()
+        self.at = at
+
+    def check(self) -> None:
+        if self.checks + 1 == self.at:
+            self.budget_ends(0.0)
+        super().check()
+
+
+def test_deep_cfr_fits_its_average_network_when_the_budget_ends_inside_an_iteration(tmp_path) -> None:
+    """Iteration 1 finishes and is checkpointed; the budget runs out inside iteration 2, which
+    is abandoned; the closing average fit still runs, on the checkpoint's state, and writes the
+    policy, as a ``--resume`` would."""
+    config = resolve_new(TRAINERS["deep-cfr"], {"game": "kuhn"}).config
+    settings = {"sgd_steps": 5, "fit_backend": "torch", "traversals": 20, "iterations": 3, "checkpoint_every": 1,
+                "time_budget": 1e6, "average_sgd_steps": 50}
+    trainer = DeepCFRTrainer.new(dataclasses.replace(config, **settings), tmp_path / "r", progress=False)
+    checks_per_iteration = 2 * (1 + 5)  # per player: one traversal batch, then five fit steps
+    records = trainer.train(BudgetEndsAt(checks_per_iteration + 4))
+    assert [r.get("iteration") for r in records[:-1]] == [1] and "average_exploitability_mbb" in records[-1]
+    assert (trainer.run.policy_path / "average.pt").is_file()
+    metrics = trainer.run.read_metrics()
+    assert [(m["iteration"], bool(m.get("final"))) for m in metrics] == [(1, False), (1, True)]
+    assert json.loads((tmp_path / "r" / "status.json").read_text())["phase"] == "finished"

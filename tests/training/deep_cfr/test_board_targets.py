@@ -13,7 +13,7 @@ from bot.errors import ConfigError
 from bot.flop.game import FlopGame, leaf_reach, reach_down
 from bot.flop.network_policies import network_policy
 from tests.training.flop.test_flop_solver import TINY_FHP
-from training.deep_cfr.board_targets import BoardTargets, RowSink
+from training.deep_cfr.board_targets import MIN_MASS, BoardTargets, RowSink
 from training.deep_cfr.config import DeepCFRConfig
 from training.deep_cfr.exact_targets import ExactRegrets
 from training.deep_cfr.trainer import DeepCFRTrainer
@@ -86,8 +86,8 @@ def test_kept_rows_follow_the_opponents_reach():
     sampler._keep(board, 0, np.random.default_rng(1), advantage, strategy)
     rows, played = advantage.rows(), strategy.rows()
     actors = (fg.tree.actor[fg.preflop.decision_nodes], fg.tree.actor[fg.flop.decision_nodes])
-    own = sum(int(((actors[r] == 0)[:, None] & (board.mass[r] > 0) & (board.valid > 0)).sum()) for r in (0, 1))
-    other = sum(int(((actors[r] == 1)[:, None] & (board.mass[r] > 0) & (board.valid > 0)).sum()) for r in (0, 1))
+    own = sum(int(((actors[r] == 0)[:, None] & (board.mass[r] > MIN_MASS) & (board.valid > 0)).sum()) for r in (0, 1))
+    other = sum(int(((actors[r] == 1)[:, None] & (board.mass[r] > MIN_MASS) & (board.valid > 0)).sum()) for r in (0, 1))
     assert len(rows["node"]) == own > 0 and len(played["node"]) == other > 0
     flop_rows = rows["cards"][:, 2] >= 0
     assert (rows["cards"][flop_rows, 2:5] == fg.flops[3]).all() and (rows["cards"][~flop_rows, 2:] == -1).all()
@@ -104,10 +104,7 @@ def test_kept_rows_follow_the_opponents_reach():
     assert sum(r.infosets_evaluated for r in results) == 400 * per_board
 
 
-def test_board_targets_need_a_flop_game(tmp_path):
-    with pytest.raises(ConfigError, match="flop hold'em-shaped"):
-        DeepCFRTrainer.new(DeepCFRConfig(game="leduc", targets="board", iterations=1, threads=1), tmp_path / "run",
-                           progress=False)
+def test_targets_are_sampled_or_board():
     with pytest.raises(ConfigError, match="targets must be"):
         DeepCFRConfig(targets="exact")
 

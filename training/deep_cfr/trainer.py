@@ -464,7 +464,7 @@ class DeepCFRTrainer(RunFiles):
                     raise
                 # the budget ended inside an iteration: its rows are half in the memories, so the
                 # closing fit runs on the last checkpoint's state, as a --resume would
-                print(f"{abandoned.reason} inside iteration {self.iteration + 1}: it is abandoned; the closing fit uses "
+                print(f"{abandoned.reason} inside iteration {self.iteration}: it is abandoned; the closing fit uses "
                       "the last checkpoint", file=sys.stderr)  # fmt: skip
                 closer = type(self).continue_run(cfg, self.run, progress=False)
             records.extend(closer.close_average(stop))

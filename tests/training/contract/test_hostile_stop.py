@@ -145,7 +145,7 @@ class BudgetEndsAt(CountingStop):
         super().check()
 
 
-def test_deep_cfr_fits_its_average_network_when_the_budget_ends_inside_an_iteration(tmp_path) -> None:
+def test_deep_cfr_fits_its_average_network_when_the_budget_ends_inside_an_iteration(tmp_path, capsys) -> None:
     """Iteration 1 finishes and is checkpointed; the budget runs out inside iteration 2, which
     is abandoned; the closing average fit still runs, on the checkpoint's state, and writes the
     policy, as a ``--resume`` would."""
@@ -160,3 +160,5 @@ def test_deep_cfr_fits_its_average_network_when_the_budget_ends_inside_an_iterat
     metrics = trainer.run.read_metrics()
     assert [(m["iteration"], bool(m.get("final"))) for m in metrics] == [(1, False), (1, True)]
     assert json.loads((tmp_path / "r" / "status.json").read_text())["phase"] == "finished"
+    assert "time budget reached inside iteration 2: it is abandoned; the closing fit uses the last checkpoint" in (
+        capsys.readouterr().err)

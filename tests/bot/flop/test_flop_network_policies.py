@@ -124,7 +124,9 @@ def test_sd_cfr_stack_average_equals_the_exact_stack_average(sd_cfr_run):
     brute = exploitability(trainer.game, exact)
     same_report(flop_exploitability(fg, policy), brute)
     if not fg.canonical:
-        assert np.allclose(policy_strategy(fg, policy), exact, atol=1e-6)
+        # float32 networks through two kernels (torch's and the compiled trunk) round differently
+        # by CPU: up to 8.4e-6 apart on an Intel Xeon with AMX, under 1e-6 on the AMD EPYC
+        assert np.allclose(policy_strategy(fg, policy), exact, atol=2e-5)
     assert [r["iteration"] for r in records if "sdcfr_exploitability_mbb" in r] == [1, 2, 3]
     assert records[-1]["sdcfr_exploitability_mbb"] == pytest.approx(brute.mbb(brute.exploitability), abs=1e-3)
     assert records[-1]["flop_evaluation_flops"] == fg.num_flops

@@ -74,6 +74,8 @@ class RunoutTargets:
         #: the whole betting tree as one subtree (root 0, no leaves): a full board leaves no chance
         self.subtree = SubTree.build(tree, np.arange(len(tree.kind)), [0], [])
         self.hands = np.array(list(combinations(sorted(game.deck), game.num_hole_cards)), dtype=np.int64)
+        #: each hole-card pair's row in :attr:`hands`
+        self.hand_index = {tuple(h): i for i, h in enumerate(self.hands.tolist())}
         self.deck = np.array(sorted(game.deck), dtype=np.int64)
         decisions = self.subtree.decision_nodes
         self.actors = tree.actor[decisions]
@@ -95,10 +97,9 @@ class RunoutTargets:
         live = comb(len(self.deck) - self.game.total_board_cards, self.game.num_hole_cards)
         order = np.zeros((count, live), dtype=np.int64)
         strength = np.zeros((count, live), dtype=np.int64)
-        index = {tuple(h): i for i, h in enumerate(self.hands.tolist())}
         for k, board in enumerate(boards):
             ranked, ranked_strength = live_hands(self.hands, board)
-            at = np.array([index[tuple(h)] for h in ranked.tolist()], dtype=np.int64)
+            at = np.array([self.hand_index[tuple(h)] for h in ranked.tolist()], dtype=np.int64)
             valid[k, at] = 1.0
             order[k], strength[k] = at, ranked_strength
             strategies[k][:, at] = seat_grids(nets, "value", self.argmax_fallback, self.encoder, ranked, board, decisions)

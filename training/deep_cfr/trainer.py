@@ -467,6 +467,8 @@ class DeepCFRTrainer(RunFiles):
                 print(f"{abandoned.reason} inside iteration {self.iteration}: it is abandoned; the closing fit uses "
                       "the last checkpoint", file=sys.stderr)  # fmt: skip
                 closer = type(self).continue_run(cfg, self.run, progress=False)
+                # the restore cut metrics.jsonl back to the checkpoint: so are the records returned
+                records = [r for r in records if r["iteration"] <= closer.iteration]
             records.extend(closer.close_average(stop))
         finally:
             progress.close()

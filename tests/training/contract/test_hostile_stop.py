@@ -145,20 +145,26 @@ class BudgetEndsAt(CountingStop):
         super().check()
 
 
-def test_deep_cfr_fits_its_average_network_when_the_budget_ends_inside_an_iteration(tmp_path, capsys) -> None:
-    """Iteration 1 finishes and is checkpointed; the budget runs out inside iteration 2, which
-    is abandoned; the closing average fit still runs, on the checkpoint's state, and writes the
-    policy, as a ``--resume`` would."""
+@pytest.mark.parametrize(("checkpoint_every", "abandoned"), [(1, 2), (2, 4)])
+def test_deep_cfr_fits_its_average_network_when_the_budget_ends_inside_an_iteration(tmp_path, capsys,
+                                                                                    checkpoint_every, abandoned) -> None:
+    """The budget runs out inside iteration ``abandoned``, which is abandoned; the closing
+    average fit still runs, on the last checkpoint's state, and writes the policy, as a
+    ``--resume`` would; iterations finished after that checkpoint are dropped from the
+    metrics and from the records returned alike."""
     config = resolve_new(TRAINERS["deep-cfr"], {"game": "kuhn"}).config
-    settings = {"sgd_steps": 5, "fit_backend": "torch", "traversals": 20, "iterations": 3, "checkpoint_every": 1,
-                "time_budget": 1e6, "average_sgd_steps": 50}
+    settings = {"sgd_steps": 5, "fit_backend": "torch", "traversals": 20, "iterations": abandoned + 1,
+                "checkpoint_every": checkpoint_every, "checkpoint_seconds": 0.0, "time_budget": 1e6,
+                "average_sgd_steps": 50}
     trainer = DeepCFRTrainer.new(dataclasses.replace(config, **settings), tmp_path / "r", progress=False)
     checks_per_iteration = 2 * (1 + 5)  # per player: one traversal batch, then five fit steps
-    records = trainer.train(BudgetEndsAt(checks_per_iteration + 4))
-    assert [r.get("iteration") for r in records[:-1]] == [1] and "average_exploitability_mbb" in records[-1]
+    records = trainer.train(BudgetEndsAt((abandoned - 1) * checks_per_iteration + 4))
+    checkpointed = (abandoned - 1) // checkpoint_every * checkpoint_every
+    kept = list(range(1, checkpointed + 1))
+    assert [r.get("iteration") for r in records[:-1]] == kept and "average_exploitability_mbb" in records[-1]
     assert (trainer.run.policy_path / "average.pt").is_file()
     metrics = trainer.run.read_metrics()
-    assert [(m["iteration"], bool(m.get("final"))) for m in metrics] == [(1, False), (1, True)]
+    assert [(m["iteration"], bool(m.get("final"))) for m in metrics] == [(i, False) for i in kept] + [(checkpointed, True)]
     assert json.loads((tmp_path / "r" / "status.json").read_text())["phase"] == "finished"
-    assert "time budget reached inside iteration 2: it is abandoned; the closing fit uses the last checkpoint" in (
+    assert f"time budget reached inside iteration {abandoned}: it is abandoned; the closing fit uses the last checkpoint" in (
         capsys.readouterr().err)

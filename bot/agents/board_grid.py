@@ -23,9 +23,10 @@ from bot.agents.encoding import InfosetEncoder
 from bot.agents.network import DeepCFRNetwork
 from bot.agents.network_kernels import trunk_strategies
 
-#: Decision nodes per compiled-trunk call (its blocks: 16 hands x 128 nodes x width 64 x 4
-#: bytes x 2 buffers = 1 MB). On a width-64 HULH network 32, 128, 512 and 2,048 nodes took
-#: 3.23, 2.41, 2.65 and 3.13 CPU-s a board (--grid-speed --chunks 32,128,512,2048, load 3).
+#: Decision nodes per compiled-trunk call (its blocks: :data:`~bot.agents.network_kernels.BLOCK_PAIRS`
+#: pairs, 16 hands x 128 nodes). On a width-64 HULH network 32, 128, 512 and 2,048 nodes took
+#: 3.23, 2.41, 2.65 and 3.13 CPU-s a board with the previous kernel (--grid-speed --chunks
+#: 32,128,512,2048, load 3); 128 and 512 nodes 1.82 and 1.87 with the blocked one.
 NODE_CHUNK = 128
 
 

@@ -171,7 +171,10 @@ class DeepCFRNetwork(nn.Module):
         :mod:`bot.agents.board_grid`)."""
         width, weight = self.width, self.comb1.weight
         groups = torch.split(seen.long().where(seen >= 0, 52), self.group_sizes, dim=1)  # -1 -> the zero row
-        embedded = torch.cat([emb.card_table()[g].sum(dim=1) for emb, g in zip(self.card_embeddings, groups, strict=True)], dim=1)
+        # a group's embedding is the sum of its cards' table rows: one embedding_bag (4-9x less
+        # CPU than gathering [rows, cards, w] and summing, equal sums) per group
+        embedded = torch.cat([F.embedding_bag(g, emb.card_table(), mode="sum")
+                              for emb, g in zip(self.card_embeddings, groups, strict=True)], dim=1)
         card_part = self.card_features(embedded) @ weight[:, :width].T
         bet_part = self.bet_features(bets) @ weight[:, width:].T + self.comb1.bias
         return card_part, bet_part

@@ -30,8 +30,11 @@ from training.deep_cfr.trainer import DeepCFRTrainer
 from training.flop.evaluation import FlopRunEvaluation
 
 
-def same_report(a, b, tol=1e-5):  # chips; float32 tables: ~1e-8 relative
-    assert a.best_response_values == pytest.approx(b.best_response_values, abs=tol)
+def same_report(a, b, tol=5e-5):
+    """Equal reports up to float32 rounding of the strategy tables: best-response values of
+    ~200 chips differ by a few 1e-7 relative (2.6e-5 chips measured with the blocked trunk's
+    head), and the game value, a sum of such terms, by as much in absolute terms."""
+    assert a.best_response_values == pytest.approx(b.best_response_values, abs=tol, rel=1e-6)
     assert a.game_value == pytest.approx(b.game_value, abs=tol)
 
 
@@ -149,7 +152,7 @@ def test_incremental_evaluation_equals_a_fresh_one_and_survives_an_interruption(
     for entry in stack:
         exact.add(batch.strategy(None if entry.get("uniform") else nets_of(entry)), float(entry["weight"]))
     brute = exploitability(TINY_FHP, exact.strategy())
-    assert incremental == pytest.approx(fresh, abs=1e-4) and fresh == pytest.approx(brute.mbb(brute.exploitability), abs=1e-4)
+    assert incremental == pytest.approx(fresh, abs=1e-4) and fresh == pytest.approx(brute.mbb(brute.exploitability), abs=1e-4, rel=1e-6)
     (tmp_path / "a" / "evaluation" / "state.json").write_text('{"entries": 2, "updating_to": 4}')  # killed mid-pass
     assert evaluation.evaluate(stack, nets_of)[key] == pytest.approx(fresh, abs=1e-4)
     older = FlopRunEvaluation(TINY_FHP, tmp_path / "c", True, True).evaluate(stack[:3], nets_of)[key]

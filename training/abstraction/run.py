@@ -154,7 +154,13 @@ def train(config: AbstractionConfig, run: RunDir, resume: bool = False, stop: St
     with progress_bar(console, transient=True) as bar:
         bar.add_task(f"{solver.label}: compiling the kernels (cached after the first run)", total=None)
         solver.compile(regrets, average)
-    started = time.monotonic()
+    started, trained_before = time.monotonic(), state["seconds"]
+
+    def training_seconds() -> float:
+        """The run's training clock: earlier sittings' solve seconds plus this one's, so a
+        ``--time-budget`` given to ``--resume`` is the run's total, as for every other algorithm."""
+        return trained_before + time.monotonic() - started
+
     with nullcontext(stop) if stop is not None else StopRequest() as stop:
         loop = StepLoop(stop, target, config.time_budget, CheckpointClock(2**62, config.checkpoint_seconds))
         with progress_bar(console, transient=True) as bar:
@@ -166,10 +172,10 @@ def train(config: AbstractionConfig, run: RunDir, resume: bool = False, stop: St
                 return not stop.requested and not out_of_time()
 
             def out_of_time() -> bool:
-                return config.time_budget is not None and time.monotonic() - started >= config.time_budget
+                return config.time_budget is not None and training_seconds() >= config.time_budget
 
             first_of_run = state["iterations"]
-            while loop.running(state["iterations"], time.monotonic() - started):
+            while loop.running(state["iterations"], training_seconds()):
                 count = min(batch, target - state["iterations"])
                 t0 = time.monotonic()
                 touched, done = solver.run_batch(regrets, average, state["iterations"] + 1, count, state["batches"] + 1, keep_going)

@@ -85,3 +85,17 @@ def test_cost_quotes_the_pcs_solve_when_it_is_named():
     pcs, es = estimate(spec, built=True, solver="pcs"), estimate(spec, built=True, solver="es-mccfr")
     assert pcs.iterations < es.iterations and pcs.solve_seconds < es.solve_seconds
     assert pcs.table_bytes == es.table_bytes == (8 * 169 + (70 + 630 + 5670) * 51800) * 3 * 4 * 2
+
+
+def test_a_resumed_time_budget_counts_the_earlier_sittings(tmp_path):
+    """``--time-budget`` on ``--resume`` is the run's total training clock (as for Deep CFR, NFSP
+    and the FHP solve): a budget the first sitting already spent adds no iteration."""
+    runner = CliRunner()
+    first = runner.invoke(pokerbot, BASE + ["--size", "merged", "--iterations", "300", "--out", str(tmp_path / "a")])
+    assert first.exit_code == 0, first.output
+    spent = max(r.get("elapsed_s", 0.0) for r in metrics(tmp_path / "a"))
+    assert spent > 0
+    resumed = runner.invoke(pokerbot, ["train", "--algo", "abstraction", "--threads", "1", "--resume", str(tmp_path / "a"),
+                                       "--iterations", "100000", "--time-budget", f"{spent:.6f}s"])  # fmt: skip
+    assert resumed.exit_code == 0, resumed.output
+    assert max(r["iteration"] for r in metrics(tmp_path / "a")) == 300

@@ -49,7 +49,8 @@ def trunk_strategies(net: DeepCFRNetwork, card_part: torch.Tensor, bet_part: tor
 
     cards, bets = array(card_part), array(bet_part)
     rows, nodes, width = cards.shape[0], bets.shape[0], cards.shape[1]
-    products = [(torch.from_numpy(array(layer.weight.T)), array(layer.bias)) for layer in (net.comb2, net.comb3)]
+    w2t, b2 = torch.from_numpy(array(net.comb2.weight.T)), array(net.comb2.bias)
+    w3t, b3 = torch.from_numpy(array(net.comb3.weight.T)), array(net.comb3.bias)
     node_legal = np.ascontiguousarray(legal.cpu().numpy(), dtype=np.bool_)
     head_t = torch.from_numpy(array(net.action_head.weight.T))
     head_sum, head_bias = head_t.numpy().sum(axis=0), array(net.action_head.bias)
@@ -57,7 +58,6 @@ def trunk_strategies(net: DeepCFRNetwork, card_part: torch.Tensor, bet_part: tor
     pairs = nodes * min(block, rows)
     z, h = torch.empty((pairs, width)), torch.empty((pairs, width))
     raw, norm = torch.empty((pairs, 3)), np.empty((pairs, 2), np.float32)
-    (w2t, b2), (w3t, b3) = products
     for lo in range(0, rows, block):
         n = min(rows, lo + block) - lo
         zb, hb, rb = z[: nodes * n], h[: nodes * n], raw[: nodes * n]

@@ -1,15 +1,15 @@
 """Where the CPU time of one PCS iteration goes, kernel part by kernel part (one thread).
 
-For ``--abstraction`` (default abstraction_3e6 and fhp_abstraction_3.6e6) on ``--boards``
+For ``--abstractions`` (default abstraction_3e6 and fhp_abstraction_3.6e6) on ``--boards``
 sampled boards, times the whole iteration (:func:`training.abstraction.pcs.walk_boards`, both
-players' passes) and, separately on the same prepared boards, its parts: the showdown
+players' passes) and, separately on the last prepared board, its parts: the showdown
 strengths (one vectorised evaluator call per batch of boards), the board preparation
 (:func:`~training.abstraction.pcs_kernel.prepare_board` and
-:func:`~training.abstraction.pcs_kernel.local_buckets`), the fold and showdown sweeps (one per
-terminal of the tree: an upper bound, the walk reuses a fold's sums where a showdown shares its
-reach row), and the regret matching and table writes (once per (node, bucket of the board)).
-The rest of the pass is the per-hand vector work (reach down, values up, per-bucket sums).
-Prints CPU milliseconds per iteration; quote the load average next to them.
+:func:`~training.abstraction.pcs_kernel.local_buckets`), and the last-round subtrees
+(:func:`~training.abstraction.pcs_last_round.last_round` on every last-round root with random
+reach rows: the whole call, and its sweep over the hands alone). The rest is the depth-first
+walk of the earlier rounds (reach down, values up, folds, per-bucket sums). Prints CPU
+milliseconds per iteration; quote the load average next to them.
 
     PYTHONPATH=. nice python benchmarks/bench_pcs_profile.py
 """
@@ -25,16 +25,9 @@ from numba import njit
 
 from bot.abstraction.spec import SPECS
 from bot.abstraction.tables import AbstractGame, Abstraction
-from protocol.betting_tree import DECISION, FOLD_END
 from training.abstraction.pcs import PCSGame, sample_boards, showdown_strengths, walk_boards
-from training.abstraction.pcs_kernel import (
-    NUM_CARDS,
-    _fold,
-    _match,
-    _showdown,
-    local_buckets,
-    prepare_board,
-)
+from training.abstraction.pcs_kernel import local_buckets, prepare_board
+from training.abstraction.pcs_last_round import _sweep, last_round, last_round_work
 
 
 @njit(cache=True)
@@ -53,41 +46,33 @@ def _prepare(boards, strengths, hands, preflop_bucket, board_through, groups, bi
         v = prepare_board(boards[i], hands, strengths[i], preflop_bucket, board_through, groups, binom, suit_size,
                           class_keys, class_offsets, num_ranks, num_suits, tables, lossless, live_cards, bucket, strength)  # fmt: skip
         local_buckets(bucket, v, local, ids, counts)
-    return v, live_cards, ids, counts, strength
+    return v, live_cards, local, ids, counts, strength
 
 
 @njit(cache=True)
-def _terminals(repeats, folds, showdowns, reach, cards, v, strength):  # pragma: no cover - numba
-    per_card = np.zeros(NUM_CARDS)
+def _last_rounds(repeats, sweep_only, roots, v, cards, local, ids, nb, strength, tree, lanes, nodes, regrets, average,
+                 reach):  # fmt: skip  # pragma: no cover - numba
+    """Every last-round subtree of one pass (player 0) on the prepared board, ``repeats`` times;
+    with ``sweep_only`` the hand sweep alone (on the lanes the first call set up)."""
+    kind, actor, rnd, child, legal, folder, spent, parent, parent_action, end, last, row_offset = tree
+    work = last_round_work(nodes, lanes, cards.shape[0])
     out = np.zeros(v)
     check = 0.0
+    if sweep_only:  # the lanes of a real subtree
+        last_round(0, roots[0], end[roots[0]], v, cards, local, ids, nb, strength, kind, actor, child, legal, folder,
+                   spent, parent, parent_action, row_offset, regrets, regrets, average, 1e-3, 1e-3, False, reach, reach,
+                   out, work)  # fmt: skip
     for _ in range(repeats):
-        for _ in range(folds):
-            _fold(1.0, reach, cards, v, per_card, out)
-            check += out[0]
-        for _ in range(showdowns):
-            _showdown(1.0, 2.0, reach, cards, v, strength, per_card, out)
+        for root in roots:
+            if sweep_only:
+                _sweep(v, cards, local, strength, reach, work[7], work[8], work[9], work[10], work[11], work[12],
+                       work[13], nb, out)  # fmt: skip
+            else:
+                last_round(0, root, end[root], v, cards, local, ids, nb, strength, kind, actor, child, legal, folder,
+                           spent, parent, parent_action, row_offset, regrets, regrets, average, 1e-3, 1e-3, False,
+                           reach, reach, out, work)  # fmt: skip
             check += out[0]
     return check
-
-
-@njit(cache=True)
-def _tables(repeats, kind, actor, rnd, legal, row_offset, ids, counts, regrets, average):  # pragma: no cover - numba
-    """Regret matching at every decision node and one player's writes, per bucket of the board."""
-    sigma = np.zeros((3, ids.shape[1]))
-    for _ in range(repeats):
-        for n in range(kind.shape[0]):
-            if kind[n] != DECISION:
-                continue
-            r = rnd[n]
-            for b in range(counts[r]):
-                row = row_offset[n] + ids[r, b]
-                _match(regrets, row, legal, n, sigma, b)
-                if actor[n] == 0:
-                    for x in range(3):
-                        if legal[n, x]:
-                            regrets[row, x] += np.float32(1e-3) * sigma[x, b]
-                            average[row, x] += np.float32(1e-3) * sigma[x, b]
 
 
 def cpu_ms(call, repeats: int) -> float:
@@ -109,24 +94,23 @@ def profile(name: str, boards_count: int) -> None:
     strengths_ms = cpu_ms(lambda k: showdown_strengths(pg, boards), 1) / boards_count
     strengths = showdown_strengths(pg, boards)
     prepare_ms = cpu_ms(lambda k: _prepare(boards, strengths, pg.hands, pg.preflop_bucket, *pg.card_args), 1) / boards_count
-    v, cards, ids, counts, strength = _prepare(boards, strengths, pg.hands, pg.preflop_bucket, *pg.card_args)
-    folds, showdowns = int((tree.kind == FOLD_END).sum()), int(((tree.kind != DECISION) & (tree.kind != FOLD_END)).sum())
-    reach = rng.random(v)
+    v, cards, local, ids, counts, strength = _prepare(boards, strengths, pg.hands, pg.preflop_bucket, *pg.card_args)
+    last = int(tree.round.max())
+    roots = np.array([n for n in tree.decision_ids if tree.round[n] == last and (n == 0 or tree.round[tree.parent[n]] != last)])
+    args = (roots, v, cards, local[last], ids[last], counts[last], strength, pg.tree_args, pg.lanes, pg.last_round_nodes,
+            regrets, average, rng.random(v))  # fmt: skip
     repeats = max(1, boards_count // 4)
-    fold_ms = cpu_ms(lambda k: _terminals(k, folds, 0, reach, cards, v, strength), repeats)
-    showdown_ms = cpu_ms(lambda k: _terminals(k, 0, showdowns, reach, cards, v, strength), repeats)
-    legal = tree.legal.astype(np.int64)
-    tables_ms = cpu_ms(lambda k: _tables(k, tree.kind, tree.actor, tree.round.astype(np.int64), legal, ag.row_offset, ids, counts,
-                                         regrets, average), repeats)  # fmt: skip
-    passes = 2 * (fold_ms + showdown_ms + tables_ms)
-    print(f"{name}: {v} live hands, distinct buckets per round on the last board {counts.tolist()}")
-    print(f"  one iteration (2 passes)          {total:9.3f} CPU ms")
-    print(f"  showdown strengths                {strengths_ms:9.3f}")
-    print(f"  prepare_board + local_buckets     {prepare_ms:9.3f}")
-    print(f"  {folds:5} fold sweeps x 2 passes       {2 * fold_ms:9.3f} (upper bound: the walk reuses some)")
-    print(f"  {showdowns:5} showdown sweeps x 2 passes   {2 * showdown_ms:9.3f}")
-    print(f"  regret matching + table writes    {2 * tables_ms:9.3f}")
-    print(f"  rest: per-hand vector work        {total - strengths_ms - prepare_ms - passes:9.3f}")
+    subtrees_ms = cpu_ms(lambda k: _last_rounds(k, False, *args), repeats)
+    sweeps_ms = cpu_ms(lambda k: _last_rounds(k, True, *args), repeats)
+    print(f"{name}: {v} live hands, distinct buckets per round on the last board {counts.tolist()}, "
+          f"{len(np.unique(strength[:v]))} distinct showdown strengths")
+    print(f"  one iteration (2 passes)                   {total:9.3f} CPU ms")
+    print(f"  showdown strengths                         {strengths_ms:9.3f}")
+    print(f"  prepare_board + local_buckets              {prepare_ms:9.3f}")
+    print(f"  {len(roots):4} last-round subtrees x 2 passes       {2 * subtrees_ms:9.3f}")
+    print(f"    of which the sweeps over the hands       {2 * sweeps_ms:9.3f}")
+    print(f"    bucket level: strategies, regrets, average {2 * (subtrees_ms - sweeps_ms):7.3f}")
+    print(f"  rest: the earlier rounds' walk             {total - strengths_ms - prepare_ms - 2 * subtrees_ms:9.3f}")
 
 
 def main() -> None:

@@ -9,7 +9,7 @@ vectors*: both seats' reach of every live hand on the way down, and at each term
 chips against the opponent's reach with exact card removal, O(V) per terminal: a fold by
 inclusion-exclusion over the hands holding each card, a showdown by the sort-by-strength sweep
 (Johanson, Waugh, Bowling & Zinkevich 2011, "Accelerating Best Response Calculation in Large
-Extensive Games", sec. 4.2; the primitives are :mod:`training.abstraction.pcs_kernel`'s, the
+Extensive Games", sec. 4.2; the same sweep as :mod:`training.abstraction.pcs_last_round`'s, the
 walk is Public Chance Sampling's vector form: Johanson, Bard, Lanctot, Gibson & Bowling 2012).
 Each board is evaluated with A in both seats (duplicate for free: the two values share the
 board, so its luck cancels inside the pair).
@@ -110,7 +110,7 @@ def _showdown_masses(a, weight_a, b, weight_b, cards, v, strength, per_card):  #
     pairs where seat 0's hand i is stronger, and where it is weaker. One ascending pass over the
     hands (numbered by ascending ``strength``) keeps both seats' reach of the strictly weaker
     hands, in total and through each card; ties are passed as a group, so they count for
-    neither. The sort-by-strength sweep of :func:`training.abstraction.pcs_kernel._showdown`,
+    neither. The sort-by-strength sweep of :func:`training.abstraction.pcs_last_round._sweep`,
     made bilinear: both directions in one pass, and no per-hand vector."""
     per_card[:] = 0.0
     total_a = total_b = wins = losses = 0.0

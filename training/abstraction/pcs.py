@@ -78,6 +78,7 @@ from bot.errors import ConfigError
 from protocol.evaluator import hand_strength_batch
 from protocol.isomorphism import HandIndexer, canonical_representatives
 from training.abstraction.pcs_kernel import NUM_CARDS, local_buckets, prepare_board, walk
+from training.abstraction.pcs_last_round import last_round_shape, last_round_work, subtree_ends
 from training.abstraction.solver import kernel_args, seed_state, uniform
 
 #: Regret/average weighting schemes (module docstring).
@@ -140,6 +141,8 @@ class PCSGame:
     card_args: tuple  # prepare_board's indexer and bucket-table arguments
     tree_args: tuple  # walk's tree arguments
     max_depth: int
+    last_round_nodes: int  # the largest last-round subtree (:func:`last_round_shape`)
+    lanes: int  # its terminals, padded
     strata: np.ndarray  # int8 [L, k]: the first board round's canonical cards, by orbit (:func:`first_board_strata`)
 
     @classmethod
@@ -149,15 +152,18 @@ class PCSGame:
             raise ConfigError(f"{game.name}: PCS solves two-player limit games with one or two hole cards")
         hands = np.array(list(combinations(sorted(game.deck), game.num_hole_cards)), dtype=np.int64)
         t = ag.tree
+        ends = subtree_ends(t.parent)
+        last_nodes, lanes = last_round_shape(t.kind, t.actor, t.round, t.parent, ends)
         tree_args = (t.kind, t.actor, t.round.astype(np.int64), t.child, t.legal.astype(np.int64), t.folder,
-                     t.spent.astype(np.float64), ag.row_offset)  # fmt: skip
+                     t.spent.astype(np.float64), t.parent.astype(np.int64), t.parent_action.astype(np.int64), ends,
+                     int(t.round.max()), ag.row_offset)  # fmt: skip
         _, board_through, *rest = kernel_args(ag)
         a = ag.abstraction
         preflop = a.indexers[0].index_batch(hands)
         if a.tables[0] is not None:
             preflop = np.asarray(a.tables[0])[preflop].astype(np.int64)
         return cls(ag, hands, preflop, game.total_board_cards, (board_through, *rest), tree_args, int(t.depth.max()),
-                   first_board_strata(game))  # fmt: skip
+                   last_nodes, lanes, first_board_strata(game))  # fmt: skip
 
     @property
     def num_hands(self) -> int:
@@ -232,9 +238,9 @@ def showdown_strengths(pg: PCSGame, boards: np.ndarray) -> np.ndarray:
 
 
 @njit(cache=True, parallel=True)
-def _walk_boards(boards, strengths, players, num_chunks, hands, preflop_bucket, max_depth, board_through, groups, binom, suit_size,
-                 class_keys, class_offsets, num_ranks, num_suits, tables, lossless,
-                 kind, actor, rnd, child, legal, folder, spent, row_offset,
+def _walk_boards(boards, strengths, players, num_chunks, hands, preflop_bucket, max_depth, last_nodes, lanes, board_through,
+                 groups, binom, suit_size, class_keys, class_offsets, num_ranks, num_suits, tables, lossless,
+                 kind, actor, rnd, child, legal, folder, spent, parent, parent_action, subtree_end, last, row_offset,
                  regrets, regret_out, average, regret_weight, average_weight, floor):  # pragma: no cover - numba  # fmt: skip
     count = boards.shape[0]
     num_hands, num_hole = hands.shape
@@ -256,18 +262,18 @@ def _walk_boards(boards, strengths, players, num_chunks, hands, preflop_bucket, 
         sigma = np.zeros((depth, 3, num_hands))
         bucket_value = np.zeros((depth, 3, num_hands))
         own_mass = np.empty(num_hands)
-        mass = np.empty((depth, num_hands))
-        mass_ok = np.zeros(depth, dtype=np.bool_)
         per_card = np.zeros(NUM_CARDS)
+        last_work = last_round_work(last_nodes, lanes, num_hands)
         for i in range(c * count // num_chunks, (c + 1) * count // num_chunks):
             v = prepare_board(boards[i], hands, strengths[i], preflop_bucket, board_through, groups, binom, suit_size, class_keys,
                               class_offsets, num_ranks, num_suits, tables, lossless, live_cards, bucket, sorted_strength)  # fmt: skip
             local_buckets(bucket, v, local, ids, counts)
             for p in players:
                 touched[c] += walk(p, v, live_cards, local, ids, counts, sorted_strength, kind, actor, rnd, child, legal,
-                                   folder, spent, row_offset, regrets, regret_out, average, regret_weight,
-                                   average_weight, floor, node_at, action_at, own_at, opp_at, reach, value, sigma,
-                                   bucket_value, own_mass, mass, mass_ok, per_card)  # fmt: skip
+                                   folder, spent, parent, parent_action, subtree_end, last, row_offset, regrets,
+                                   regret_out, average, regret_weight, average_weight, floor, node_at, action_at,
+                                   own_at, opp_at, reach, value, sigma, bucket_value, own_mass, per_card,
+                                   last_work)  # fmt: skip
     return touched.sum()
 
 
@@ -280,7 +286,8 @@ def walk_boards(pg: PCSGame, regrets: np.ndarray, regret_out: np.ndarray, averag
     numba.set_num_threads(threads)
     boards = np.ascontiguousarray(boards, dtype=np.int8)
     return int(_walk_boards(boards, showdown_strengths(pg, boards), np.array(players, dtype=np.int64),
-                            max(1, min(threads, len(boards))), pg.hands, pg.preflop_bucket, pg.max_depth, *pg.card_args, *pg.tree_args,
+                            max(1, min(threads, len(boards))), pg.hands, pg.preflop_bucket, pg.max_depth, pg.last_round_nodes,
+                            pg.lanes, *pg.card_args, *pg.tree_args,
                             regrets, regret_out, average, float(regret_weight), float(average_weight), bool(floor)))  # fmt: skip
 
 

@@ -5,19 +5,17 @@ share no card with it (the *live* hands), each one's bucket in every round (impe
 hole cards plus the board visible in that round, through the suit-isomorphism index and the
 bucket table) and the live hands in ascending showdown strength; :func:`local_buckets` numbers
 each round's distinct buckets among them, so the walk reads and writes the tables once per
-(node, bucket) rather than per (node, hand). :func:`walk` is then one
-depth-first pass over the betting tree (:class:`protocol.betting_tree.BettingTree` arrays)
-carrying vectors over the live hands: both players' reach on the way down, the updating
-player's counterfactual values on the way up (Johanson, Bard, Lanctot, Gibson & Bowling 2012,
-"Efficient Nash Equilibrium Approximation through Monte Carlo Counterfactual Regret
-Minimization", sec. 3, vector form). Terminal values use exact card removal in O(V): a fold
-by inclusion-exclusion over the hands holding each of h's cards, a showdown by the
-sort-by-strength sweep (Johanson, Waugh, Bowling & Zinkevich 2011, "Accelerating Best Response
-Calculation in Large Extensive Games", sec. 4.2), here in one ascending direction: the stronger
-hands' reach is the fold mass minus the weaker-or-tied, and the fold mass is shared with a fold
-under the same opponent reach. The pass keeps one row of vectors per *depth*
-(not per node), so its working set is depth x V (HULH: ~20 x 1,081 doubles per array) and
-stays in cache; a node-indexed layout would be 6,378+ x V per array.
+(node, bucket) rather than per (node, hand). :func:`walk` is then one pass over the betting
+tree (:class:`protocol.betting_tree.BettingTree` arrays) carrying vectors over the live hands:
+both players' reach on the way down, the updating player's counterfactual values on the way up
+(Johanson, Bard, Lanctot, Gibson & Bowling 2012, "Efficient Nash Equilibrium Approximation
+through Monte Carlo Counterfactual Regret Minimization", sec. 3, vector form). It is depth first
+through the rounds before the last, where a fold's value uses exact card removal in O(V) (by
+inclusion-exclusion over the hands holding each of h's cards); each subtree of the last round,
+with every showdown, is one call of :func:`training.abstraction.pcs_last_round.last_round`
+(one sweep over the hands for all its terminals; HULH's river holds 5,670 of the 6,378
+decision nodes). The pass keeps one row of vectors per *depth* (not per node), so its working
+set is depth x V (HULH: ~20 x 1,081 doubles per array) and stays in cache.
 
 These are generalisations of :mod:`bot.flop.game`'s ``fold_values``/``showdown_values`` to one
 or two hole cards and to a compact live-hand index (that module stays FHP-only).
@@ -30,6 +28,7 @@ from numba import njit
 
 from protocol.betting_tree import DECISION, FOLD_END
 from protocol.isomorphism import index_one
+from training.abstraction.pcs_last_round import last_round, regret_match
 
 NUM_CARDS = 52
 
@@ -138,60 +137,11 @@ def _fold(won, reach, cards, v, per_card, out):
         out[i] = won * _disjoint(total, per_card, cards, reach, i)
 
 
-@njit(cache=True, inline="always", fastmath=True, error_model="numpy")
-def _ascending(win, lose, reach, cards, v, strength, per_card, out):
-    """The sort-by-strength sweep in one direction: out[h] = win x W(h) + lose x E(h), with W the
-    reach of the disjoint hands strictly weaker than h and E that of the disjoint hands at most
-    as strong (h excluded); returns the total, and ``per_card`` then holds every hand's reach
-    by card, so the caller gets the stronger hands' reach as (all disjoint) - E without the
-    descending sweep. Ties are passed as a group (hands numbered by ascending ``strength``)."""
-    per_card[:] = 0.0
-    total = 0.0
-    start = 0
-    while start < v:
-        end = start + 1
-        while end < v and strength[end] == strength[start]:
-            end += 1
-        for h in range(start, end):
-            out[h] = win * _outside(total, per_card, cards, h)
-        for h in range(start, end):
-            total += _count(reach, cards, h, per_card)
-        for h in range(start, end):
-            out[h] += lose * _disjoint(total, per_card, cards, reach, h)
-        start = end
-    return total
-
-
-@njit(cache=True, inline="always", fastmath=True, error_model="numpy")
-def _showdown(win, lose, reach, cards, v, strength, per_card, out):
-    """out[i] = win x (reach of weaker disjoint hands) - lose x (reach of stronger ones)."""
-    total = _ascending(win, lose, reach, cards, v, strength, per_card, out)
-    for h in range(v):
-        out[h] -= lose * _disjoint(total, per_card, cards, reach, h)
-
-
-@njit(cache=True, inline="always")
-def _match(regrets, row, legal, n, out, b):
-    """Regret matching of table row ``row`` (node ``n``'s legal actions) into ``out[:, b]``."""
-    s0 = max(regrets[row, 0], 0.0) if legal[n, 0] else 0.0
-    s1 = max(regrets[row, 1], 0.0) if legal[n, 1] else 0.0
-    s2 = max(regrets[row, 2], 0.0) if legal[n, 2] else 0.0
-    total = s0 + s1 + s2
-    if total > 0.0:
-        out[0, b] = s0 / total
-        out[1, b] = s1 / total
-        out[2, b] = s2 / total
-    else:
-        count = legal[n, 0] + legal[n, 1] + legal[n, 2]
-        out[0, b] = legal[n, 0] / count
-        out[1, b] = legal[n, 1] / count
-        out[2, b] = legal[n, 2] / count
-
-
 @njit(cache=True, fastmath=True, error_model="numpy")
 def walk(player, v, live_cards, local, ids, counts, sorted_strength, kind, actor, rnd, child, legal, folder, spent,
-         row_offset, regrets, regret_out, average, regret_weight, average_weight, floor,
-         node_at, action_at, own_at, opp_at, reach, value, sigma, bucket_value, own_mass, mass, mass_ok, per_card):  # fmt: skip
+         parent, parent_action, subtree_end, last, row_offset, regrets, regret_out, average, regret_weight,
+         average_weight, floor, node_at, action_at, own_at, opp_at, reach, value, sigma, bucket_value, own_mass,
+         per_card, last_work):  # fmt: skip
     """One PCS pass for ``player`` on a prepared board (:func:`prepare_board`, then
     :func:`local_buckets`): regret increments ``regret_weight x (v(I, a) - v(I))`` of every live
     hand at the player's nodes are summed per bucket and added into ``regret_out`` at row
@@ -200,14 +150,15 @@ def walk(player, v, live_cards, local, ids, counts, sorted_strength, kind, actor
     bucket) (pass the same array as ``regret_out`` for immediate updates, a zeroed one to
     collect one iteration's increments against fixed strategies). As sigma is one per bucket, a
     bucket's summed regret is ``S(a) - sum_a' sigma(a') S(a')`` with ``S(a)`` the bucket's summed
-    action values (``bucket_value``), so no per-hand action values are kept. Work arrays are
-    per depth (``[max_depth + 1, ...]``; ``reach`` has a row per depth, and ``own_at``/``opp_at``
-    say which row holds each player's reach at a depth: an action changes only its actor's
-    reach, the other row is shared, not copied). ``mass[j]`` caches the disjoint opponent reach
-    of every hand under reach row j (a fold's value, and a showdown's last term), valid while
-    ``mass_ok[j]``: children are visited last action first, so at the player's river nodes the
-    call's showdown fills it and the fold reuses it. Returns the (decision node, live hand)
-    pairs evaluated."""
+    action values (``bucket_value``), so no per-hand action values are kept.
+
+    The walk is depth first down to the first node of round ``last``; each such subtree
+    (``[n, subtree_end[n])``, every showdown among its leaves) is one call of
+    :func:`training.abstraction.pcs_last_round.last_round` with the reach rows at its root
+    (``last_work`` its work arrays). Work arrays are per depth (``[max_depth + 1, ...]``;
+    ``reach`` has a row per depth, and ``own_at``/``opp_at`` say which row holds each player's
+    reach at a depth: an action changes only its actor's reach, the other row is shared, not
+    copied). Returns the (decision node, live hand) pairs evaluated."""
     other = 1 - player
     touched = 0
     d = 0
@@ -215,38 +166,27 @@ def walk(player, v, live_cards, local, ids, counts, sorted_strength, kind, actor
     reach[0, :v] = 1.0
     own_at[0] = 0
     opp_at[0] = 0
-    mass_ok[0] = False
     entering = True
     while d >= 0:
         n = node_at[d]
         r = rnd[n]
         if entering:
-            if kind[n] != DECISION:
-                j = opp_at[d]
-                if kind[n] == FOLD_END:
-                    if not mass_ok[j]:
-                        _fold(1.0, reach[j], live_cards, v, per_card, mass[j])
-                        mass_ok[j] = True
-                    won = -spent[n, player] if folder[n] == player else spent[n, other]
-                    for i in range(v):
-                        value[d, i] = won * mass[j, i]
-                else:
-                    lose = spent[n, player]
-                    total = _ascending(spent[n, other], lose, reach[j], live_cards, v, sorted_strength, per_card,
-                                       value[d])  # fmt: skip
-                    if not mass_ok[j]:
-                        for i in range(v):
-                            mass[j, i] = _disjoint(total, per_card, live_cards, reach[j], i)
-                        mass_ok[j] = True
-                    for i in range(v):
-                        value[d, i] -= lose * mass[j, i]
+            if kind[n] == DECISION and r == last:
+                touched += last_round(player, n, subtree_end[n], v, live_cards, local[r], ids[r], counts[r],
+                                      sorted_strength, kind, actor, child, legal, folder, spent, parent, parent_action,
+                                      row_offset, regrets, regret_out, average, regret_weight, average_weight, floor,
+                                      reach[own_at[d]], reach[opp_at[d]], value[d], last_work)  # fmt: skip
+                d -= 1
+                entering = False
+                continue
+            if kind[n] == FOLD_END:  # before the last round; showdowns are all in last_round
+                won = -spent[n, player] if folder[n] == player else spent[n, other]
+                _fold(won, reach[opp_at[d]], live_cards, v, per_card, value[d])
                 d -= 1
                 entering = False
                 continue
             touched += v
-            offset = row_offset[n]
-            for b in range(counts[r]):
-                _match(regrets, offset + ids[r, b], legal, n, sigma[d], b)
+            regret_match(regrets, row_offset[n], ids[r], counts[r], legal, n, sigma[d])
             value[d, :v] = 0.0
             if actor[n] == player:
                 bucket_value[d, :, : counts[r]] = 0.0
@@ -269,7 +209,6 @@ def walk(player, v, live_cards, local, ids, counts, sorted_strength, kind, actor
             source = own_at[d] if actor[n] == player else opp_at[d]
             for i in range(v):
                 reach[d + 1, i] = reach[source, i] * sigma[d, x, local[r, i]]
-            mass_ok[d + 1] = False
             own_at[d + 1] = d + 1 if actor[n] == player else own_at[d]
             opp_at[d + 1] = opp_at[d] if actor[n] == player else d + 1
             node_at[d + 1] = child[n, x]

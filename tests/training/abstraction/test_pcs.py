@@ -31,7 +31,8 @@ from training.abstraction.pcs import (
     sample_boards,
     walk_boards,
 )
-from training.abstraction.pcs_kernel import NUM_CARDS, _fold, _showdown, local_buckets
+from training.abstraction.pcs_kernel import NUM_CARDS, _fold, local_buckets
+from training.abstraction.pcs_last_round import LANE_BLOCK, _sweep, last_round_work
 
 
 def all_boards(game) -> np.ndarray:
@@ -210,21 +211,47 @@ def test_local_buckets_number_each_rounds_distinct_buckets_in_order():
     assert ids[1, :1].tolist() == [5] and local[1, :5].tolist() == [0, 0, 0, 0, 0]
 
 
-def test_terminal_sweeps_match_the_pairwise_sums():
-    """Fold and showdown values against the [V, V] sums they replace, with ties and shared cards."""
+def test_fold_sweep_matches_the_pairwise_sums():
+    """A fold's value against the [V, V] sum it replaces, with shared cards."""
     rng = np.random.default_rng(2)
     board = [0, 13, 26]
     hands = [h for h in itertools.combinations(range(20), 2) if not set(h) & set(board)]
     cards = np.array(hands, dtype=np.int64)
-    strength = np.sort(rng.integers(0, 12, len(hands)))  # many ties
     reach = rng.random(len(hands))
     disjoint = np.array([[not set(a) & set(b) for b in hands] for a in hands], dtype=np.float64)
     per_card, out = np.zeros(NUM_CARDS), np.zeros(len(hands))
     _fold(-3.0, reach, cards, len(hands), per_card, out)
     assert np.allclose(out, -3.0 * disjoint @ reach)
-    _showdown(2.0, 5.0, reach, cards, len(hands), strength, per_card, out)
-    win, lose = strength[:, None] > strength[None, :], strength[:, None] < strength[None, :]
-    assert np.allclose(out, (2.0 * win * disjoint) @ reach - (5.0 * lose * disjoint) @ reach)
+
+
+@pytest.mark.parametrize("hole", [1, 2])
+def test_last_round_sweep_matches_the_pairwise_sums(hole):
+    """The lane sweep against [V, V] sums per lane: W (disjoint and strictly weaker), E (at most
+    as strong, the hand itself excluded), D (disjoint), with many ties and shared cards; each
+    hand's value and each bucket's sums of (W, E, D)."""
+    rng = np.random.default_rng(3)
+    hands = [h for h in itertools.combinations(range(3, 23), hole)]
+    v, nb, lanes = len(hands), 5, LANE_BLOCK
+    cards = np.array(hands, dtype=np.int64)
+    strength = np.sort(rng.integers(0, 12, v))  # many ties
+    local = rng.integers(0, nb, v)
+    reach = rng.random(v)
+    opp_lane = rng.random((v, lanes)).astype(np.float32)
+    weight = rng.normal(size=(3, v, lanes)).astype(np.float32)
+    work = last_round_work(1, lanes, v)
+    sums, weaker, at_most, per_card, total = work[9:14]
+    out = np.zeros(v)
+    _sweep(v, cards, local, strength, reach, opp_lane, weight, sums, weaker, at_most, per_card, total, nb, out)
+    disjoint = np.array([[not set(a) & set(b) for b in hands] for a in hands], dtype=np.float64)
+    opponent = reach[:, None] * opp_lane[local].astype(np.float64)  # [V, lanes]
+    w = (disjoint * (strength[:, None] > strength[None, :])) @ opponent
+    e = (disjoint * (strength[:, None] >= strength[None, :])) @ opponent
+    d = disjoint @ opponent
+    parts = np.stack([w, e, d])  # [3, V, lanes]
+    value = (weight[:, local].astype(np.float64) * parts).sum(axis=(0, 2))
+    assert np.allclose(out[:v], value, rtol=1e-4, atol=1e-4 * np.abs(value).max())
+    expected = np.stack([np.stack([parts[k, local == b].sum(axis=0) for b in range(nb)]) for k in range(3)])
+    assert np.allclose(sums[:, :nb], expected, rtol=1e-4, atol=1e-4 * np.abs(expected).max())
 
 
 def test_stratified_flops_follow_the_class_sizes_each_epoch():

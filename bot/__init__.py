@@ -16,3 +16,7 @@ arrow, with its documented exceptions):
 ``tests/architecture/test_import_directions.py`` documents it (the CLI's commands that run training or the
 table import them inside the command function).
 """
+
+from protocol.numba_cache import key_numba_cache
+
+key_numba_cache()  # before any kernel is decorated (protocol/numba_cache.py)

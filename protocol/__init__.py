@@ -3,3 +3,7 @@ MATCHSTATE text, the compiled public betting tree, and (later) the TCP client an
 
 Nothing here imports from ``bot``, ``training`` or ``tui``.
 """
+
+from protocol.numba_cache import key_numba_cache
+
+key_numba_cache()  # before any kernel is decorated (protocol/numba_cache.py)

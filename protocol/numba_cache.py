@@ -1,0 +1,83 @@
+"""Numba's on-disk cache of compiled kernels, in a folder keyed by this checkout's source files.
+
+Numba's ``cache=True`` checks only the source file of the function it loads: a kernel that calls
+a kernel of another module (``training.abstraction.pcs_kernel.walk`` calls
+``pcs_last_round.last_round``; every kernel reads ``protocol`` constants) keeps the callee's old
+machine code after that other file changes (numba issue #1833, open since 2016; the limitation
+is in numba's documentation under "Cache Notes"). With an editable install, a ``git pull`` that
+changes only the callee's file would silently run the old code. So every process points numba
+at ``~/.cache/pokerbot/numba/<key>`` (``$NUMBA_CACHE_DIR/<key>`` if that is set), the key a hash of
+every ``.py`` file's path, size and modification time under ``protocol``, ``bot``, ``training``
+and ``tui``: any change to the source starts a fresh cache (kernels compile again on first
+use, tens of seconds for a large one), and an unchanged install reuses its cache. Stat-ing the
+~300 files costs about a millisecond. Folders of other keys are removed once they are a week
+old and :data:`KEEP` newer ones exist.
+
+It must run before the first ``@njit(cache=True)`` decorator (numba picks a function's cache
+folder when the decorator runs), so each of the four packages calls it in its ``__init__``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import time
+from pathlib import Path
+
+import numba
+
+#: The top-level packages whose source keys the cache.
+PACKAGES = ("protocol", "bot", "training", "tui")
+#: Cache folders of other keys kept however old they are (other checkouts, older installs).
+KEEP = 4
+#: Older folders of other keys are removed after this many seconds unused.
+MAX_AGE = 7 * 24 * 3600
+
+
+def source_key(root: Path, packages: tuple[str, ...] = PACKAGES) -> str:
+    """16 hex digits of a hash over every ``.py`` file under ``root / package``: path, size and
+    modification time (a changed file changes at least one of them)."""
+    digest = hashlib.sha1()
+    for package in packages:
+        for path in sorted((root / package).rglob("*.py")):
+            stat = path.stat()
+            digest.update(f"{path.relative_to(root).as_posix()}\0{stat.st_size}\0{stat.st_mtime_ns}\n".encode())
+    return digest.hexdigest()[:16]
+
+
+def cache_base() -> Path:
+    """The folder that holds one cache folder per key: ``$NUMBA_CACHE_DIR`` if set, else
+    ``~/.cache/pokerbot/numba``. Not under ``$POKERBOT_CACHE``: tests and scripts point that at
+    scratch folders for their tables, and the kernels would then compile again in each."""
+    if os.environ.get("NUMBA_CACHE_DIR"):
+        return Path(os.environ["NUMBA_CACHE_DIR"])
+    return Path.home() / ".cache" / "pokerbot" / "numba"
+
+
+def key_numba_cache(root: Path | None = None, packages: tuple[str, ...] = PACKAGES) -> Path:
+    """Point numba's cache at the folder of this source's key (once per process for the default
+    ``root``, the folder holding the packages); returns it."""
+    root = root or Path(__file__).resolve().parent.parent
+    folder = cache_base() / source_key(root, packages)
+    if numba.config.CACHE_DIR != str(folder):  # type: ignore[attr-defined]  # set from the environment at import
+        numba.config.CACHE_DIR = str(folder)  # type: ignore[attr-defined]
+        _prune(folder)
+    return folder
+
+
+def _prune(current: Path) -> None:
+    """Remove other keys' folders unused for :data:`MAX_AGE` beyond the :data:`KEEP` newest
+    (best effort: a folder another process is using is at worst compiled again)."""
+    try:
+        others = sorted((p for p in current.parent.iterdir() if p.is_dir() and p != current),
+                        key=lambda p: p.stat().st_mtime, reverse=True)  # fmt: skip
+    except OSError:
+        return
+    now = time.time()
+    for folder in others[KEEP:]:
+        try:
+            if now - folder.stat().st_mtime > MAX_AGE:
+                shutil.rmtree(folder, ignore_errors=True)
+        except OSError:
+            continue

@@ -89,7 +89,7 @@ class PCSSolver:
         return max(MIN_PCS_BATCH_PER_THREAD * self.threads, ceil(PCS_SWEEP_RATIO * self.pg.ag.num_rows / per_iteration))
 
     def compile(self, regrets: np.ndarray, average: np.ndarray) -> None:
-        """The walk kernel inlines the board preparation, both terminal sweeps and the pass, so
+        """The walk kernel inlines the board preparation, the pass and the last-round sweep, so
         compiling it takes ~a minute the first time (cached on disk after that): done here on
         no boards, so the solve clock and the progress bar's rate start after it."""
         no_boards = np.zeros((0, self.pg.board_cards), dtype=np.int8)

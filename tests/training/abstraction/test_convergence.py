@@ -1,0 +1,77 @@
+"""The convergence check of an abstraction solve (training.abstraction.convergence): the final
+average against the one from half the run, head to head by sampled boards."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+from click.testing import CliRunner
+
+from bot.abstraction.agent import AbstractionAgent
+from bot.abstraction.spec import SPECS
+from bot.cli import main as pokerbot
+from bot.evaluation.statistics import estimate
+from training.abstraction.board_match import BoardMatch, run
+from training.abstraction.convergence import TOLERANCE_MBB, Convergence, half_mark
+
+BASE = ["train", "--algo", "abstraction", "--threads", "1", "--game", "leduc", "--size", "merged"]
+
+
+def metrics(path) -> list[dict]:
+    return [json.loads(line) for line in (path / "metrics.jsonl").read_text().splitlines()]
+
+
+def solve(tmp_path, name: str, iterations: int, boards: int | None) -> list[dict]:
+    settings = "batch = 20\n" + ("" if boards is None else f"convergence_boards = {boards}\n")
+    (tmp_path / f"{name}.toml").write_text(settings)
+    result = CliRunner().invoke(pokerbot, BASE + ["--iterations", str(iterations), "--config", str(tmp_path / f"{name}.toml"),
+                                                  "--out", str(tmp_path / name)])  # fmt: skip
+    assert result.exit_code == 0, result.output
+    return metrics(tmp_path / name)
+
+
+def test_the_final_average_is_played_against_the_snapshot_from_half_the_run(tmp_path):
+    rows = solve(tmp_path, "r", 200, 40)
+    check = next(r for r in rows if "vs_half_mbb" in r)
+    assert check["half_iteration"] == 100 and check["iteration"] == 200  # the first batch end at half the target
+    assert check["vs_half_boards"] == 40
+    # the same boards, played here directly between the two tables, give the recorded figure
+    game = SPECS["leduc_merged"].load_game()
+    final = AbstractionAgent(game, "leduc_merged", tmp_path / "r" / "policy" / "average.npy")
+    half = AbstractionAgent(game, "leduc_merged", tmp_path / "r" / "half" / "average.npy")
+    values, _ = run(BoardMatch(game, final, half), 0, 40, 1, 4)
+    expected = estimate(values.duplicate * 1000.0 / game.big_blind)
+    assert check["vs_half_mbb"] == round(expected.mean, 2)
+    assert check["vs_half_ci95"] == round((expected.high - expected.low) / 2, 2)
+    assert check["converged"] == (abs(expected.mean) + (expected.high - expected.low) / 2 <= TOLERANCE_MBB)
+    assert not np.array_equal(np.load(tmp_path / "r" / "half" / "average.npy"), np.load(tmp_path / "r" / "policy" / "average.npy"))
+
+
+def test_a_resume_to_a_larger_target_snapshots_again_and_a_finished_one_does_not(tmp_path):
+    solve(tmp_path, "r", 200, 40)
+    runner = CliRunner()
+    resumed = runner.invoke(pokerbot, ["train", "--algo", "abstraction", "--threads", "1", "--resume", str(tmp_path / "r"),
+                                       "--iterations", "600"])  # fmt: skip
+    assert resumed.exit_code == 0, resumed.output
+    assert "convergence: iteration 600 vs 300" in resumed.output
+    assert json.loads((tmp_path / "r" / "half" / "half.json").read_text())["iteration"] == 300
+    again = runner.invoke(pokerbot, ["train", "--algo", "abstraction", "--threads", "1", "--resume", str(tmp_path / "r"),
+                                     "--iterations", "600"])  # fmt: skip
+    assert again.exit_code == 0, again.output
+    assert json.loads((tmp_path / "r" / "half" / "half.json").read_text())["iteration"] == 300  # kept
+
+
+def test_games_with_exact_exploitability_skip_it_by_default(tmp_path):
+    rows = solve(tmp_path, "r", 100, None)
+    assert not any("vs_half_mbb" in r for r in rows) and rows[-1]["exploitability_mbb"] > 0
+    assert not (tmp_path / "r" / "half").exists()
+
+
+def test_converged_means_the_interval_lies_within_the_tolerance():
+    assert Convergence(100, 200, 200, 3.0, 1.9).converged
+    assert not Convergence(100, 200, 200, -3.0, 2.1).converged
+    assert not Convergence(100, 200, 200, 0.5, 4.6).converged
+    mark = half_mark(1000, 60.0)
+    assert mark.passed(500, 1.0) and mark.passed(1, 30.0) and not mark.passed(499, 29.9)
+    assert not half_mark(None, None).passed(10**9, 1e9)

@@ -1,0 +1,125 @@
+"""Is an abstraction solve converged? Its final average strategy against itself at half the run.
+
+Hold'em has no exact exploitability, so "converged" is measured the way the Deep CFR paper's
+baselines are compared: head to head. A solve keeps a copy of its average strategy from the
+moment it passes half its target (half the ``--iterations``, or half the ``--time-budget`` of
+the run's training clock, whichever comes first: with a steady rate both are T/2), and at the
+end plays the final average T against it by sampled boards (:mod:`training.abstraction.board_match`:
+exact over hole cards and actions, both seats). The solve is *converged* when that interval
+lies inside +-:data:`TOLERANCE_MBB` mbb/g: another doubling of the work would no longer change
+the policy's strength measurably. The result goes to ``metrics.jsonl`` (``vs_half_mbb``,
+``vs_half_ci95``, ``half_iteration``, ``converged``) and to the console.
+
+The snapshot lives in ``<run>/half/`` (``average.npy`` and ``half.json`` with its iteration); a
+``--resume`` with a larger target takes a new one when the run passes half of that target, and
+the check always names the iteration it compared against.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+from rich.progress import Progress
+
+from bot.abstraction.agent import AbstractionAgent
+from bot.abstraction.spec import AbstractionSpec
+from bot.evaluation.statistics import estimate
+from protocol.files import atomic_write, atomic_write_text
+from training.abstraction.board_match import BoardMatch, run
+
+#: The T vs T/2 interval must lie inside +- this many mbb/g (the issue's definition of converged).
+TOLERANCE_MBB = 5.0
+HALF_DIR = "half"
+
+
+@dataclass(frozen=True)
+class HalfMark:
+    """When a solve passes half of its target (either limit may be absent)."""
+
+    iterations: int | None
+    seconds: float | None
+
+    def passed(self, iterations: int, seconds: float) -> bool:
+        return (self.iterations is not None and iterations >= self.iterations) or (
+            self.seconds is not None and seconds >= self.seconds)  # fmt: skip
+
+
+def half_mark(target_iterations: int | None, time_budget: float | None) -> HalfMark:
+    """Half of each limit the run has."""
+    return HalfMark(None if target_iterations is None else max(1, target_iterations // 2),
+                    None if time_budget is None else time_budget / 2)  # fmt: skip
+
+
+def snapshot(run_path: Path) -> tuple[int, float] | None:
+    """(iteration, training seconds) of the run's half snapshot, or None."""
+    try:
+        stored = json.loads((run_path / HALF_DIR / "half.json").read_text())
+        return int(stored["iteration"]), float(stored["seconds"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+def due(run_path: Path, mark: HalfMark, iteration: int, seconds: float) -> bool:
+    """True when the run has passed ``mark`` and its snapshot (if any) was taken before it: a
+    resume with a larger target snapshots again, one with the same target keeps the one it has."""
+    if not mark.passed(iteration, seconds):
+        return False
+    taken = snapshot(run_path)
+    return taken is None or not mark.passed(*taken)
+
+
+def take_snapshot(run_path: Path, average: np.ndarray, iteration: int, seconds: float) -> None:
+    """Copy the average strategy at ``iteration`` into ``<run>/half/`` (table first, then the
+    json that names it, so a crash in between leaves no snapshot claiming the wrong table)."""
+    folder = run_path / HALF_DIR
+    folder.mkdir(exist_ok=True)
+    (folder / "half.json").unlink(missing_ok=True)
+    atomic_write(folder / "average.npy", lambda handle: np.save(handle, average))
+    atomic_write_text(folder / "half.json", json.dumps({"iteration": iteration, "seconds": round(seconds, 3)}))
+
+
+@dataclass(frozen=True)
+class Convergence:
+    """The final average against the half snapshot, in mbb/g (95% interval half-width)."""
+
+    half_iteration: int
+    iteration: int
+    boards: int
+    mbb: float
+    ci95: float
+
+    @property
+    def converged(self) -> bool:
+        return abs(self.mbb) + self.ci95 <= TOLERANCE_MBB
+
+    def metrics(self) -> dict:
+        return {"vs_half_mbb": round(self.mbb, 2), "vs_half_ci95": round(self.ci95, 2), "vs_half_boards": self.boards,
+                "half_iteration": self.half_iteration, "converged": self.converged}  # fmt: skip
+
+    def line(self) -> str:
+        verdict = "converged" if self.converged else "not converged"
+        return (f"convergence: iteration {self.iteration:,} vs {self.half_iteration:,}: {self.mbb:+.1f} ± {self.ci95:.1f} "
+                f"mbb/g over {self.boards} boards: {verdict} (the target: within ±{TOLERANCE_MBB:g})")  # fmt: skip
+
+
+def check(spec: AbstractionSpec, final: Path, run_path: Path, iteration: int, boards: int, seed: int, threads: int,
+          bar: Progress | None = None) -> Convergence | None:  # fmt: skip
+    """Play the average table at ``final`` against the run's half snapshot on ``boards`` sampled
+    boards (stream ``seed``); None without a snapshot older than ``iteration``."""
+    taken = snapshot(run_path)
+    if taken is None or taken[0] >= iteration or boards < 2:
+        return None
+    half = taken[0]
+    game = spec.load_game()
+    match = BoardMatch(game, AbstractionAgent(game, spec.name, final),
+                       AbstractionAgent(game, spec.name, run_path / HALF_DIR / "average.npy"))  # fmt: skip
+    task = None if bar is None else bar.add_task(f"convergence check: iteration {iteration:,} vs {half:,}", total=boards)
+    values, _ = run(match, seed, boards, threads, 4 * threads,
+                    lambda n: None if bar is None else bar.advance(task, n))  # fmt: skip
+    if len(values.duplicate) < 2:  # interrupted at once: no interval
+        return None
+    result = estimate(values.duplicate * 1000.0 / game.big_blind)
+    return Convergence(half, iteration, result.n, result.mean, (result.high - result.low) / 2)

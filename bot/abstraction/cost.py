@@ -28,18 +28,23 @@ FEATURE_ROWS_PER_SECOND = 4.8e6
 #: same (shared) machine: HULH abstraction_3e6, FHP fhp_abstraction_4e4, Leduc lossless.
 ITERATIONS_PER_SECOND = {"holdem": 1.45e4, "fhp": 1.4e5, "leduc": 1.0e5, "kuhn": 2.0e5}
 #: PCS (decision node, live hand) pairs per second on the 2-core machine with both cores free:
-#: twice the pairs per CPU second measured while other jobs shared the machine (load 11-14):
-#: ``benchmarks/bench_pcs_holdem.py --iterations 20`` (abstraction_3e6: 4.62e7 per CPU s, 149 CPU
-#: ms per pass, 187 before the per-bucket kernel) and ``benchmarks/bench_pcs_fhp.py --threads 1``
-#: (fhp_abstraction_3.6e6: 3.36e7 per CPU s over an 80 CPU-s solve). Other games (Leduc, Kuhn:
-#: seconds either way) use the FHP rate.
-PCS_PAIRS_PER_SECOND = {"holdem": 9.2e7, "fhp": 6.7e7}
+#: twice the pairs per CPU second of one thread, measured on the AMD EPYC with the last-round
+#: sweep (2026-11-27, load ~3): ``benchmarks/bench_pcs_holdem.py --iterations 30 --threads 1``
+#: (abstraction_3e6: 1.81e8 per CPU s, 38.1 CPU ms per pass; 87.4 before the sweep) and
+#: ``benchmarks/bench_pcs_fhp.py --threads 1`` (fhp_abstraction_3.6e6: 1.05e8 per CPU s over a
+#: 340 CPU-s solve). Other games (Leduc, Kuhn: seconds either way) use the FHP rate.
+PCS_PAIRS_PER_SECOND = {"holdem": 3.6e8, "fhp": 2.1e8}
 #: A default PCS solve gives every bucket of the finest round this many hand updates per
-#: decision node: iterations = this x buckets / live hands per board. Calibrated by
-#: ``benchmarks/bench_pcs_fhp.py`` on fhp_abstraction_4e4, whose exploitability stops falling
-#: (48.5 mbb/g) after ~1,000 iterations (690 flop buckets, 1,176 live hands: ~1,700 updates per
-#: bucket; 1,000 gives 52-54 there); a finer abstraction is assumed to need as many per bucket.
-PCS_UPDATES_PER_BUCKET = 1000
+#: decision node: iterations = this x buckets / live hands per board. FHP (and the small games)
+#: calibrated by ``benchmarks/bench_pcs_fhp.py`` on fhp_abstraction_4e4, whose exploitability
+#: stops falling (48.5 mbb/g) after ~1,000 iterations (690 flop buckets, 1,176 live hands: ~1,700
+#: updates per bucket; 1,000 gives 52-54 there). Hold'em by the convergence check
+#: (:mod:`training.abstraction.convergence`) of a one-thread abstraction_3e6 solve: T vs T/2 was
+#: +5.9 +- 1.7 mbb/g at 22,746 iterations (2026-11-27), not yet within +-5; 45,000 iterations,
+#: two doublings' worth of the gap's fall seen from 16,000 to 22,746, is the default (an
+#: extrapolation, checked by the run's own convergence line); a finer abstraction is assumed to
+#: need as many updates per bucket.
+PCS_UPDATES_PER_BUCKET = {"holdem": 94_000, "fhp": 1000}
 #: Iterations per abstract infoset that a default ES solve runs (each infoset then sees ~100s of
 #: regret updates; exploitability of ES-MCCFR falls roughly as 1/sqrt(iterations)).
 DEFAULT_ITERATIONS_PER_INFOSET = 30
@@ -159,7 +164,8 @@ def estimate(spec: AbstractionSpec, iterations: int | None = None, cached_rounds
     if solver == "pcs":
         live = comb(deck - game.total_board_cards, game.num_hole_cards)
         finest = max(round_sizes(spec)[1:] or round_sizes(spec))
-        iterations = iterations or max(1000, ceil(PCS_UPDATES_PER_BUCKET * finest / live))
+        per_bucket = PCS_UPDATES_PER_BUCKET.get(stem, PCS_UPDATES_PER_BUCKET["fhp"])
+        iterations = iterations or max(1000, ceil(per_bucket * finest / live))
         pairs = 2 * len(tree.decision_ids) * live
         rate = PCS_PAIRS_PER_SECOND.get(stem, PCS_PAIRS_PER_SECOND["fhp"]) / pairs
     else:

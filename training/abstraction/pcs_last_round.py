@@ -6,12 +6,14 @@ factor is a function of the bucket: a hand h of the updating player reaches term
 ``own_reach(h) x G[b(h), t]`` and an opponent hand h' with ``opp_reach(h') x F[b(h'), t]``, ``G``
 and ``F`` the products of the two players' bucket strategies along the path. The terminal
 values of every terminal of the subtree then come out of *one* ascending sort-by-strength sweep
-over the live hands with one accumulator lane per terminal (Johanson, Waugh, Bowling & Zinkevich
-2011, "Accelerating Best Response Calculation in Large Extensive Games", sec. 4.2, with the
-terminals as vector lanes instead of one sweep each), and everything else is bucket-level work:
+over the live hands with one accumulator lane per opponent-reach *profile* (Johanson, Waugh,
+Bowling & Zinkevich 2011, "Accelerating Best Response Calculation in Large Extensive Games",
+sec. 4.2, with the terminals as vector lanes instead of one sweep each; terminals that share
+the opponent's reach share a lane), and everything else is bucket-level work:
 
 * the root's counterfactual value of hand h is ``sum_t G[b(h), t] x u_t(h)`` (``u_t`` the
-  terminal value against the opponent's reach at t);
+  terminal value against the opponent's reach at t, a combination of the lane's weaker,
+  at-most-as-strong and disjoint opponent reach);
 * a bucket's summed value at a node is the bucket-level backup of ``U[b, t] = sum_{h in b} u_t(h)``
   (own nodes weight children by the bucket's strategy, the opponent's add them), from which
   regrets follow as in :func:`training.abstraction.pcs_kernel.walk`; the average strategy's
@@ -19,11 +21,12 @@ terminals as vector lanes instead of one sweep each), and everything else is buc
 
 HULH's 567 river subtrees each hold 10 decision nodes and 17 terminals: the per-node vector
 passes (reach down, values up) and 17 separate terminal sweeps of the depth-first walk become
-one two-pass sweep with 17 lanes (padded to a multiple of 8 so the lane loops vectorise). The
-result equals the depth-first walk up to float rounding (``tests/training/abstraction/test_pcs.py``:
-one enumerated iteration equals full-width CFR).
+one two-pass sweep with 13 float32 lanes (padded to :data:`LANE_BLOCK`, one AVX-512 register;
+float32 like the regret tables the sums feed). The result equals the depth-first walk up to
+float rounding (``tests/training/abstraction/test_pcs.py``: one enumerated iteration equals
+full-width CFR; the sweep against pairwise sums).
 
-Work arrays (``LastRoundWork`` fields, per thread) are indexed by the node's offset in the
+Work arrays (:func:`last_round_work`, per thread) are indexed by the node's offset in the
 subtree (``node - root``, preorder) and by the bucket's position among the board's distinct
 buckets of the round (:func:`training.abstraction.pcs_kernel.local_buckets`).
 """

@@ -23,6 +23,7 @@ import hashlib
 import os
 import shutil
 import time
+from functools import cache
 from pathlib import Path
 
 import numba
@@ -58,12 +59,23 @@ def cache_base() -> Path:
 def key_numba_cache(root: Path | None = None, packages: tuple[str, ...] = PACKAGES) -> Path:
     """Point numba's cache at the folder of this source's key (once per process for the default
     ``root``, the folder holding the packages); returns it."""
-    root = root or Path(__file__).resolve().parent.parent
-    folder = cache_base() / source_key(root, packages)
+    key = _own_key() if root is None and packages == PACKAGES else source_key(root or _own_root(), packages)
+    folder = cache_base() / key
     if numba.config.CACHE_DIR != str(folder):  # type: ignore[attr-defined]  # set from the environment at import
         numba.config.CACHE_DIR = str(folder)  # type: ignore[attr-defined]
         _prune(folder)
     return folder
+
+
+def _own_root() -> Path:
+    """The folder holding this checkout's (or install's) packages."""
+    return Path(__file__).resolve().parent.parent
+
+
+@cache
+def _own_key() -> str:
+    """This source's key, computed once: every package's ``__init__`` asks for it."""
+    return source_key(_own_root())
 
 
 def _prune(current: Path) -> None:

@@ -62,23 +62,24 @@ def snapshot(run_path: Path) -> tuple[int, float] | None:
         return None
 
 
-def due(run_path: Path, mark: HalfMark, iteration: int, seconds: float) -> bool:
-    """True when the run has passed ``mark`` and its snapshot (if any) was taken before it: a
-    resume with a larger target snapshots again, one with the same target keeps the one it has."""
-    if not mark.passed(iteration, seconds):
-        return False
-    taken = snapshot(run_path)
-    return taken is None or not mark.passed(*taken)
+def due(taken: tuple[int, float] | None, mark: HalfMark, iteration: int, seconds: float) -> bool:
+    """True when the run has passed ``mark`` and its snapshot (``taken``, from :func:`snapshot`
+    or :func:`take_snapshot`) was taken before it: a resume with a larger target snapshots
+    again, one with the same target keeps the one it has."""
+    return mark.passed(iteration, seconds) and (taken is None or not mark.passed(*taken))
 
 
-def take_snapshot(run_path: Path, average: np.ndarray, iteration: int, seconds: float) -> None:
+def take_snapshot(run_path: Path, average: np.ndarray, iteration: int, seconds: float) -> tuple[int, float]:
     """Copy the average strategy at ``iteration`` into ``<run>/half/`` (table first, then the
-    json that names it, so a crash in between leaves no snapshot claiming the wrong table)."""
+    json that names it, so a crash in between leaves no snapshot claiming the wrong table);
+    returns what :func:`snapshot` will read back."""
     folder = run_path / HALF_DIR
     folder.mkdir(exist_ok=True)
     (folder / "half.json").unlink(missing_ok=True)
     atomic_write(folder / "average.npy", lambda handle: np.save(handle, average))
-    atomic_write_text(folder / "half.json", json.dumps({"iteration": iteration, "seconds": round(seconds, 3)}))
+    taken = (iteration, round(seconds, 3))
+    atomic_write_text(folder / "half.json", json.dumps({"iteration": taken[0], "seconds": taken[1]}))
+    return taken
 
 
 @dataclass(frozen=True)

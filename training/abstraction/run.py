@@ -46,8 +46,9 @@ from training.contract.loop import StepLoop
 from training.contract.rundir import RunDir
 from training.flop.trainer import route_lossless
 
-#: Boards of the default convergence check where exploitability is not exact (a 3e6 solve's
-#: T vs T/2 measured +-1.2 to +-2.2 mbb/g over 200 boards, ~3 CPU-minutes).
+#: Boards of the default convergence check where exploitability is not exact (200 measured
+#: +-0.9 to +-1.7 mbb/g on abstraction_3e6 solves, +-1.5 to +-3.5 on abstraction_3e7; the check
+#: took 13 s on two threads for 3e6 and ~1 min on one for 3e7).
 DEFAULT_CONVERGENCE_BOARDS = 200
 
 
@@ -167,7 +168,7 @@ def train(config: AbstractionConfig, run: RunDir, resume: bool = False, stop: St
     started, trained_before = time.monotonic(), state["seconds"]
     boards = config.convergence_boards
     boards = (0 if exact_exploitability(ag) else DEFAULT_CONVERGENCE_BOARDS) if boards is None else boards
-    half = convergence.half_mark(target, config.time_budget)
+    half, taken = convergence.half_mark(target, config.time_budget), convergence.snapshot(run.path)
 
     def training_seconds() -> float:
         """The run's training clock: earlier sittings' solve seconds plus this one's, so a
@@ -202,8 +203,8 @@ def train(config: AbstractionConfig, run: RunDir, resume: bool = False, stop: St
                 if config.eval_every and state["iterations"] % config.eval_every < done:
                     record |= _exploitability(ag, average, bar)
                 run.append_metrics(record)
-                if boards and convergence.due(run.path, half, state["iterations"], training_seconds()):
-                    convergence.take_snapshot(run.path, average, state["iterations"], training_seconds())
+                if boards and convergence.due(taken, half, state["iterations"], training_seconds()):
+                    taken = convergence.take_snapshot(run.path, average, state["iterations"], training_seconds())
                 loop.checkpoint_if_due(state["iterations"], lambda: _checkpoint(run, regrets, average, state))
     loop.finish(state["iterations"], lambda: _checkpoint(run, regrets, average, state))
     with progress_bar(console, transient=True) as bar:

@@ -124,8 +124,8 @@ def _strategies_and_lanes(player, root, end, nb, ids, kind, actor, legal, folder
     """Preorder over the subtree: bucket strategies at decision nodes and both players'
     strategy products from the root. A terminal's opponent reach is one of the subtree's
     *profiles* (one per opponent action edge: an own action keeps the parent's), and each
-    profile that some terminal has gets a lane, showdowns' first (HULH's river: 13 lanes for
-    17 terminals, as a fold of the updating player shares the reach of the showdown beside it).
+    profile that some terminal has gets a lane (HULH's river: 13 lanes for 17 terminals, as a
+    fold of the updating player shares the reach of the showdown beside it).
     ``weight[k, b, lane]`` sums, over the lane's terminals, own reach factor x the terminal's
     coefficient of k (the weaker, at-most-as-strong and disjoint opponent reach) in its value.
     Returns the lanes used."""
@@ -161,21 +161,19 @@ def _strategies_and_lanes(player, root, end, nb, ids, kind, actor, legal, folder
     lanes = 0
     opp_lane[:nb] = 0.0
     weight[:, :nb] = 0.0
-    for showdowns_first in (True, False):
-        for j in range(end - root):
-            n = root + j
-            if kind[n] == DECISION or (kind[n] == FOLD_END) == showdowns_first:
-                continue
-            if lane_of[profile[j]] < 0:
-                lane_of[profile[j]] = lanes
+    for j in range(end - root):
+        if kind[root + j] == DECISION:
+            continue
+        if lane_of[profile[j]] < 0:
+            lane_of[profile[j]] = lanes
+            for b in range(nb):
+                opp_lane[b, lanes] = opp_factor[j, b]
+            lanes += 1
+        lane = lane_of[profile[j]]
+        for k in range(3):
+            if coef[j, k] != 0.0:
                 for b in range(nb):
-                    opp_lane[b, lanes] = opp_factor[j, b]
-                lanes += 1
-            lane = lane_of[profile[j]]
-            for k in range(3):
-                if coef[j, k] != 0.0:
-                    for b in range(nb):
-                        weight[k, b, lane] += own_factor[j, b] * coef[j, k]
+                    weight[k, b, lane] += own_factor[j, b] * coef[j, k]
     return lanes
 
 

@@ -77,15 +77,15 @@ class ESSolver:
 class PCSSolver:
     """Public Chance Sampling with one of :data:`training.abstraction.pcs.SCHEMES`."""
 
-    def __init__(self, ag: AbstractGame, seed: int, threads: int, scheme: str, hands_per_board: int = 0) -> None:
+    def __init__(self, ag: AbstractGame, seed: int, threads: int, scheme: str) -> None:
         self.pg = pcs.PCSGame.build(ag)
-        self.seed, self.threads, self.scheme, self.hands_per_board = seed, threads, scheme, hands_per_board
-        self.label = f"PCS {scheme}" + (f", {hands_per_board} hands a board" if hands_per_board else "")
+        self.seed, self.threads, self.scheme = seed, threads, scheme
+        self.label = f"PCS {scheme}"
         self.call = threads  # iterations per kernel call, adapted to CALL_SECONDS
 
     def default_batch(self) -> int:
         """Iterations per batch (see :data:`PCS_SWEEP_RATIO`)."""
-        per_iteration = pairs_per_iteration(self.pg.ag, self.hands_per_board)
+        per_iteration = pairs_per_iteration(self.pg.ag)
         return max(MIN_PCS_BATCH_PER_THREAD * self.threads, ceil(PCS_SWEEP_RATIO * self.pg.ag.num_rows / per_iteration))
 
     def compile(self, regrets: np.ndarray, average: np.ndarray) -> None:
@@ -103,8 +103,7 @@ class PCSSolver:
         while done < count:
             n = min(self.call, count - done)
             started = time.monotonic()
-            touched += pcs.run_iterations(self.pg, regrets, average, self.seed, first + done, n, weights, self.threads,
-                                          self.hands_per_board)  # fmt: skip
+            touched += pcs.run_iterations(self.pg, regrets, average, self.seed, first + done, n, weights, self.threads)
             seconds = time.monotonic() - started
             done += n
             self.call = max(self.threads, min(4 * self.call, int(n * CALL_SECONDS / max(seconds, 1e-6))))
@@ -113,10 +112,9 @@ class PCSSolver:
         return touched, done
 
 
-def pairs_per_iteration(ag: AbstractGame, hands_per_board: int = 0) -> int:
+def pairs_per_iteration(ag: AbstractGame) -> int:
     """(Decision node, live hand) pairs one PCS iteration evaluates: two passes (one per
-    player) over every decision node, for the hands that a full board leaves live (or the
-    ``hands_per_board`` sampled of them)."""
+    player) over every decision node, for the hands that a full board leaves live."""
     game = ag.abstraction.game
     live = comb(len(game.deck) - game.total_board_cards, game.num_hole_cards)
-    return 2 * len(ag.tree.decision_ids) * (min(live, hands_per_board) if hands_per_board else live)
+    return 2 * len(ag.tree.decision_ids) * live

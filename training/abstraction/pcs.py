@@ -46,19 +46,6 @@ board is still uniformly distributed. On ``fhp_abstraction_3.6e6`` (where the fl
 board) it measured 252.9 mbb/g after 10 CPU-s against 260.6 for independent draws (one run
 each, 1 thread, load 11-13; ``benchmarks/bench_pcs_fhp.py --iid-boards`` runs the comparison).
 
-**Sampled hands** (``hands_per_board`` = k > 0): both players' ranges are restricted to one
-uniform random k of the board's v live hands (:func:`training.abstraction.pcs_kernel.prepare_board`,
-drawn by (seed, iteration)). A pair of distinct hands is then in the sample with probability
-k(k-1)/(v(v-1)) and one hand with k/v, so the regret increments are unbiased up to the first
-constant and the average's up to the second (``tests/training/abstraction/test_pcs.py``); v is
-the same on every board of a game (HULH: 1,081), and regret matching, the schemes' discounts and
-the normalised average are all invariant to a constant factor, so no reweighting is needed.
-Why: on one HULH board the 1,081 hands fall into only ~60 river buckets of abstraction_3e6, so
-a full pass spends most of its work on hands that update the same rows, while the run sees ~13
-boards a second per core; a sample trades that redundancy for more boards. What it costs: the
-per-board work that scales with the distinct buckets (the table rows read and written) shrinks
-less than the hands do.
-
 **Batch structure and threads.** :func:`run_iterations` samples the boards as above, evaluates
 every (hand, board) showdown strength in one vectorised call, then a ``prange`` over ``threads`` contiguous shares of the iterations runs
 each share's boards one after another; every thread owns its work arrays (depth x hands, ~2 MB
@@ -251,7 +238,7 @@ def showdown_strengths(pg: PCSGame, boards: np.ndarray) -> np.ndarray:
 
 
 @njit(cache=True, parallel=True)
-def _walk_boards(boards, strengths, players, num_chunks, seed, first_iteration, hands_per_board, hands, preflop_bucket, max_depth, last_nodes, lanes, board_through,
+def _walk_boards(boards, strengths, players, num_chunks, hands, preflop_bucket, max_depth, last_nodes, lanes, board_through,
                  groups, binom, suit_size, class_keys, class_offsets, num_ranks, num_suits, tables, lossless,
                  kind, actor, rnd, child, legal, folder, spent, parent, parent_action, subtree_end, last, row_offset,
                  regrets, regret_out, average, regret_weight, average_weight, floor):  # pragma: no cover - numba  # fmt: skip
@@ -279,8 +266,7 @@ def _walk_boards(boards, strengths, players, num_chunks, seed, first_iteration, 
         last_work = last_round_work(last_nodes, lanes, num_hands)
         for i in range(c * count // num_chunks, (c + 1) * count // num_chunks):
             v = prepare_board(boards[i], hands, strengths[i], preflop_bucket, board_through, groups, binom, suit_size, class_keys,
-                              class_offsets, num_ranks, num_suits, tables, lossless, live_cards, bucket, sorted_strength,
-                              hands_per_board, seed, first_iteration + i)  # fmt: skip
+                              class_offsets, num_ranks, num_suits, tables, lossless, live_cards, bucket, sorted_strength)  # fmt: skip
             local_buckets(bucket, v, local, ids, counts)
             for p in players:
                 touched[c] += walk(p, v, live_cards, local, ids, counts, sorted_strength, kind, actor, rnd, child, legal,
@@ -293,26 +279,23 @@ def _walk_boards(boards, strengths, players, num_chunks, seed, first_iteration, 
 
 def walk_boards(pg: PCSGame, regrets: np.ndarray, regret_out: np.ndarray, average: np.ndarray, boards: np.ndarray,
                 players: tuple[int, ...], regret_weight: float, average_weight: float, floor: bool,
-                threads: int, hands_per_board: int = 0, seed: int = 0, first_iteration: int = 1) -> int:  # fmt: skip
+                threads: int) -> int:  # fmt: skip
     """PCS passes of ``players`` (in that order) on each of ``boards`` (int8 ``[B, board
     cards]``), strategies from ``regrets``, regret increments into ``regret_out`` (the same
-    array for immediate updates); returns the (decision node, live hand) pairs evaluated.
-    ``hands_per_board`` > 0 restricts both players to that many of a board's live hands, drawn
-    by (``seed``, board i's iteration ``first_iteration + i``) (module docstring)."""
+    array for immediate updates); returns the (decision node, live hand) pairs evaluated."""
     numba.set_num_threads(threads)
     boards = np.ascontiguousarray(boards, dtype=np.int8)
     return int(_walk_boards(boards, showdown_strengths(pg, boards), np.array(players, dtype=np.int64),
-                            max(1, min(threads, len(boards))), seed, first_iteration, hands_per_board, pg.hands, pg.preflop_bucket, pg.max_depth, pg.last_round_nodes,
+                            max(1, min(threads, len(boards))), pg.hands, pg.preflop_bucket, pg.max_depth, pg.last_round_nodes,
                             pg.lanes, *pg.card_args, *pg.tree_args,
                             regrets, regret_out, average, float(regret_weight), float(average_weight), bool(floor)))  # fmt: skip
 
 
 def run_iterations(pg: PCSGame, regrets: np.ndarray, average: np.ndarray, seed: int, first_iteration: int,
-                   count: int, weights: BatchWeights, threads: int, hands_per_board: int = 0) -> int:  # fmt: skip
-    """Iterations ``first_iteration ..`` (``count``), one sampled board each (and with
-    ``hands_per_board`` > 0, that many sampled hands), both players' passes (alternating),
-    updates applied at once; returns (node, hand) pairs evaluated."""
+                   count: int, weights: BatchWeights, threads: int) -> int:  # fmt: skip
+    """Iterations ``first_iteration ..`` (``count``), one sampled board each, both players'
+    passes (alternating), updates applied at once; returns (node, hand) pairs evaluated."""
     deck = np.array(pg.ag.abstraction.game.deck, dtype=np.int8)
     boards = sample_boards(deck, pg.board_cards, pg.strata, seed, first_iteration, count)
     return walk_boards(pg, regrets, regrets, average, boards, (0, 1), weights.regret_weight, weights.average_weight,
-                       weights.floor, threads, hands_per_board, seed, first_iteration)  # fmt: skip
+                       weights.floor, threads)  # fmt: skip

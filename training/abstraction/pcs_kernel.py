@@ -29,21 +29,14 @@ from numba import njit
 from protocol.betting_tree import DECISION, FOLD_END
 from protocol.isomorphism import index_one
 from training.abstraction.pcs_last_round import last_round, regret_match
-from training.abstraction.solver import seed_state, uniform
 
 NUM_CARDS = 52
-#: ``seed_state`` tag of the per-board hand samples (tags 0-5: the solvers' other streams).
-HAND_TAG = 6
 
 
 @njit(cache=True)
 def prepare_board(board, hands, strengths, preflop_bucket, board_through, groups, binom, suit_size, class_keys, class_offsets,
-                  num_ranks, num_suits, tables, lossless, live_cards, bucket, sorted_strength, keep=0, seed=0,
-                  iteration=0):  # fmt: skip
-    """Fill the per-board arrays for ``board`` (all rounds' cards); returns V, the live hands
-    (with ``keep`` > 0: a uniform random ``keep`` of them, drawn by (``seed``, ``iteration``);
-    the walk's regret and average increments are then unbiased up to constant factors, see
-    :mod:`training.abstraction.pcs`).
+                  num_ranks, num_suits, tables, lossless, live_cards, bucket, sorted_strength):  # fmt: skip
+    """Fill the per-board arrays for ``board`` (all rounds' cards); returns V, the live hands.
 
     ``hands [H, hole]``, ``strengths [H]`` (hole + full board; read for live hands only),
     ``preflop_bucket [H]`` (the bucket of rounds without board cards, computed once). The
@@ -64,13 +57,6 @@ def prepare_board(board, hands, strengths, preflop_bucket, board_through, groups
         if ok:
             live[v] = h
             v += 1
-    if 0 < keep < v:  # partial Fisher-Yates: the first `keep` entries become the sample
-        state = seed_state(seed, iteration, HAND_TAG)
-        for j in range(keep):
-            state, u = uniform(state)
-            m = j + int(u * (v - j))
-            live[j], live[m] = live[m], live[j]
-        v = keep
     live_strength = np.empty(v, dtype=np.int64)
     for i in range(v):
         live_strength[i] = strengths[live[i]]

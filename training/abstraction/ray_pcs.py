@@ -39,19 +39,18 @@ from training.contract.cluster import DEFAULT_TIMEOUT_S, ActorPool, Cluster, Wor
 class PCSWorker(Worker):
     """One Ray actor: the abstraction compiled for PCS (bucket tables from the shared cache)."""
 
-    def __init__(self, abstraction: str, threads: int, hands_per_board: int = 0) -> None:
+    def __init__(self, abstraction: str, threads: int) -> None:
         spec = SPECS[abstraction]
         build_abstraction(spec, lambda *_progress: None)  # built and cached by the driver: loads it
         self.pg = pcs.PCSGame.build(AbstractGame.build(Abstraction.load(spec)))
-        self.threads, self.hands_per_board = threads, hands_per_board
+        self.threads = threads
 
     def run(self, regrets: np.ndarray, average: np.ndarray, seed: int, first_iteration: int, count: int,
             weights: pcs.BatchWeights) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:  # fmt: skip
         """Run the share on private copies; ``(changed rows, regret deltas, average deltas,
         (node, hand) pairs evaluated)``."""
         own_regrets, own_average = np.array(regrets), np.array(average)
-        touched = pcs.run_iterations(self.pg, own_regrets, own_average, seed, first_iteration, count, weights, self.threads,
-                                     self.hands_per_board)  # fmt: skip
+        touched = pcs.run_iterations(self.pg, own_regrets, own_average, seed, first_iteration, count, weights, self.threads)
         changed = np.flatnonzero((own_regrets != regrets).any(axis=1) | (own_average != average).any(axis=1))
         return changed, own_regrets[changed] - regrets[changed], own_average[changed] - average[changed], touched
 
@@ -60,15 +59,14 @@ class RayPCSSolver(PCSSolver):
     """:class:`PCSSolver`'s batches (same sizes, weights and boards) run on a pool of workers."""
 
     def __init__(self, ag: AbstractGame, seed: int, scheme: str, cluster: Cluster, merge_every: int = 0,
-                 threads_per_worker: int = 1, timeout_s: float = DEFAULT_TIMEOUT_S, hands_per_board: int = 0) -> None:  # fmt: skip
+                 threads_per_worker: int = 1, timeout_s: float = DEFAULT_TIMEOUT_S) -> None:  # fmt: skip
         # The batch size follows the threads of the whole pool (PCSSolver.default_batch).
-        super().__init__(ag, seed, cluster.workers * threads_per_worker, scheme, hands_per_board)
-        self.label += f" on {cluster.workers} Ray workers"
+        super().__init__(ag, seed, cluster.workers * threads_per_worker, scheme)
+        self.label = f"PCS {scheme} on {cluster.workers} Ray workers"
         self.ray = start(cluster)
         #: Iterations (all workers together) between merges; 0 = once per batch.
         self.merge_every = merge_every
-        self.pool = ActorPool(PCSWorker, cluster.workers, (ag.abstraction.spec.name, threads_per_worker, hands_per_board),
-                              timeout_s)  # fmt: skip
+        self.pool = ActorPool(PCSWorker, cluster.workers, (ag.abstraction.spec.name, threads_per_worker), timeout_s)
 
     def __len__(self) -> int:
         return len(self.pool)

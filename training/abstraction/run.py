@@ -65,10 +65,6 @@ class AbstractionConfig:
     (:func:`bot.abstraction.cost.default_solver`: ES on hold'em, PCS elsewhere)."""
     scheme: str = "dcfr"
     """PCS regret/average weighting: ``dcfr``, ``linear`` or ``cfr+`` (:mod:`training.abstraction.pcs`)."""
-    hands_per_board: int = 0
-    """PCS: restrict both players to a uniform random subset of this many of each sampled
-    board's live hands (0 = every hand): more boards a second for the same work
-    (:func:`training.abstraction.pcs.sample_hands`)."""
     iterations: int | None = None
     """Stop after this many iterations (PCS: one board, both players' passes; ES: one traversal
     per seat); default from the estimate."""
@@ -108,9 +104,9 @@ class AbstractionConfig:
             raise ConfigError(f"unknown solver {self.solver!r}; known: {', '.join(SOLVERS)}")
         if self.scheme not in SCHEMES:
             raise ConfigError(f"unknown PCS scheme {self.scheme!r}; known: {', '.join(SCHEMES)}")
-        if self.batch < 0 or self.hands_per_board < 0 or (self.iterations is not None and self.iterations < 1) or self.merge_every < 0 \
+        if self.batch < 0 or (self.iterations is not None and self.iterations < 1) or self.merge_every < 0 \
                 or (self.convergence_boards or 0) < 0:
-            raise ConfigError("iterations must be positive (batch, hands_per_board, merge_every, convergence_boards: 0 or more)")
+            raise ConfigError("iterations must be positive (batch, merge_every, convergence_boards: 0 or more)")
         if not 0 <= self.threads <= numba.config.NUMBA_NUM_THREADS:
             raise ConfigError(f"--threads {self.threads}: between 1 and {numba.config.NUMBA_NUM_THREADS} (numba's threads here)")
 
@@ -237,11 +233,10 @@ def _solver(config: AbstractionConfig, ag: AbstractGame, threads: int, console) 
         if distributed.current().distributed:  # batches on Ray workers (training/abstraction/ray_pcs.py)
             from training.abstraction.ray_pcs import RayPCSSolver
 
-            solver = RayPCSSolver(ag, config.seed, config.scheme, distributed.current(), config.merge_every,
-                                  hands_per_board=config.hands_per_board)  # fmt: skip
+            solver = RayPCSSolver(ag, config.seed, config.scheme, distributed.current(), config.merge_every)
             console.print(f"PCS batches on {len(solver)} Ray workers")
             return solver, solver
-        return PCSSolver(ag, config.seed, threads, config.scheme, config.hands_per_board), None
+        return PCSSolver(ag, config.seed, threads, config.scheme), None
     if distributed.current().distributed:  # batches on Ray workers (training/abstraction/ray_mccfr.py)
         from training.abstraction.ray_mccfr import RayMCCFR
 

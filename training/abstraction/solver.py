@@ -61,8 +61,7 @@ def uniform(state):
 
 @njit(cache=True, inline="always")
 def seed_state(seed: int, iteration: int, player: int):
-    """The stream of (seed, iteration, tag): tags 0/1 traversals, 2/3 deals, 4 PCS boards (5 their
-    flop permutation per epoch, 6 PCS hand samples)."""
+    """The stream of (seed, iteration, tag): tags 0/1 traversals, 2/3 deals, 4 PCS boards."""
     state = np.uint64(seed)
     state, a = _split(state)
     state = a ^ np.uint64(iteration)

@@ -271,35 +271,3 @@ def test_stratified_flops_follow_the_class_sizes_each_epoch():
     assert not np.array_equal(boards[:5525, :3], boards[5525:11050, :3])  # a new permutation per epoch
     split = np.concatenate([sample_boards(deck, 5, strata, 7, 1, 5520), sample_boards(deck, 5, strata, 7, 5521, 5535)])
     assert np.array_equal(split, boards[:11055])  # any split of the iterations draws the same boards
-
-
-def test_sampled_hands_scale_a_pass_by_constants():
-    """Both players restricted to a uniform ``k`` of a board's ``v`` live hands: each pair of
-    distinct hands is in the sample with probability k(k-1)/(v(v-1)), so a pass's regret
-    increments average to that multiple of the full pass's, and its average-strategy increments
-    (one hand each) to k/v of them; a sample that always kept the same hands would not."""
-    ag = tiny_fhp()
-    pg = PCSGame.build(ag)
-    board = all_boards(ag.abstraction.game)[:1]
-    v = len([h for h in itertools.combinations(ag.abstraction.game.deck, 2) if not set(h) & set(board[0].tolist())])
-    regrets = (np.random.default_rng(0).normal(size=(ag.num_rows, 3)) * 5).astype(np.float32)
-
-    def pass_sums(boards: int, k: int) -> tuple[np.ndarray, np.ndarray, int]:
-        delta, average = np.zeros((ag.num_rows, 3)), np.zeros((ag.num_rows, 3))
-        for first in range(1, boards + 1, 500):  # float64 sums of float32 blocks
-            d, a = np.zeros_like(regrets), np.zeros_like(regrets)
-            touched = walk_boards(pg, regrets, d, a, np.repeat(board, min(500, boards + 1 - first), axis=0), (0,), 1.0,
-                                  1.0, False, 1, hands_per_board=k, seed=3, first_iteration=first)  # fmt: skip
-            delta += d
-            average += a
-        return delta / boards, average / boards, touched
-
-    full_delta, full_average, full_touched = pass_sums(1, 0)
-    same_delta, same_average, _ = pass_sums(1, v)  # k >= v: every hand, the full pass
-    assert np.array_equal(same_delta, full_delta) and np.array_equal(same_average, full_average)
-    k, boards = 8, 5_000
-    delta, average, touched = pass_sums(boards, k)
-    assert touched * v == full_touched * k * min(500, boards)  # the last block's pairs: k hands a board
-    pair, single = k * (k - 1) / (v * (v - 1)), k / v
-    assert np.abs(delta - pair * full_delta).max() < 0.03 * np.abs(pair * full_delta).max()
-    assert np.abs(average - single * full_average).max() < 0.03 * np.abs(single * full_average).max()

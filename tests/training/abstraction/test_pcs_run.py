@@ -51,26 +51,6 @@ def test_es_mccfr_is_available_by_name_and_unknown_solvers_are_one_line(tmp_path
     assert bad.exit_code == 2 and "unknown solver 'cfr'; known: pcs, es-mccfr" in bad.output
 
 
-def test_sampled_hands_are_recorded_counted_and_resumed_exactly(tmp_path):
-    runner = CliRunner()
-    (tmp_path / "k.toml").write_text("batch = 50\nhands_per_board = 3\n")
-    config = ["--config", str(tmp_path / "k.toml")]
-    first = runner.invoke(pokerbot, BASE + ["--size", "merged", "--iterations", "100", *config, "--out", str(tmp_path / "a")])
-    assert first.exit_code == 0, first.output
-    assert "hands_per_board = 3" in (tmp_path / "a" / "config.toml").read_text()
-    assert metrics(tmp_path / "a")[0]["nodes_touched"] == 50 * 2 * 36 * 3  # 3 of leduc's 5 live hands a board
-    resumed = runner.invoke(pokerbot, ["train", "--algo", "abstraction", "--threads", "1", "--resume", str(tmp_path / "a"),
-                                       "--iterations", "200"])  # fmt: skip
-    assert resumed.exit_code == 0, resumed.output
-    once = runner.invoke(pokerbot, BASE + ["--size", "merged", "--iterations", "200", *config, "--out", str(tmp_path / "b")])
-    assert once.exit_code == 0, once.output
-    policy = "policy/average.npy"
-    assert np.array_equal(np.load(tmp_path / "a" / policy), np.load(tmp_path / "b" / policy))
-    (tmp_path / "bad.toml").write_text("hands_per_board = -1\n")
-    bad = runner.invoke(pokerbot, BASE + ["--size", "merged", "--config", str(tmp_path / "bad.toml"), "--out", str(tmp_path / "x")])
-    assert bad.exit_code == 2 and "hands_per_board" in bad.output and "Traceback" not in bad.output
-
-
 def test_tables_that_do_not_fit_are_refused_in_one_line(tmp_path, monkeypatch):
     monkeypatch.setattr(resources, "available_memory", lambda: 10_000)
     result = CliRunner().invoke(pokerbot, BASE + ["--size", "lossless", "--iterations", "10", "--out", str(tmp_path / "r")])

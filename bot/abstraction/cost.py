@@ -34,6 +34,11 @@ ITERATIONS_PER_SECOND = {"holdem": 1.45e4, "fhp": 1.4e5, "leduc": 1.0e5, "kuhn":
 #: ``benchmarks/bench_pcs_fhp.py --threads 1`` (fhp_abstraction_3.6e6: 1.05e8 per CPU s over a
 #: 340 CPU-s solve). Other games (Leduc, Kuhn: seconds either way) use the FHP rate.
 PCS_PAIRS_PER_SECOND = {"holdem": 3.6e8, "fhp": 2.1e8}
+#: PCS iterations per second on the 2-core machine where an abstraction's own solve measured a
+#: different rate than the pairs rate predicts (its tables do not stay in cache): twice the
+#: iterations per CPU second of a one-thread solve. abstraction_3e8: 17,110 iterations in ~1,790
+#: CPU-s (AMD EPYC, 2026-11-28; 9.6 a CPU second, against the 13 the pairs rate gives).
+PCS_ITERATIONS_PER_SECOND_OF = {"abstraction_3e8": 19.0}
 #: A default PCS solve gives every bucket of the finest round this many hand updates per
 #: decision node: iterations = this x buckets / live hands per board. FHP (and the small games)
 #: calibrated by ``benchmarks/bench_pcs_fhp.py`` on fhp_abstraction_4e4, whose exploitability
@@ -110,16 +115,24 @@ class Estimate:
 
 
 #: The solver ``--algo abstraction`` uses per game where no config names one: the one that
-#: measured stronger there. FHP: PCS reached ES MCCFR's best fhp_abstraction_3.6e6 figure 4.3x
-#: sooner (``benchmarks/bench_pcs_fhp.py``). Hold'em: the shipped ES-solved abstraction_3e6_ke
-#: (93.6M iterations, ~1.6 h of one core) beat a PCS solve of the same abstraction after 16,000
-#: iterations (76 min of one core) by 20.9 +- 3.5 mbb/g (``pokerbot match --boards 200``): one
-#: sampled board per PCS iteration sees ~3.5 boards a second, ES ~19,500 deals.
+#: measured stronger there. FHP: PCS reached ES MCCFR's best fhp_abstraction_3.6e6 figure >10x
+#: sooner (``benchmarks/bench_pcs_fhp.py``). Hold'em: at equal CPU ES led on abstraction_3e6
+#: (by 10.4 +- 2.6 mbb/g after 40 min of one core each) and tied on abstraction_3e7 (-1.4 +- 4.4
+#: after 30 min), by ``pokerbot match --boards 200`` (docs/algorithms/abstraction.md).
 DEFAULT_SOLVERS = {"holdem": "es-mccfr"}
+#: Abstractions whose measured winner differs from their game's. abstraction_3e8: PCS beat ES by
+#: +91.1 +- 3.6 mbb/g after 50 min of one core each (17,110 PCS iterations, 39.9M ES; 2-core AMD
+#: EPYC, 2026-11-28): ES's 39.9M deals are 0.12 per abstract infoset, while one PCS board
+#: updates every bucket its 1,081 hands fall into at every node (3e8: ~600 flop, ~260 turn and
+#: ~60 river buckets a board).
+DEFAULT_SOLVER_OF = {"abstraction_3e8": "pcs"}
 
 
 def default_solver(spec: AbstractionSpec) -> str:
-    """``spec``'s game's default solver (:data:`DEFAULT_SOLVERS`, else ``pcs``)."""
+    """``spec``'s default solver (:data:`DEFAULT_SOLVER_OF`, else its game's :data:`DEFAULT_SOLVERS`,
+    else ``pcs``)."""
+    if spec.name in DEFAULT_SOLVER_OF:
+        return DEFAULT_SOLVER_OF[spec.name]
     return DEFAULT_SOLVERS.get(spec.load_game().name.split(".")[0], "pcs")
 
 
@@ -167,7 +180,7 @@ def estimate(spec: AbstractionSpec, iterations: int | None = None, cached_rounds
         per_bucket = PCS_UPDATES_PER_BUCKET.get(stem, PCS_UPDATES_PER_BUCKET["fhp"])
         iterations = iterations or max(1000, ceil(per_bucket * finest / live))
         pairs = 2 * len(tree.decision_ids) * live
-        rate = PCS_PAIRS_PER_SECOND.get(stem, PCS_PAIRS_PER_SECOND["fhp"]) / pairs
+        rate = PCS_ITERATIONS_PER_SECOND_OF.get(spec.name) or PCS_PAIRS_PER_SECOND.get(stem, PCS_PAIRS_PER_SECOND["fhp"]) / pairs
     else:
         iterations = iterations or DEFAULT_ITERATIONS_PER_INFOSET * infosets
         rate = ITERATIONS_PER_SECOND.get(stem, ITERATIONS_PER_SECOND["holdem"])

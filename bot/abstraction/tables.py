@@ -53,7 +53,8 @@ def missing_message(spec: AbstractionSpec) -> str:
         state = f"not built: no bucket tables ({directory}/buckets_r*.npy, meta.json) and no solved {policy_path(spec).name}"
     bigger = BIG_MACHINE_CORES
     return (f"agent {spec.name!r} is {state}. Cost here: {cost.summary()}. Build and solve with "
-            f"`{train_command(spec)}`; on a bigger machine the same command with `--threads {bigger}` "
+            f"`{train_command(spec)}` (add `--time-budget 2h` to stop within a sitting: the policy is published "
+            f"and its convergence line says how far it is); on a bigger machine the same command with `--threads {bigger}` "
             f"(solve ~{duration(cost.solve_seconds * 2 / bigger)} on {bigger} cores; tables {size(cost.table_bytes)} of RAM, "
             "or `mmap_tables = true` in a `--config` TOML to keep them on disk)")  # fmt: skip
 

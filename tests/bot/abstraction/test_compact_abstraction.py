@@ -319,7 +319,7 @@ def test_missing_big_abstractions_say_what_is_missing_the_cost_and_the_command()
         line = result.output.strip()
         assert "\n" not in line and line.startswith(f"error: agent '{name}' is not built: no bucket tables")
         assert f"`pokerbot train --algo abstraction --game holdem --size {size} --out runs/{name}`" in line
-        assert "iterations ~" in line and "--threads 64" in line and "mmap_tables = true" in line
+        assert "iterations ~" in line and "--threads 64" in line and "mmap_tables = true" in line and "--time-budget 2h" in line
     spec = SPECS["fhp_abstraction_4e4"]
     build_abstraction(spec)
     result = CliRunner().invoke(main, ["match", "--game", "fhp", "--agent", "call", "--opponent", spec.name, "--hands", "2"])

@@ -1,7 +1,9 @@
 """Refuse, in one line, a solve whose tables do not fit or a build whose files do not fit.
 
 Allocating 7 GB of tables on a machine with 4 GB free ends in the kernel's OOM killer, and a
-feature build that fills the disk fails hours in; both are known before anything starts.
+feature build or a solve that fills the disk fails hours in (seen: two abstraction_3e8 solves
+side by side filled 34 GB and the second's final policy write failed); all are known before
+anything starts.
 """
 
 from __future__ import annotations
@@ -51,3 +53,24 @@ def check_build_fits(name: str, disk_bytes: int, directory: Path) -> None:
     free = free_disk(directory)
     if disk_bytes > free:
         raise ConfigError(f"{name}: building it needs {size(disk_bytes)} of disk; {size(free)} free at {directory}")
+
+
+#: A solve's files in units of its two tables' bytes: the checkpoint (both tables) and the
+#: previous one kept beside it, the half-run snapshot, the policy and its published copy (one
+#: table each, i.e. half).
+RUN_FILES_PER_TABLE_BYTE = 2 + 3 * 0.5
+
+
+def _bytes_under(path: Path) -> int:
+    return sum(f.stat().st_size for f in path.rglob("*") if f.is_file()) if path.exists() else 0
+
+
+def check_run_fits(name: str, table_bytes: int, run_dir: Path, published: Path) -> None:
+    """ConfigError unless the solve's files (:data:`RUN_FILES_PER_TABLE_BYTE`) fit on ``run_dir``'s
+    disk, counting what the run directory and the ``published`` policy already hold (a resume
+    rewrites them in place)."""
+    need = int(RUN_FILES_PER_TABLE_BYTE * table_bytes) - _bytes_under(run_dir) - (published.stat().st_size if published.exists() else 0)
+    free = free_disk(run_dir)
+    if need > free:
+        raise ConfigError(f"{name}: this solve's files (checkpoint and the previous one, half-run snapshot, policy and "
+                          f"its published copy) need {size(need)} more of disk; {size(free)} free at {run_dir}")  # fmt: skip

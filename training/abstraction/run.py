@@ -39,7 +39,7 @@ from training.abstraction import convergence
 from training.abstraction.batches import SOLVERS, BatchSolver, ESSolver, PCSSolver
 from training.abstraction.build import build_abstraction, cached_feature_rounds
 from training.abstraction.pcs import SCHEMES
-from training.abstraction.resources import check_build_fits, check_tables_fit
+from training.abstraction.resources import check_build_fits, check_run_fits, check_tables_fit
 from training.contract import cluster as distributed
 from training.contract.entry import CheckpointClock, StopRequest, Trainer, parse_duration
 from training.contract.loop import StepLoop
@@ -159,6 +159,7 @@ def train(config: AbstractionConfig, run: RunDir, resume: bool = False, stop: St
     threads = config.threads or numba.config.NUMBA_NUM_THREADS
     target = config.iterations or cost.iterations
     check_tables_fit(spec.name, cost.table_bytes, run.path / "tables" if config.mmap_tables else None)
+    check_run_fits(spec.name, cost.table_bytes, run.path, policy_path(spec))
     regrets, average, state = _load_or_init(run, ag, resume, config.mmap_tables, force)
     solver, pool = _solver(config, ag, threads, console)
     batch = config.batch or solver.default_batch()

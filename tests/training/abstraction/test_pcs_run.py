@@ -67,6 +67,20 @@ def test_a_build_that_does_not_fit_on_disk_is_refused_before_it_starts(tmp_path,
     assert not (tmp_path / "cache" / "abstractions" / "leduc_merged" / "meta.json").exists()
 
 
+def test_a_solve_whose_files_do_not_fit_on_disk_is_refused_before_it_starts(tmp_path, monkeypatch):
+    runner = CliRunner()
+    first = runner.invoke(pokerbot, BASE + ["--size", "merged", "--iterations", "10", "--out", str(tmp_path / "a")])
+    assert first.exit_code == 0, first.output  # built, so only the solve's own files are checked below
+    monkeypatch.setattr(resources, "free_disk", lambda path: 1_000)
+    result = runner.invoke(pokerbot, BASE + ["--size", "merged", "--iterations", "10", "--out", str(tmp_path / "b")])
+    need = int(resources.RUN_FILES_PER_TABLE_BYTE * estimate(SPECS["leduc_merged"]).table_bytes)
+    assert result.exit_code == 2 and "Traceback" not in result.output
+    assert "leduc_merged: this solve's files" in result.output and "1.0 KB free" in result.output
+    assert not (tmp_path / "b" / "checkpoint").exists()
+    monkeypatch.setattr(resources, "free_disk", lambda path: need)  # exactly enough, even before counting the published copy
+    assert runner.invoke(pokerbot, BASE + ["--size", "merged", "--iterations", "10", "--out", str(tmp_path / "c")]).exit_code == 0
+
+
 def test_each_game_defaults_to_its_measured_solver():
     """Hold'em: ES MCCFR (ahead on 3e6, level on 3e7), except abstraction_3e8 (PCS far ahead);
     FHP and the small games: PCS."""

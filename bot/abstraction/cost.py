@@ -50,6 +50,10 @@ PCS_ITERATIONS_PER_SECOND_OF = {"abstraction_3e8": 19.0}
 #: extrapolation, checked by the run's own convergence line); a finer abstraction is assumed to
 #: need as many updates per bucket.
 PCS_UPDATES_PER_BUCKET = {"holdem": 94_000, "fhp": 1000}
+#: A solve's files in units of its two tables' bytes: the checkpoint (both tables) and the
+#: previous one kept beside it, the half-run snapshot, the policy and its published copy (one
+#: table each, i.e. half). An abstraction_3e8 run measured ~28 GB of them at its peak.
+RUN_FILES_PER_TABLE_BYTE = 2 + 3 * 0.5
 #: Iterations per abstract infoset that a default ES solve runs (each infoset then sees ~100s of
 #: regret updates; exploitability of ES-MCCFR falls roughly as 1/sqrt(iterations)).
 DEFAULT_ITERATIONS_PER_INFOSET = 30
@@ -100,7 +104,7 @@ def kmeans_distances(n: int, k: int, steps: int = KMEANS_STEPS, batch: int = KME
 class Estimate:
     infosets: int
     table_bytes: int  # regrets + average, float32 [rows, 3] each
-    disk_bytes: int  # features + bucket tables + one checkpoint + published policy
+    disk_bytes: int  # features + bucket tables + the solve's files (:data:`RUN_FILES_PER_TABLE_BYTE`)
     feature_seconds: float
     cluster_seconds: float  # k-means of ke/ochs/pa rounds, one core
     iterations: int  # default solve length
@@ -185,7 +189,7 @@ def estimate(spec: AbstractionSpec, iterations: int | None = None, cached_rounds
         iterations = iterations or DEFAULT_ITERATIONS_PER_INFOSET * infosets
         rate = ITERATIONS_PER_SECOND.get(stem, ITERATIONS_PER_SECOND["holdem"])
     build = 0.0 if built else 1.0
-    return Estimate(infosets, table, feature_bytes + table + table // 2, build * rows / FEATURE_ROWS_PER_SECOND,
+    return Estimate(infosets, table, feature_bytes + int(RUN_FILES_PER_TABLE_BYTE * table), build * rows / FEATURE_ROWS_PER_SECOND,
                     build * cluster, iterations, iterations / rate)  # fmt: skip
 
 

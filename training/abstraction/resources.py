@@ -12,7 +12,7 @@ import os
 import shutil
 from pathlib import Path
 
-from bot.abstraction.cost import size
+from bot.abstraction.cost import RUN_FILES_PER_TABLE_BYTE, size
 from bot.errors import ConfigError
 
 
@@ -49,16 +49,10 @@ def check_tables_fit(name: str, table_bytes: int, mmap_dir: Path | None) -> None
 
 
 def check_build_fits(name: str, disk_bytes: int, directory: Path) -> None:
-    """ConfigError unless the build's files (features, buckets, checkpoint, policy) fit on disk."""
+    """ConfigError unless the build's files (features, buckets) and the solve's after it fit on disk."""
     free = free_disk(directory)
     if disk_bytes > free:
         raise ConfigError(f"{name}: building it needs {size(disk_bytes)} of disk; {size(free)} free at {directory}")
-
-
-#: A solve's files in units of its two tables' bytes: the checkpoint (both tables) and the
-#: previous one kept beside it, the half-run snapshot, the policy and its published copy (one
-#: table each, i.e. half).
-RUN_FILES_PER_TABLE_BYTE = 2 + 3 * 0.5
 
 
 def _bytes_under(path: Path) -> int:

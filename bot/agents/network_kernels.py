@@ -10,17 +10,23 @@ the head and the strategy rule must run per (node, card row).
 
 How: a block of card rows times every node (:data:`BLOCK_PAIRS` pairs, 0.5 MB per buffer at
 width 64) goes through compiled element-wise passes (the first layer's ReLU; ``comb2``'s
-residual; ``comb3``'s residual with each row's layer-norm statistics; the head's normalisation
-and the strategy rule: regret matching, Brown et al. 2019 sec. 3, or the average network's
-masked softmax), with the ``w x w`` products and the head's ``w x 3`` between them as torch
-matrix products on the whole block. The previous kernel ran ``np.dot`` inside a compiled loop
-on 16-card-row blocks and the layer norm and head per row; this one measured 1.69 against 2.0
-CPU-s per HULH board grid (median of 5 pairs, ``farm-bench`` on
-``benchmarks/bench_hulh_table1.py --grid-speed``). The maths is the torch module's in float32
-(``tests/bot/agents/test_network_kernels.py``). bf16 products (AMX) were measured and not
-adopted: at 4,096 x 64 x 64 they take 34 ns a pair against fp32's 65, but converting each
-block to bf16 in torch costs more than that saves, and the exact evaluations would no longer
-be float32-exact.
+residual; ``comb3``'s residual, the layer norm and the head in one pass; the strategy rule:
+regret matching, Brown et al. 2019 sec. 3, or the average network's masked softmax, whose
+exponentials torch computes vectorised), with the two ``w x w`` products between them as torch
+matrix products on the whole block (~90% of the core's float32 peak at width 64: 79 ns a row
+each on the AMD EPYC, where a large square product reaches 117 GFLOPS). The previous kernel ran
+``np.dot`` inside a compiled loop on 16-card-row blocks and the layer norm and head per row;
+the blocked one measured 1.69 against 2.0 CPU-s per HULH board grid (median of 5 pairs,
+``farm-bench`` on ``benchmarks/bench_hulh_table1.py --grid-speed``). Fusing the head into the
+layer-norm pass (its ``w x 3`` torch product took 47 ns a row) and writing the strategy rule
+without per-pair array views took the trunk from 235-244 to 177-185 ns a pair at width 64 over
+28 nodes (``docs/benchmarks/fhp-exact-exploitability.md``). The maths is the torch module's in
+float32 (``tests/bot/agents/test_network_kernels.py``). bf16 products were measured and not
+adopted: at 2,048 x 64 x 64 they take 22-24 ns a row against fp32's 79 on the AMD EPYC (34
+against 65 ns a pair on an Intel Xeon with AMX), but the evaluations would no longer be
+float32-exact (a prototype with bf16 products moved a width-64 Deep CFR average network's
+1425.031 mbb/g to 1426.062), and torch's CPU product gives no float32 output from bf16 inputs,
+so each block's product is rounded to bf16 too.
 """
 
 from __future__ import annotations
@@ -52,22 +58,27 @@ def trunk_strategies(net: DeepCFRNetwork, card_part: torch.Tensor, bet_part: tor
     w2t, b2 = torch.from_numpy(array(net.comb2.weight.T)), array(net.comb2.bias)
     w3t, b3 = torch.from_numpy(array(net.comb3.weight.T)), array(net.comb3.bias)
     node_legal = np.ascontiguousarray(legal.cpu().numpy(), dtype=np.bool_)
-    head_t = torch.from_numpy(array(net.action_head.weight.T))
-    head_sum, head_bias = head_t.numpy().sum(axis=0), array(net.action_head.bias)
+    head, head_bias = array(net.action_head.weight), array(net.action_head.bias)
+    head_sum = head.sum(axis=1)
     block = max(1, BLOCK_PAIRS // max(1, nodes))
     pairs = nodes * min(block, rows)
-    z, h = torch.empty((pairs, width)), torch.empty((pairs, width))
-    raw, norm = torch.empty((pairs, 3)), np.empty((pairs, 2), np.float32)
+    buffers = torch.empty((pairs, width)), torch.empty((pairs, width)), torch.empty((pairs, 3))
     for lo in range(0, rows, block):
         n = min(rows, lo + block) - lo
-        zb, hb, rb = z[: nodes * n], h[: nodes * n], raw[: nodes * n]
-        _first_layer(cards, bets, lo, n, zb.numpy())
-        torch.mm(zb, w2t, out=hb)
-        _residual(hb.numpy(), b2, zb.numpy())
-        torch.mm(zb, w3t, out=hb)
-        _residual_norm(hb.numpy(), b3, zb.numpy(), norm)
-        torch.mm(zb, head_t, out=rb)
-        _head_strategies(rb.numpy(), norm, head_sum, head_bias, node_legal, kind == "value", argmax_fallback, lo, n, out)
+        if lo == 0 or n < block:  # the block's tensors and their arrays (again for a short last block only)
+            z, h, logits = (buffer[: nodes * n] for buffer in buffers)
+            zn, hn, ln = z.numpy(), h.numpy(), logits.numpy()
+        _first_layer(cards, bets, lo, n, zn)
+        torch.mm(z, w2t, out=h)
+        _residual(hn, b2, zn)
+        torch.mm(z, w3t, out=h)
+        _last_layer(hn, b3, zn, head, head_sum, head_bias, ln)
+        if kind == "value":
+            _regret_matching(ln, node_legal, argmax_fallback, lo, n, out)
+        else:
+            _shift_logits(ln, node_legal, n)
+            torch.exp_(logits)  # vectorised (numba's exp is libm's, one value at a time: ~25 ns a pair)
+            _normalise(ln, lo, n, out)
     return out
 
 
@@ -90,72 +101,89 @@ def _residual(product, bias, z):  # pragma: no cover - numba
 
 
 @nb.njit(parallel=True, cache=True, fastmath=True)
-def _residual_norm(product, bias, z, norm):  # pragma: no cover - numba
-    """The last residual layer, then each row's mean and inverse standard deviation into
-    ``norm [rows, 2]`` (the layer norm, no affine, applied by :func:`_head_strategies`)."""
+def _last_layer(product, bias, z, head, head_sum, head_bias, logits):  # pragma: no cover - numba
+    """The last residual layer, the layer norm (no affine) and the head of each pair, into
+    ``logits [pairs, 3]``, in one pass over the rows (a ``w x 3`` torch product cost 47 ns a row
+    at width 64, 60% of a ``w x w`` one: its 3 columns leave the vector units idle). The head
+    reads the raw rows: ``((z - mean) . head_a) x inv_std + bias_a`` = ``(z . head_a - mean x
+    sum(head_a)) x inv_std + bias_a``."""
     w = z.shape[1]
     for r in nb.prange(z.shape[0]):
         total = np.float32(0.0)
+        raw0, raw1, raw2 = np.float32(0.0), np.float32(0.0), np.float32(0.0)
         for j in range(w):
-            value = max(product[r, j] + bias[j] + z[r, j], np.float32(0.0))
-            z[r, j] = value
-            total += value
+            x = max(product[r, j] + bias[j] + z[r, j], np.float32(0.0))
+            z[r, j] = x
+            total += x
+            raw0 += x * head[0, j]
+            raw1 += x * head[1, j]
+            raw2 += x * head[2, j]
         mean = total / w
         var = np.float32(0.0)
         for j in range(w):
             var += (z[r, j] - mean) ** 2
-        norm[r, 0] = mean
-        norm[r, 1] = np.float32(1.0) / np.sqrt(var / w + np.float32(LAYER_NORM_EPS))
+        inv_std = np.float32(1.0) / np.sqrt(var / w + np.float32(LAYER_NORM_EPS))
+        logits[r, 0] = (raw0 - mean * head_sum[0]) * inv_std + head_bias[0]
+        logits[r, 1] = (raw1 - mean * head_sum[1]) * inv_std + head_bias[1]
+        logits[r, 2] = (raw2 - mean * head_sum[2]) * inv_std + head_bias[2]
+
+
+# The strategy rules below write scalars: a view per pair (``out[d, i]``, ``legal[d]``) costs a
+# reference count each, which made the rule 70 ns a pair against ~3 now.
+
+@nb.njit(parallel=True, cache=True, fastmath=True)
+def _regret_matching(logits, legal, argmax_fallback, lo, n, out):  # pragma: no cover - numba
+    """:func:`bot.agents.network.regret_matching` of pair ``d x n + i`` into ``out[d, lo + i]``:
+    the positive legal advantages normalised, else the first highest legal one (``argmax_fallback``)
+    or uniform over the legal actions."""
+    zero = np.float32(0.0)
+    for d in nb.prange(legal.shape[0]):
+        l0, l1, l2 = legal[d, 0], legal[d, 1], legal[d, 2]
+        for i in range(n):
+            r = d * n + i
+            g0, g1, g2 = logits[r, 0], logits[r, 1], logits[r, 2]
+            p0, p1, p2 = max(g0, zero) if l0 else zero, max(g1, zero) if l1 else zero, max(g2, zero) if l2 else zero
+            total = p0 + p1 + p2
+            if total > 0.0:
+                p0, p1, p2 = p0 / total, p1 / total, p2 / total
+            elif argmax_fallback:
+                best, top = (0, g0) if l0 else ((1, g1) if l1 else (2, g2))
+                if l1 and g1 > top:
+                    best, top = 1, g1
+                if l2 and g2 > top:
+                    best = 2
+                p0, p1, p2 = np.float32(best == 0), np.float32(best == 1), np.float32(best == 2)
+            else:
+                share = np.float32(1.0) / (np.float32(l0) + np.float32(l1) + np.float32(l2))
+                p0, p1, p2 = share * l0, share * l1, share * l2
+            out[d, lo + i, 0], out[d, lo + i, 1], out[d, lo + i, 2] = p0, p1, p2
+
+
+@nb.njit(parallel=True, cache=True)
+def _shift_logits(logits, legal, n):  # pragma: no cover - numba
+    """The masked softmax's exponents, in place: each pair's logits minus its highest legal one,
+    -inf where illegal (the pair's row is ``d x n + i`` for node ``d``; no ``fastmath``, which
+    may assume no infinities)."""
+    for d in nb.prange(legal.shape[0]):
+        for i in range(n):
+            r = d * n + i
+            top = -np.inf
+            for a in range(3):
+                if legal[d, a]:
+                    top = max(top, logits[r, a])
+            for a in range(3):
+                logits[r, a] = logits[r, a] - top if legal[d, a] else -np.inf
 
 
 @nb.njit(parallel=True, cache=True, fastmath=True)
-def _head_strategies(raw, norm, head_sum, head_bias, legal, value, argmax_fallback, lo, n, out):  # pragma: no cover - numba
-    """The head on the normalised rows, ``((z - mean) . head_a) x scale + bias_a`` from
-    ``raw = z . head_a``, and the strategy rule, written to ``out[d, lo + i]``."""
-    for d in nb.prange(legal.shape[0]):
-        logits = np.empty(3, np.float32)
+def _normalise(weights, lo, n, out):  # pragma: no cover - numba
+    """``out[d, lo + i]`` = pair ``d x n + i``'s ``weights`` over their sum."""
+    for d in nb.prange(out.shape[0]):
         for i in range(n):
             r = d * n + i
-            for a in range(3):
-                logits[a] = (raw[r, a] - norm[r, 0] * head_sum[a]) * norm[r, 1] + head_bias[a]
-            _strategy(logits, legal[d], value, argmax_fallback, out[d, lo + i])
-
-
-@nb.njit(cache=True, fastmath=True)
-def _strategy(logits, legal, value, argmax_fallback, out):  # pragma: no cover - numba
-    """:func:`bot.agents.network.regret_matching` (``value``) or ``masked_softmax`` of one row."""
-    if value:
-        total = np.float32(0.0)
-        for a in range(3):
-            out[a] = max(logits[a], np.float32(0.0)) if legal[a] else np.float32(0.0)
-            total += out[a]
-        if total > 0.0:
-            for a in range(3):
-                out[a] /= total
-            return
-        best = -1
-        legal_count = 0
-        for a in range(3):
-            if legal[a]:
-                legal_count += 1
-                if best < 0 or logits[a] > logits[best]:
-                    best = a
-        for a in range(3):
-            if argmax_fallback:
-                out[a] = np.float32(1.0) if a == best else np.float32(0.0)
-            else:
-                out[a] = np.float32(1.0) / legal_count if legal[a] else np.float32(0.0)
-        return
-    top = -np.inf
-    for a in range(3):
-        if legal[a] and logits[a] > top:
-            top = logits[a]
-    total = np.float32(0.0)
-    for a in range(3):
-        out[a] = np.exp(logits[a] - top) if legal[a] else np.float32(0.0)
-        total += out[a]
-    for a in range(3):
-        out[a] /= total
+            total = weights[r, 0] + weights[r, 1] + weights[r, 2]
+            out[d, lo + i, 0], out[d, lo + i, 1], out[d, lo + i, 2] = (
+                weights[r, 0] / total, weights[r, 1] / total, weights[r, 2] / total)
 
 
 def scatter_strategies(strategy: np.ndarray, row_of: np.ndarray, nodes: np.ndarray, out: np.ndarray) -> None:

@@ -10,8 +10,9 @@ parallel (numba ``prange``) in chunks whose strategy tables the policy computes 
 Two paths: a suit-invariant policy (abstractions, the lossless solution, a suit-canonical
 network) is evaluated on the canonical flops (FHP: 1,755, each weighted by its orbit size);
 any other policy on every raw flop (FHP: 22,100). Memory is one chunk's table
-(``chunk x flop decision nodes x hands x 3`` float32: 256 flops of FHP = 228 MB) plus
-the per-flop showdown orders (FHP all flops: 160 MB).
+(``chunk x flop decision nodes x hands x 3`` float32: 256 flops of FHP = 228 MB; none for a
+policy that gives its tables as :class:`SharedRows`, which the walk expands one flop at a time)
+plus the per-flop showdown orders (FHP all flops: 160 MB).
 
 Units as :class:`bot.evaluation.best_response.ExploitabilityReport`: chips per hand, NashConv = both seats'
 gains ("total"), exploitability = NashConv / 2 ("average").
@@ -45,6 +46,25 @@ Progress = Callable[[int, int], None]
 
 
 @dataclass(frozen=True)
+class SharedRows:
+    """A chunk's flop strategy tables as rows that many (flop, hand)s share: decision row ``d``
+    of flop ``i`` plays ``strategies[g][node_row[d], rows_of[g][i x H + h]]`` for hand ``h``,
+    with ``g = node_group[d]`` (-1 in ``rows_of``: not a deal, 0). A suit-canonical network's
+    tables take this form (its distinct card rows' strategies and their index, ~1.6x fewer
+    rows than (flop, hand)s), and the best response then expands one flop at a time in cache
+    instead of reading a ``[flops, D, H, 3]`` table (~0.3 GB a chunk) written for it."""
+
+    strategies: tuple[np.ndarray, ...]
+    """float32 ``[nodes of group g, rows of group g, 3]`` per group (one group per network)."""
+    rows_of: tuple[np.ndarray, ...]
+    """int64 ``[flops x H]`` per group."""
+    node_group: np.ndarray
+    """int64 ``[D]``."""
+    node_row: np.ndarray
+    """int64 ``[D]``: the decision row's index among its group's nodes."""
+
+
+@dataclass(frozen=True)
 class FlopPolicy:
     """A policy as the flop passes read it."""
 
@@ -54,6 +74,9 @@ class FlopPolicy:
     """The flop strategies, chunk by chunk, over the flops of the FlopGame it is evaluated on."""
     suit_invariant: bool
     """True when renaming suits never changes the policy: the canonical-flop path is exact."""
+    shared: Callable[[int, int], SharedRows] | None = None
+    """The same flop strategies as :class:`SharedRows`, when the policy has that form (the best
+    response reads them instead of :attr:`flop`)."""
 
 
 @lru_cache(maxsize=4)
@@ -62,25 +85,54 @@ def flop_game_for(game: Game, canonical: bool) -> FlopGame:
     return FlopGame.build(game, canonical)
 
 
+@njit(cache=True)
+def shared_table(strategies, rows_of, node_group, node_row, i, out):  # pragma: no cover - numba
+    """out float32 ``[D, H, 3]``: flop ``i``'s table of a :class:`SharedRows`."""
+    num_hands = out.shape[1]
+    for d in range(out.shape[0]):
+        strategy, row_of, k = strategies[node_group[d]], rows_of[node_group[d]], node_row[d]
+        for h in range(num_hands):
+            row = row_of[i * num_hands + h]
+            for a in range(3):
+                out[d, h, a] = strategy[k, row, a] if row >= 0 else np.float32(0.0)
+
+
+@njit(cache=True)
+def _evaluate_flop(arrays, legal, table, root_reach, valid, hand_cards, order, strength, out):  # pragma: no cover - numba
+    """out[k, t, h] for one flop of strategy ``table [D, H, 3]``: k = 0, 1 the best-response
+    values of seat k, k = 2 seat 0's value under the profile, at flop root t."""
+    num_nodes = arrays[0].shape[0]
+    num_hands = valid.shape[0]
+    strategy = np.empty((legal.shape[0], num_hands, 3))
+    reach = np.empty((num_nodes, 2, num_hands))
+    values = np.empty((num_nodes, num_hands))
+    empty = np.zeros((0, num_hands))
+    match_strategy(table, legal, strategy)
+    reach_down(arrays, strategy, root_reach, valid, reach)
+    for k in range(3):
+        player = k if k < 2 else 0
+        values_up(arrays, strategy, player, k < 2, reach, empty, valid, hand_cards, 1.0,
+                  order, strength, values)
+        store_root_values(arrays, values, out[k])
+
+
 @njit(parallel=True, cache=True)
 def _evaluate_chunk(arrays, legal, tables, lo, root_reach, valid, hand_cards, order, strength, out):  # pragma: no cover - numba
-    """out[i, k, t, h] for flop lo + i: k = 0, 1 the best-response values of seat k, k = 2 seat
-    0's value under the profile, at flop root t."""
-    num_nodes = arrays[0].shape[0]
-    num_hands = valid.shape[1]
-    empty = np.zeros((0, num_hands))
+    """:func:`_evaluate_flop` of flop lo + i into out[i], from its table ``tables[i]``."""
     for i in prange(tables.shape[0]):
         c = lo + i
-        strategy = np.empty((legal.shape[0], num_hands, 3))
-        reach = np.empty((num_nodes, 2, num_hands))
-        values = np.empty((num_nodes, num_hands))
-        match_strategy(tables[i], legal, strategy)
-        reach_down(arrays, strategy, root_reach, valid[c], reach)
-        for k in range(3):
-            player = k if k < 2 else 0
-            values_up(arrays, strategy, player, k < 2, reach, empty, valid[c], hand_cards, 1.0,
-                      order[c], strength[c], values)
-            store_root_values(arrays, values, out[i, k])
+        _evaluate_flop(arrays, legal, tables[i], root_reach, valid[c], hand_cards, order[c], strength[c], out[i])
+
+
+@njit(parallel=True, cache=True)
+def _evaluate_shared_chunk(arrays, legal, strategies, rows_of, node_group, node_row, lo, root_reach, valid, hand_cards,
+                           order, strength, out):  # pragma: no cover - numba
+    """:func:`_evaluate_flop` of flop lo + i into out[i], its table expanded from a :class:`SharedRows`."""
+    for i in prange(out.shape[0]):
+        c = lo + i
+        table = np.empty((legal.shape[0], valid.shape[1], 3), np.float32)
+        shared_table(strategies, rows_of, node_group, node_row, i, table)
+        _evaluate_flop(arrays, legal, table, root_reach, valid[c], hand_cards, order[c], strength[c], out[i])
 
 
 def chunk_size(fg: FlopGame, budget_bytes: int = 256 << 20) -> int:
@@ -103,12 +155,17 @@ def flop_exploitability(fg: FlopGame, policy: FlopPolicy, progress: Progress | N
     leaf = np.zeros((3, fg.num_transitions, fg.num_hands))
     for lo in range(0, fg.num_flops, chunk):
         hi = min(lo + chunk, fg.num_flops)
-        tables = np.ascontiguousarray(policy.flop(lo, hi), dtype=np.float32)
-        expected = (hi - lo, fg.flop.num_decisions, fg.num_hands, 3)
-        if tables.shape != expected:
-            raise ValueError(f"flop tables of shape {tables.shape}, expected {expected}")
         out = np.empty((hi - lo, 3, fg.num_transitions, fg.num_hands))
-        _evaluate_chunk(fg.flop.arrays, fg.flop.legal, tables, lo, root_reach, valid, fg.hands, order, strength, out)
+        if policy.shared is not None:
+            rows = policy.shared(lo, hi)
+            _evaluate_shared_chunk(fg.flop.arrays, fg.flop.legal, rows.strategies, rows.rows_of, rows.node_group,
+                                   rows.node_row, lo, root_reach, valid, fg.hands, order, strength, out)
+        else:
+            tables = np.ascontiguousarray(policy.flop(lo, hi), dtype=np.float32)
+            expected = (hi - lo, fg.flop.num_decisions, fg.num_hands, 3)
+            if tables.shape != expected:
+                raise ValueError(f"flop tables of shape {tables.shape}, expected {expected}")
+            _evaluate_chunk(fg.flop.arrays, fg.flop.legal, tables, lo, root_reach, valid, fg.hands, order, strength, out)
         leaf += np.tensordot(fg.weights[lo:hi], out, axes=1)
         if progress is not None:
             progress(hi, fg.num_flops)

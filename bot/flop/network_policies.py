@@ -20,23 +20,27 @@ of flops the card branch runs once per distinct card row the network reads (suit
 repeat within a flop), the bet branch once per decision node, the first trunk layer as the sum
 of its card half's and bet half's products (each computed once), and only the rest of the trunk
 runs over the (node, card row) grid: on the CPU in :mod:`bot.agents.network_kernels`' compiled
-blocks, which also apply the strategy rule and write the best response's layout; on a GPU
-(``device="cuda"``) in torch, in blocks of ``row_budget`` rows. Each network is read at its own
-seat's decision nodes only. ``benchmarks/bench_fhp_network_exploit.py`` (width 32, canonical
-flops, AMD EPYC with AVX2, load 13-15): the exact exploitability of a seeded Deep CFR average
-network in 25.6 CPU-s, best response included, against 134.1 with the torch trunk (equal
-results); of a 10-network SD-CFR stack in 9.6 CPU-s per network.
+blocks, which also apply the strategy rule; on a GPU (``device="cuda"``) in torch, in blocks of
+``row_budget`` rows. Each network is read at its own seat's decision nodes only (a network that
+plays both seats, Deep CFR's average, in one pass over all of them). The best response and the
+SD-CFR own-reach accumulation read the distinct rows' strategies through their index
+(:class:`~bot.flop.best_response.SharedRows`), one flop at a time, instead of a
+``[flops, D, H, 3]`` table written for them. ``benchmarks/bench_fhp_network_exploit.py`` (width
+64, canonical flops, AMD EPYC with AVX-512, one thread, load 3.4-3.8): the exact exploitability
+of a seeded Deep CFR average network in 19.4 CPU-s, best response included (9.7 per network);
+of a 10-iteration SD-CFR stack in 8.1 CPU-s per network.
 
 **Suit symmetry.** A network trained with ``canonical_suits`` (:func:`bot.agents.network.canonical_suit_cards`)
 is suit-invariant, so the 1,755 canonical flops suffice (FHP); any other network is evaluated
 on all 22,100 raw flops, which is exact for any policy.
 
-**Memory.** One best-response chunk of tables (:func:`bot.flop.best_response.chunk_size`:
-256 MB, one buffer reused across chunks), the per-flop showdown orders (FHP all flops: 160 MB),
-the networks of the bundle (SD-CFR: all of the stack, ~0.1-0.4 MB each) and one chunk's
-distinct card rows with their strategies at one seat's nodes (FHP canonical: ~200k rows x 28
-nodes x 12 bytes = 67 MB). Measured on FHP (``benchmarks/bench_fhp_network_exploit.py``, width
-32): peak RSS 1.13 GiB for a Deep CFR average network (2.03 with the torch trunk).
+**Memory.** The per-flop showdown orders (FHP all flops: 160 MB), the networks of the bundle
+(SD-CFR: all of the stack, ~0.1-0.4 MB each), one chunk's distinct card rows with their
+strategies at each network's nodes (FHP canonical: ~200k rows x 28 nodes x 12 bytes = 67 MB a
+seat) and, for an SD-CFR stack, one best-response chunk of numerators
+(:func:`bot.flop.best_response.chunk_size`: 256 MB, one buffer reused across chunks). Measured
+on FHP (``benchmarks/bench_fhp_network_exploit.py``, width 64): peak RSS 0.83 GiB for a Deep
+CFR average network alone, 1.03 GiB for the SD-CFR stack.
 """
 
 from __future__ import annotations
@@ -54,7 +58,7 @@ from bot.agents.encoding import InfosetEncoder
 from bot.agents.network import DeepCFRNetwork, strategy_from_outputs
 from bot.agents.network_kernels import scatter_strategies, trunk_strategies
 from bot.errors import PokerbotError
-from bot.flop.best_response import FlopPolicy, flop_game_for
+from bot.flop.best_response import FlopPolicy, SharedRows, flop_game_for, shared_table
 from bot.flop.game import FlopGame, leaf_reach, reach_down
 from bot.flop.policies import NETWORK_DEVICE
 from bot.progress import report
@@ -70,6 +74,7 @@ class NetworkPolicyError(PokerbotError, ValueError):
 ROW_BUDGET = 1 << 20
 #: A seat's networks; None: that seat plays uniformly (SD-CFR's sigma^1).
 NetPair = tuple[DeepCFRNetwork | None, DeepCFRNetwork | None]
+
 
 
 class NetworkGrid:
@@ -89,7 +94,7 @@ class NetworkGrid:
         self.legal = [torch.from_numpy(s.legal).to(self.device) for s in subtrees]
         self.actor = [fg.tree.actor[s.decision_nodes] for s in subtrees]
         self._distinct_key: tuple | None = None
-        self._trunk_buffer = ChunkBuffer()
+        self._trunk_buffers = (ChunkBuffer(), ChunkBuffer())  # one per network of a pair
         self._distinct_rows: tuple[torch.Tensor, np.ndarray] = (torch.empty(0), np.empty(0))
 
     def cards(self, round_index: int, lo: int = 0, hi: int = 1) -> torch.Tensor:
@@ -144,41 +149,59 @@ class NetworkGrid:
         return out
 
     def node_strategies(self, net: DeepCFRNetwork, seen: torch.Tensor, nodes: np.ndarray, kind: str,
-                        argmax_fallback: bool, round_index: int) -> np.ndarray:
+                        argmax_fallback: bool, round_index: int, buffer: ChunkBuffer | None = None) -> np.ndarray:
         """float32 ``[len(nodes), rows, 3]``: ``net``'s strategy at decision rows ``nodes`` of the
         round for every distinct card row ``seen``: in :mod:`bot.agents.network_kernels`' compiled
-        trunk (:attr:`compiled`; a view of a buffer the next call reuses), else in torch."""
+        trunk (:attr:`compiled`; a view of ``buffer``, which the next call given it reuses), else
+        in torch."""
         bets, legal = self.bets[round_index][nodes], self.legal[round_index][nodes]
         if self.compiled:
             card_part, bet_part = net.comb1_halves(seen, bets)
-            out = self._trunk_buffer.get((len(nodes), len(seen), 3))
+            out = (buffer or ChunkBuffer()).get((len(nodes), len(seen), 3))
             return trunk_strategies(net, card_part, bet_part, legal, kind, argmax_fallback, out)
         raw = self.outputs(net.to(self.device), seen, bets)
         node_legal = legal[:, None, :].expand(-1, raw.shape[1], -1).reshape(-1, 3)
         strategy = strategy_from_outputs(kind, raw.reshape(-1, 3), node_legal, argmax_fallback)
         return strategy.reshape(len(nodes), -1, 3).cpu().numpy()
 
-    def strategies(self, nets: NetPair, kind: str, argmax_fallback: bool, round_index: int,
-                   lo: int = 0, hi: int = 1, out: np.ndarray | None = None) -> np.ndarray:
-        """float32 ``[flops, D, H, 3]`` (round 0: one "flop"): each seat's decision nodes from its
-        network (``kind`` ``value``: regret matching; ``average``: masked softmax). Hands that
-        share a card with the flop are 0 (the best-response kernels never read them). Written
-        into ``out`` when given (every entry is: a caller that consumes one chunk at a time
-        reuses one buffer instead of faulting in a fresh one, ~0.3 GB, per network)."""
-        count = hi - lo if round_index else 1
+    def shared_rows(self, nets: NetPair, kind: str, argmax_fallback: bool, round_index: int,
+                    lo: int = 0, hi: int = 1) -> SharedRows:
+        """The strategies of ``nets`` (``kind`` ``value``: regret matching; ``average``: masked
+        softmax) on flops ``lo..hi-1`` (round 0: no flop), each network's over the distinct card
+        rows it reads at the decision rows it plays: one group per distinct network, so a network
+        that plays both seats (Deep CFR's average) runs its card branch once; None plays uniformly
+        (one "distinct row" every deal reads). Views of buffers that the next call reuses."""
         legal, actor = self.legal[round_index], self.actor[round_index]
-        if out is None:
-            out = np.empty((count, len(actor), self.fg.num_hands, 3), dtype=np.float32)
-        for player, net in enumerate(nets):
-            rows = np.flatnonzero(actor == player)
-            if net is None:  # uniform over the legal actions: one "distinct row" read by every valid row
-                row_legal = legal[rows].cpu().numpy().astype(np.float32)
-                strategy = (row_legal / row_legal.sum(axis=1, keepdims=True))[:, None]
+        seats = [(nets[0], np.arange(len(actor)))] if nets[0] is nets[1] else \
+            [(net, np.flatnonzero(actor == player)) for player, net in enumerate(nets)]
+        strategies, rows_of = [], []
+        node_group, node_row = np.empty(len(actor), np.int64), np.empty(len(actor), np.int64)
+        for group, ((net, nodes), buffer) in enumerate(zip(seats, self._trunk_buffers, strict=False)):
+            if net is None:
+                node_legal = legal[nodes].cpu().numpy().astype(np.float32)
+                strategy = np.ascontiguousarray((node_legal / node_legal.sum(axis=1, keepdims=True))[:, None])
                 row_of = np.where(self.valid_rows(round_index, lo, hi), 0, -1)
             else:
                 seen, row_of = self.distinct(net, round_index, lo, hi)
-                strategy = self.node_strategies(net, seen, rows, kind, argmax_fallback, round_index)
-            scatter_strategies(strategy, row_of, rows, out)
+                strategy = self.node_strategies(net, seen, nodes, kind, argmax_fallback, round_index, buffer)
+            strategies.append(strategy)
+            rows_of.append(row_of)
+            node_group[nodes], node_row[nodes] = group, np.arange(len(nodes))
+        return SharedRows(tuple(strategies), tuple(rows_of), node_group, node_row)
+
+    def strategies(self, nets: NetPair, kind: str, argmax_fallback: bool, round_index: int,
+                   lo: int = 0, hi: int = 1, out: np.ndarray | None = None) -> np.ndarray:
+        """float32 ``[flops, D, H, 3]`` (round 0: one "flop"): :meth:`shared_rows` written to
+        every (flop, node, hand). Hands that share a card with the flop are 0 (the best-response
+        kernels never read them). Written into ``out`` when given (every entry is: a caller that
+        consumes one chunk at a time reuses one buffer instead of faulting in a fresh one, ~0.3
+        GB, per network)."""
+        count = hi - lo if round_index else 1
+        if out is None:
+            out = np.empty((count, len(self.actor[round_index]), self.fg.num_hands, 3), dtype=np.float32)
+        rows = self.shared_rows(nets, kind, argmax_fallback, round_index, lo, hi)
+        for group, (strategy, row_of) in enumerate(zip(rows.strategies, rows.rows_of, strict=True)):
+            scatter_strategies(strategy, row_of, np.flatnonzero(rows.node_group == group), out)
         return out
 
 
@@ -193,7 +216,11 @@ def network_policy(fg: FlopGame, nets: NetPair, kind: str, argmax_fallback: bool
         report("network outputs over flops", hi, fg.num_flops)
         return grid.strategies(nets, kind, argmax_fallback, 1, lo, hi, buffer.get((hi - lo, fg.flop.num_decisions, fg.num_hands, 3)))
 
-    return FlopPolicy(preflop, tables, _suit_invariant(nets))
+    def shared(lo: int, hi: int) -> SharedRows:
+        report("network outputs over flops", hi, fg.num_flops)
+        return grid.shared_rows(nets, kind, argmax_fallback, 1, lo, hi)
+
+    return FlopPolicy(preflop, tables, _suit_invariant(nets), shared)
 
 
 class ChunkBuffer:
@@ -217,20 +244,25 @@ def _suit_invariant(nets: Sequence[DeepCFRNetwork | None]) -> bool:
 
 
 @njit(parallel=True, cache=True)
-def _add_reach_weighted(arrays, strategies, root_reach, valid, lo, weight, decision_node, decision_actor, out):  # pragma: no cover - numba
-    """out[i, d, h, :] += weight x own reach of d's actor at d (flop lo + i, hand h) x strategy."""
+def _add_reach_weighted(arrays, strategies, rows_of, node_group, node_row, root_reach, valid, lo, weight,
+                        decision_node, decision_actor, out):  # pragma: no cover - numba
+    """out[i, d, h, :] += weight x own reach of d's actor at d (flop lo + i, hand h) x strategy,
+    from an entry's :class:`~bot.flop.best_response.SharedRows`, expanded one flop at a time: a
+    ``[flops, D, H, 3]`` table of each entry (~0.3 GB a chunk) would be written and read back."""
     num_nodes = arrays[0].shape[0]
-    num_hands = valid.shape[1]
-    for i in prange(strategies.shape[0]):
+    num_decisions, num_hands = out.shape[1], out.shape[2]
+    for i in prange(out.shape[0]):
+        table = np.empty((num_decisions, num_hands, 3), np.float32)
+        shared_table(strategies, rows_of, node_group, node_row, i, table)
         reach = np.empty((num_nodes, 2, num_hands))
-        reach_down(arrays, strategies[i], root_reach, valid[lo + i], reach)
-        for d in range(decision_node.shape[0]):
+        reach_down(arrays, table, root_reach, valid[lo + i], reach)
+        for d in range(num_decisions):
             node, player = decision_node[d], decision_actor[d]
             for h in range(num_hands):
                 r = weight * reach[node, player, h]
                 if r != 0.0:
                     for a in range(3):
-                        out[i, d, h, a] += r * strategies[i, d, h, a]
+                        out[i, d, h, a] += r * table[d, h, a]
 
 
 def _decision_locals(subtree) -> np.ndarray:
@@ -269,12 +301,11 @@ class FlopStackAverage:
         fg = self.fg
         if out is None:
             out = np.zeros((hi - lo, fg.flop.num_decisions, fg.num_hands, 3), np.float32)
-        buffer = None
         for index in range(len(self.entries)) if entries is None else entries:
             weight, nets, root_reach = self.entries[index]
-            buffer = self.grid.strategies(nets, "value", self.argmax_fallback, 1, lo, hi, buffer)
-            _add_reach_weighted(fg.flop.arrays, buffer, root_reach, fg.valid, lo, float(weight),
-                                self._flop_nodes, self._flop_actor, out)
+            rows = self.grid.shared_rows(nets, "value", self.argmax_fallback, 1, lo, hi)
+            _add_reach_weighted(fg.flop.arrays, rows.strategies, rows.rows_of, rows.node_group, rows.node_row, root_reach,
+                                fg.valid, lo, float(weight), self._flop_nodes, self._flop_actor, out)
         return out
 
     @property

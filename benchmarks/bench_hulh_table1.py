@@ -101,6 +101,9 @@ def main() -> None:
                              "--grid-speed: boards timed")
     parser.add_argument("--hands", type=int, default=5000, help="deals per pair (each played in both seats)")
     parser.add_argument("--lbr-hands", type=int, default=0, help="LBR deals per policy (0: no LBR column)")
+    parser.add_argument("--only-with", action="append", default=[], metavar="LABEL",
+                        help="play only the pairs with this policy on one side (repeatable): a new policy's row "
+                             "against a table already measured")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--jobs", type=int, default=2, help="matches run at once")
     parser.add_argument("--out", type=Path, help="folder for every match's and LBR's JSON")
@@ -116,10 +119,15 @@ def main() -> None:
         if not sep:
             parser.error(f"--policy {item!r}: expected LABEL=SPEC")
         policies.append((label.strip(), spec.strip()))
+    unknown = set(args.only_with) - {label for label, _ in policies}
+    if unknown:
+        parser.error(f"--only-with {sorted(unknown)[0]!r}: not a --policy label")
+    pairs = [(a, b) for a, b in itertools.combinations(policies, 2)
+             if not args.only_with or a[0] in args.only_with or b[0] in args.only_with]
     args.out.mkdir(parents=True, exist_ok=True)
     pokerbot = [sys.executable, "-m", "bot"]
     jobs: dict[str, tuple[list[str], Path]] = {}
-    for (a, spec_a), (b, spec_b) in itertools.combinations(policies, 2):
+    for (a, spec_a), (b, spec_b) in pairs:
         out = args.out / f"{slug(a)}__{slug(b)}.json"
         sample = ["--boards", str(args.boards)] if args.boards else ["--duplicate", "--hands", str(args.hands)]
         jobs[f"{a} vs {b}"] = ([*pokerbot, "match", "--game", "holdem", "--agent", spec_a, "--opponent", spec_b,
@@ -141,7 +149,7 @@ def main() -> None:
         print(f"\n{args.hands:,} deals x 2 seats per pair, seed {args.seed} (A's winnings, mbb/g, 95% intervals)\n")
         print("| A | B | duplicate | AIVAT + duplicate | wall s |")
         print("|---|---|---|---|---|")
-    for (a, _), (b, _) in itertools.combinations(policies, 2):
+    for (a, _), (b, _) in pairs:
         path, wall = jobs[f"{a} vs {b}"][1], f"{seconds[f'{a} vs {b}']:,.0f}"
         if args.boards:
             print(f"| {a} | {b} | {cell(match_row(path, 'duplicate, exact over hands'))} | {wall} |")

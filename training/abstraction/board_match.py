@@ -257,6 +257,7 @@ class BoardMatch:
         buckets = np.zeros((2, count, game.num_rounds, width), dtype=np.int64)
         # a network policy's table: rows (decision, board, hand), so a node's rows start at its
         # decision index x count x width and hand i of board k is its "bucket" k x width + i
+        numba.set_num_threads(max(1, min(threads, count)))  # the network grids' kernels too
         grids = [None if isinstance(p, RowPolicyAgent) else np.zeros((len(self.decisions), count, width, 3), dtype=np.float32)
                  for p in (self.a, self.b)]  # fmt: skip
         for k, board in enumerate(boards):
@@ -278,7 +279,6 @@ class BoardMatch:
             else:
                 tables.append(grids[s].reshape(-1, 3))  # type: ignore[union-attr]
                 offsets.append(np.where(self.decision_index >= 0, self.decision_index * count * width, -1))
-        numba.set_num_threads(max(1, min(threads, count)))
         chips = _boards_chips(live, cards, strength, buckets[0], buckets[1], *tables, *offsets, *self.tree_args)
         return BoardValues(chips[:, 0], -chips[:, 1])
 

@@ -281,15 +281,11 @@ def _board_match(out: Console, game: Game, agent: Agent, opponent: Agent, names:
             flag = "--" + option.removesuffix("_address").removesuffix("_path")
             raise PokerbotError(f"{flag} plays hands; --boards evaluates every hand of each board exactly (drop one of the two)")
     import numba
-    import torch
 
     from training.abstraction.board_match import BoardMatch, run, summary
 
     evaluator = BoardMatch(game, agent, opponent)
     threads = options["threads"] or numba.config.NUMBA_NUM_THREADS
-    # --threads bounds the network grids' torch products too: torch's default (every core) beside
-    # other work spun its idle OpenMP threads at up to 4x the CPU of the work itself
-    torch.set_num_threads(threads)
     boards, seed = options["boards"], options["seed"]
     with progress_bar(out, transient=True) as progress:
         task = progress.add_task("boards", total=boards)

@@ -260,6 +260,12 @@ class BoardMatch:
         numba.set_num_threads(max(1, min(threads, count)))  # the network grids' kernels too
         grids = [None if isinstance(p, RowPolicyAgent) else np.zeros((len(self.decisions), count, width, 3), dtype=np.float32)
                  for p in (self.a, self.b)]  # fmt: skip
+        if any(grid is not None for grid in grids):
+            import torch  # network policies only: an abstraction match never loads it
+
+            # left at every core beside other work, the grids' idle OpenMP threads spun at up to
+            # 4x the CPU of the work itself
+            torch.set_num_threads(max(1, min(threads, count)))
         for k, board in enumerate(boards):
             ranked, ranked_strength = live_hands(hands, board)
             v = live[k] = len(ranked)

@@ -113,23 +113,26 @@ def test_sd_cfr_draws_one_entry_per_board_by_weight(tmp_path) -> None:
 
 
 def test_a_network_grid_runs_on_the_matchs_threads(tmp_path) -> None:
-    """``values(..., threads)`` bounds the grid's compiled kernels as well as the board walk:
-    left at numba's default (every core) beside other work, their threads contended."""
+    """``values(..., threads)`` bounds the grid's compiled kernels and torch products as well as
+    the board walk: left at their defaults (every core) beside other work, their threads contended."""
     import numba
 
     game = load_game("leduc")
-    seen: list[int] = []
+    seen: list[tuple[int, int]] = []
 
     class Recording(DeepCFRAgent):
         def board_strategies(self, *args, **kwargs):  # type: ignore[no-untyped-def]
-            seen.append(numba.get_num_threads())
+            seen.append((numba.get_num_threads(), torch.get_num_threads()))
             return super().board_strategies(*args, **kwargs)
 
     agent = Recording(game, network_bundle(tmp_path / "deep", game, "deep-cfr", seed=1))
     abstraction = AbstractionAgent(game, "leduc_lossless", solved(SPECS["leduc_lossless"], 3, name="threads")[2])
+    torch_threads = torch.get_num_threads()
     numba.set_num_threads(numba.config.NUMBA_NUM_THREADS)
+    torch.set_num_threads(2)
     try:
         BoardMatch(game, agent, abstraction).values(all_boards(game)[:4], threads=1)
     finally:
         numba.set_num_threads(numba.config.NUMBA_NUM_THREADS)
-    assert seen and set(seen) == {1}
+        torch.set_num_threads(torch_threads)
+    assert seen and set(seen) == {(1, 1)}

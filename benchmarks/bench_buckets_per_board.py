@@ -23,23 +23,26 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from benchmarks.bench_abstraction import machine  # noqa: E402
+from bot.abstraction.agent import RowPolicyAgent  # noqa: E402
 from bot.registry import resolve_agent  # noqa: E402
 from protocol.gamedef import load_game  # noqa: E402
 
-ROUND_CARDS = {1: 3, 2: 4, 3: 5}  # round index: board cards visible (flop, turn, river)
+ROUNDS = (1, 2, 3)  # flop, turn, river
 
 
 def distinct_per_board(spec: str, boards: list[tuple[int, ...]]) -> dict[int, float]:
     """Mean distinct buckets among each board's live hands, per post-flop round, for ``spec``."""
-    agent = resolve_agent(spec, load_game("holdem"))
-    if not hasattr(agent, "buckets"):
+    game = load_game("holdem")
+    agent = resolve_agent(spec, game)
+    if not isinstance(agent, RowPolicyAgent):
         raise SystemExit(f"{spec}: not a card-abstraction agent (it has no buckets)")
     hands = np.array(list(itertools.combinations(range(52), 2)), dtype=np.int64)
-    counts: dict[int, list[int]] = {r: [] for r in ROUND_CARDS}
+    counts: dict[int, list[int]] = {r: [] for r in ROUNDS}
     for board in boards:
         live = hands[~np.isin(hands, board).any(axis=1)]
-        for round_index, visible in ROUND_CARDS.items():
-            counts[round_index].append(len(np.unique(agent.buckets(round_index, live, board[:visible]))))
+        for round_index in ROUNDS:
+            visible = board[: game.board_cards_through(round_index)]
+            counts[round_index].append(len(np.unique(agent.buckets(round_index, live, visible))))
     return {r: float(np.mean(v)) for r, v in counts.items()}
 
 

@@ -76,7 +76,6 @@ ROW_BUDGET = 1 << 20
 NetPair = tuple[DeepCFRNetwork | None, DeepCFRNetwork | None]
 
 
-
 class NetworkGrid:
     """A FlopGame's infosets as network inputs, and networks' strategies over them in grids of
     (decision node) x (hand, flop) rows."""

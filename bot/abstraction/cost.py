@@ -24,9 +24,15 @@ from protocol.isomorphism import HandIndexer, round_indexer
 #: Feature build throughput (hole x final-board rows per second), measured building
 #: abstraction_3e6 on the 2-core machine while other jobs shared it (3.96e9 rows in ~820 s).
 FEATURE_ROWS_PER_SECOND = 4.8e6
-#: ES-MCCFR iterations (one traversal per seat) per second, measured by the benchmark on the
-#: same (shared) machine: HULH abstraction_3e6, FHP fhp_abstraction_4e4, Leduc lossless.
-ITERATIONS_PER_SECOND = {"holdem": 1.45e4, "fhp": 1.4e5, "leduc": 1.0e5, "kuhn": 2.0e5}
+#: ES-MCCFR iterations (one traversal per seat) per second on the 2-core machine with both cores
+#: free: FHP fhp_abstraction_4e4 and Leduc lossless by the benchmark; hold'em by its solves (AMD
+#: EPYC, 2026-11-27/28): abstraction_3e6 67.8M in 600 s on two threads (113k a second),
+#: abstraction_1.1e7_ke 47k a second on one thread beside another job, so 9.4e4 on two.
+ITERATIONS_PER_SECOND = {"holdem": 9.4e4, "fhp": 1.4e5, "leduc": 1.0e5, "kuhn": 2.0e5}
+#: Abstractions whose ES solve measured a different rate (their tables do not stay in cache):
+#: abstraction_3e7, 53.7M iterations in 1,800 s of one thread (30k a second), and abstraction_3e8,
+#: 39.9M in 50 min of one thread (13.3k a second); twice those on two.
+ES_ITERATIONS_PER_SECOND_OF = {"abstraction_3e7": 6.0e4, "abstraction_3e8": 2.66e4}
 #: PCS (decision node, live hand) pairs per second on the 2-core machine with both cores free:
 #: twice the pairs per CPU second of one thread, measured on the AMD EPYC with the last-round
 #: sweep (2026-11-27, load ~3): ``benchmarks/bench_pcs_holdem.py --iterations 30 --threads 1``
@@ -187,7 +193,7 @@ def estimate(spec: AbstractionSpec, iterations: int | None = None, cached_rounds
         rate = PCS_ITERATIONS_PER_SECOND_OF.get(spec.name) or PCS_PAIRS_PER_SECOND.get(stem, PCS_PAIRS_PER_SECOND["fhp"]) / pairs
     else:
         iterations = iterations or DEFAULT_ITERATIONS_PER_INFOSET * infosets
-        rate = ITERATIONS_PER_SECOND.get(stem, ITERATIONS_PER_SECOND["holdem"])
+        rate = ES_ITERATIONS_PER_SECOND_OF.get(spec.name) or ITERATIONS_PER_SECOND.get(stem, ITERATIONS_PER_SECOND["holdem"])
     build = 0.0 if built else 1.0
     return Estimate(infosets, table, feature_bytes + int(RUN_FILES_PER_TABLE_BYTE * table), build * rows / FEATURE_ROWS_PER_SECOND,
                     build * cluster, iterations, iterations / rate)  # fmt: skip

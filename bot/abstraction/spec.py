@@ -15,7 +15,7 @@ the whole visible board, :func:`protocol.isomorphism.round_indexer`). Each round
   2013), its buckets then compared by the EMD between their mean histograms.
 
 A scalar feature caps the non-empty buckets at its number of distinct values (HULH river E[HS]:
-1,981; FHP flop HS: 1,390), so every named size whose count exceeds that uses ``ochs`` there,
+1,950; FHP flop HS: 1,390), so every named size whose count exceeds that uses ``ochs`` there,
 and the build checks that exactly the named count of buckets is non-empty.
 
 Abstract infosets are (betting sequence, bucket of the current round), so their number is
@@ -84,9 +84,11 @@ SPECS: dict[str, AbstractionSpec] = {
                         "potential-aware flop and turn (bottom-up): turn by EMD over river-bucket histograms, flop "
                         "over those turn buckets; river E[HS] percentiles (abstraction_3e6's)"),
         AbstractionSpec("abstraction_3e7", "holdem", (None, 5180, 5180, 5180), ("lossless", "ehs2", "ehs2", "ochs"),
-                        "river: k-means on OCHS-8 (E[HS] has only 1,981 river values)"),
+                        "river: k-means on OCHS-8 (E[HS] has only 1,950 river values)"),
+        AbstractionSpec("abstraction_1.1e7_ke", "holdem", (None, 518, 518, 1950), ("lossless", "ke", "ke", "ehs2"),
+                        "abstraction_3e6_ke's KE flop and turn; river: one bucket per distinct E[HS] value (1,950)"),
         AbstractionSpec("abstraction_3e8", "holdem", (None, 51800, 51800, 51800), ("lossless", "ehs2", "ehs2", "ochs"),
-                        "river: k-means on OCHS-8 (E[HS] has only 1,981 river values)"),
+                        "river: k-means on OCHS-8 (E[HS] has only 1,950 river values)"),
         AbstractionSpec("fhp_abstraction_4e4", "fhp", (None, 690)),
         AbstractionSpec("fhp_abstraction_3.6e6", "fhp", (None, 64260), ("lossless", "ochs"),
                         "flop: k-means on OCHS-8 (flop HS is exact in FHP and takes only 1,390 values)"),
@@ -103,6 +105,7 @@ SIZE_NAMES: dict[tuple[str, str], str] = {
     ("holdem", "3e6-pa"): "abstraction_3e6_pa",
     ("holdem", "3e6-pa2"): "abstraction_3e6_pa2",
     ("holdem", "3e7"): "abstraction_3e7",
+    ("holdem", "1.1e7-ke"): "abstraction_1.1e7_ke",
     ("holdem", "3e8"): "abstraction_3e8",
     ("fhp", "4e4"): "fhp_abstraction_4e4",
     ("fhp", "3.6e6"): "fhp_abstraction_3.6e6",

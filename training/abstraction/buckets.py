@@ -6,7 +6,7 @@ Abstractions in Extensive-Form Games*, AAMAS 2013): sort every
 *probability mass*. A canonical class stands for as many raw deals as its orbit has members, so
 mass is the class's raw count, not 1. Points with equal feature values always share a bucket
 (a bucket is a function of the feature), so a discrete feature caps the number of non-empty
-buckets at its number of distinct values (e.g. the river's E[HS] takes at most 1,981 values).
+buckets at its number of distinct values (e.g. the river's E[HS] takes 1,950 values).
 """
 
 from __future__ import annotations

@@ -16,7 +16,7 @@ sum of the canonical board's orbit sizes over the holes that land in it.
 
 The same counting, split by a label per opponent hole, gives OCHS (opponent cluster hand
 strength, Johanson et al. 2013 "KO"): HS against each cluster of opponent hands separately, the
-river feature that separates far more hands than the scalar E[HS] (1,981 distinct river values).
+river feature that separates far more hands than the scalar E[HS] (1,950 distinct river values).
 """
 
 from __future__ import annotations

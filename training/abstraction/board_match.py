@@ -257,7 +257,8 @@ class BoardMatch:
         buckets = np.zeros((2, count, game.num_rounds, width), dtype=np.int64)
         # a network policy's table: rows (decision, board, hand), so a node's rows start at its
         # decision index x count x width and hand i of board k is its "bucket" k x width + i
-        numba.set_num_threads(max(1, min(threads, count)))  # the network grids' kernels too
+        bound = max(1, min(threads, count))
+        numba.set_num_threads(bound)  # the network grids' kernels too
         grids = [None if isinstance(p, RowPolicyAgent) else np.zeros((len(self.decisions), count, width, 3), dtype=np.float32)
                  for p in (self.a, self.b)]  # fmt: skip
         if any(grid is not None for grid in grids):
@@ -265,7 +266,7 @@ class BoardMatch:
 
             # left at every core beside other work, the grids' idle OpenMP threads spun at up to
             # 4x the CPU of the work itself
-            torch.set_num_threads(max(1, min(threads, count)))
+            torch.set_num_threads(bound)
         for k, board in enumerate(boards):
             ranked, ranked_strength = live_hands(hands, board)
             v = live[k] = len(ranked)

@@ -35,12 +35,12 @@ match of the bot against ``call`` with and without AIVAT (AIVAT asks the agent o
 it holds, so its cost is the pot x equity value function, not the bot).
 
 Speed: LBR against ``call``, ``random`` and network agents (untrained default width-64
-networks held in memory: a Deep CFR average network, one forward pass
-per range query, and an SD-CFR stack of ``--stack`` iterations, whose average policy takes one
-pass per entry and earlier own decision; or the bundle ``--network`` names), with LBR acting in every round (preflop equities sampled)
+networks held in memory: a Deep CFR average network and an SD-CFR stack
+of ``--stack`` iterations, whose average policy reads every entry at every earlier own decision,
+both through :class:`bot.agents.range_grid.RangeGrid`; or the bundle ``--network`` names), with LBR acting in every round (preflop equities sampled)
 and with ``--call-rounds 0``. Values: LBR's mbb/g with its 95% interval against ``call``,
-``raise`` and ``random`` on HULH and FHP. Each line states wall seconds; the machine line states
-the load (the machine may be shared).
+``raise`` and ``random`` on HULH and FHP. Each line states wall seconds, CPU-ms a hand and
+LBR's value (equal before and after a speed change); the machine line states the load (the machine may be shared).
 """
 
 from __future__ import annotations
@@ -99,11 +99,12 @@ def untrained_network_agent(game: Game, kind: str, iterations: int) -> Agent:
 
 def speed(game: Game, label: str, agent: Agent, deals: int, config: LBRConfig) -> None:
     run_lbr(game, agent, 1, 99, config)  # warm-up: numba kernels, network loads
-    wall = time.perf_counter()
+    wall, cpu = time.perf_counter(), time.process_time()
     result = run_lbr(game, agent, deals, 1, config)
-    wall = time.perf_counter() - wall
+    wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
     counters = result.counters
     print(f"  {label:30s} {2 * deals / wall:6.3g} hands/s ({2 * deals} hands, {wall:.1f} s; "
+          f"{1000 * cpu / (2 * deals):.1f} CPU-ms a hand; LBR {result.overall().mean:+.1f} mbb/g; "
           f"{counters.enumerated} enumerated / {counters.sampled} sampled equities; "
           f"{result.agent_queries} range queries, {result.hands_queried / max(1, result.agent_queries):.0f} hands each)")
 

@@ -38,6 +38,7 @@ from bot.agents.bundle import (
 )
 from bot.agents.encoding import InfosetEncoder
 from bot.agents.network import DeepCFRNetwork, strategy_from_outputs
+from bot.agents.range_grid import RangeGrid
 from bot.progress import report
 from protocol.betting_tree import DECISION
 from protocol.gamedef import Game
@@ -275,6 +276,7 @@ class DeepCFRAgent(Agent):
         self._cache_size = max(1, cache_size)
         self._seed = seed
         self._entry: dict | None = None
+        self._range_grid = RangeGrid(self.encoder)
         if bundle.kind == "sd-cfr":
             self._probabilities = bundle.weights / bundle.weights.sum()
 
@@ -338,35 +340,45 @@ class DeepCFRAgent(Agent):
         return {k: float(p) for k, p, ok in zip(ACTIONS, probs, self.encoder.legal[node], strict=True) if ok}
 
     def range_probabilities(self, view: MatchState, hands: np.ndarray) -> np.ndarray:
-        """One batched forward per network. SD-CFR gives its average policy, not this hand's
+        """Every hand's strategy from :class:`~bot.agents.range_grid.RangeGrid` (card halves and
+        node strategies kept across queries). SD-CFR gives its average policy, not this hand's
         entry: ``sum_t w_t pi^t(h) sigma^t(h) / sum_t w_t pi^t(h)`` with ``pi^t(h)`` the
         entry's probability of the viewer's own earlier actions in ``view`` holding ``h``
         (Steinberger 2019), which is what drawing one entry per hand plays."""
-        node, cards = self.encoder.encode_view(view)
-        rows = np.repeat(cards[None], len(hands), axis=0)
-        rows[:, : self.game.num_hole_cards] = hands
+        node = self.encoder.encode_view(view)[0]
+        hands = np.asarray(hands, dtype=np.int64)
+        board = view.board_flat
         if self.bundle.kind == "deep-cfr":
-            return self._entry_strategy(None, node, view.position, rows)
-        tree, visible = self.encoder.tree, self.encoder.visible
-        earlier = []  # (node, action, card rows as seen then) of the viewer's own decisions
+            return self._grid_strategy(None, node, view.position, board, hands)
+        tree = self.encoder.tree
+        earlier = []  # (node, action, its round's board) of the viewer's own decisions
         walk = 0
         for letter in view.betting.replace("/", ""):
             action = ACTIONS.index(letter)
             if tree.actor[walk] == view.position:
-                earlier.append((walk, action, np.where(visible[tree.round[walk]], rows, -1)))
+                earlier.append((walk, action, board[: self.game.board_cards_through(int(tree.round[walk]))]))
             walk = int(tree.child[walk, action])
         numerator = np.zeros((len(hands), len(ACTIONS)))
         denominator = np.zeros(len(hands))
         for entry, weight in zip(self.bundle.stack, self.bundle.weights, strict=True):
             reach = np.full(len(hands), weight)
             for past, action, seen in earlier:
-                reach *= self._entry_strategy(entry, past, view.position, seen)[:, action]
-            numerator += reach[:, None] * self._entry_strategy(entry, node, view.position, rows)
+                reach *= self._grid_strategy(entry, past, view.position, seen, hands)[:, action]
+            numerator += reach[:, None] * self._grid_strategy(entry, node, view.position, board, hands)
             denominator += reach
         legal = self.encoder.legal[node].astype(np.float64)
         uniform = legal / legal.sum()  # hands no entry plays to this point
         safe = np.where(denominator > 0, denominator, 1.0)[:, None]
         return np.where(denominator[:, None] > 0, numerator / safe, uniform)
+
+    def _grid_strategy(self, entry: dict | None, node: int, position: int, board: tuple[int, ...],
+                       hands: np.ndarray) -> np.ndarray:
+        """:meth:`_entry_strategy` of every row of ``hands`` through the range grid."""
+        if entry is not None and entry.get("uniform"):
+            legal = self.encoder.legal[node].astype(np.float64)
+            return np.broadcast_to(legal / legal.sum(), (len(hands), len(ACTIONS)))
+        name, kind = (self.bundle.average, "average") if entry is None else (entry["files"][position], "value")
+        return self._range_grid.strategies(name, self._net(name), kind, self.bundle.argmax_fallback, node, board, hands)
 
     def end_hand(self, view: MatchState) -> None:
         self._entry = None

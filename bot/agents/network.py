@@ -164,13 +164,17 @@ class DeepCFRNetwork(nn.Module):
         y = F.relu(self.bet1(bet_feats))
         return F.relu(self.bet2(y) + y)
 
-    @torch.no_grad()
     def comb1_halves(self, seen: torch.Tensor, bets: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """The first trunk layer (``comb1``, affine in [card features, bet features]) split in
         its card half per card row ``[rows, w]`` (``seen``: :meth:`cards_seen`'s rows) and its bet
         half plus bias per betting node ``[nodes, w]``: a grid of (node, card row) inputs adds one
         of each and runs only :meth:`head_from` per pair (:mod:`bot.flop.network_policies`,
-        :mod:`bot.agents.board_grid`)."""
+        :mod:`bot.agents.board_grid`, :mod:`bot.agents.range_grid`)."""
+        return self.card_half(seen), self.bet_half(bets)
+
+    @torch.no_grad()
+    def card_half(self, seen: torch.Tensor) -> torch.Tensor:
+        """:meth:`comb1_halves`' card half ``[rows, w]`` alone."""
         width, weight = self.width, self.comb1.weight
         seen = seen.long().where(seen >= 0, 52)  # -1 -> the zero row
         tables = [emb.card_table() for emb in self.card_embeddings]
@@ -184,8 +188,12 @@ class DeepCFRNetwork(nn.Module):
             embedded = torch.cat([F.embedding_bag(g, table, mode="sum") for table, g in zip(tables, groups, strict=True)],
                                  dim=1)
             card_part[lo : lo + CARD_BLOCK] = self.card_features(embedded) @ weight[:, :width].T
-        bet_part = self.bet_features(bets) @ weight[:, width:].T + self.comb1.bias
-        return card_part, bet_part
+        return card_part
+
+    @torch.no_grad()
+    def bet_half(self, bets: torch.Tensor) -> torch.Tensor:
+        """:meth:`comb1_halves`' bet half plus bias ``[nodes, w]`` alone."""
+        return self.bet_features(bets) @ self.comb1.weight[:, self.width :].T + self.comb1.bias
 
     def head_from(self, combined: torch.Tensor) -> torch.Tensor:
         """The trunk after ``comb1``'s affine map (its input, pre-activation) to the outputs.

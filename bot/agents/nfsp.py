@@ -37,6 +37,7 @@ from bot.agents.bundle import (
 from bot.agents.deep_cfr import InfosetBatch
 from bot.agents.encoding import ENCODER_VERSION, InfosetEncoder
 from bot.agents.network import DeepCFRNetwork, masked_softmax
+from bot.agents.range_grid import RangeGrid
 from bot.errors import AgentNotFound
 from protocol.gamedef import GAME_ALIASES, Game, parse_gamedef
 from protocol.matchstate import MatchState
@@ -150,6 +151,7 @@ class NFSPAgent(Agent):
     def __init__(self, game: Game, policy: NFSPPolicy) -> None:
         super().__init__(game)
         self.policy = policy
+        self._range_grid = RangeGrid(policy.encoder)
 
     def action_probabilities(self, view: MatchState) -> dict[str, float]:
         node, cards = self.policy.encoder.encode_view(view)
@@ -158,11 +160,10 @@ class NFSPAgent(Agent):
         return {kind: float(probabilities[i]) for i, kind in enumerate(ACTIONS) if legal[i]}
 
     def range_probabilities(self, view: MatchState, hands: np.ndarray) -> np.ndarray:
-        """One batched forward of the seat's average network over every hand."""
-        node, cards = self.policy.encoder.encode_view(view)
-        rows = np.repeat(cards[None, :], len(hands), axis=0)
-        rows[:, : self.game.num_hole_cards] = hands
-        return self.policy.probabilities(view.position, np.full(len(hands), node), rows)
+        """The seat's average network over every hand, through :class:`~bot.agents.range_grid.RangeGrid`."""
+        node = self.policy.encoder.encode_view(view)[0]
+        net = self.policy.networks[view.position]
+        return self._range_grid.strategies(view.position, net, "average", False, node, view.board_flat, hands)
 
     def board_strategies(self, board: np.ndarray, hands: np.ndarray, nodes: np.ndarray, key: int) -> np.ndarray:
         """float32 ``[len(nodes), len(hands), 3]``: each seat's Pi at its decision ``nodes`` for

@@ -101,7 +101,7 @@ def test_deep_cfr_average_network_batched_equals_one_by_one(game):
     for view in sample_views(game, 4):
         hands = range_hands(game, view, 60)
         batched = agent.range_probabilities(view, hands)
-        assert batched == pytest.approx(one_by_one(agent, view, hands), abs=1e-6)
+        assert batched == pytest.approx(one_by_one(agent, view, hands), abs=2e-5)
         assert batched.sum(axis=1) == pytest.approx(np.ones(len(hands)))
 
 
@@ -116,14 +116,14 @@ def test_sd_cfr_ranges_are_the_exact_stack_average():
         batched = agent.range_probabilities(view, hands)
         for row, hand in enumerate(hands):
             index = space.index(InfosetSpace.make_key(tuple(hand), view.board, view.betting))
-            assert batched[row] == pytest.approx(average[index], abs=1e-6)
+            assert batched[row] == pytest.approx(average[index], abs=2e-5)
 
 
 def test_sd_cfr_with_one_entry_equals_one_by_one_on_hold_em():
     agent = network_agent(HOLDEM, "sd-cfr", entries=2, uniform_first=False)  # one entry: the average is it
     for view in sample_views(HOLDEM, 3, player=agent):
         hands = range_hands(HOLDEM, view, 50)
-        assert agent.range_probabilities(view, hands) == pytest.approx(one_by_one(agent, view, hands), abs=1e-6)
+        assert agent.range_probabilities(view, hands) == pytest.approx(one_by_one(agent, view, hands), abs=2e-5)
 
 
 def test_nfsp_batched_equals_one_by_one():
@@ -131,7 +131,7 @@ def test_nfsp_batched_equals_one_by_one():
     agent = NFSPAgent(LEDUC, NFSPPolicy(LEDUC, [DeepCFRNetwork.for_game(LEDUC, width=16).eval() for _ in range(2)]))
     for view in sample_views(LEDUC, 6):
         hands = range_hands(LEDUC, view)
-        assert agent.range_probabilities(view, hands) == pytest.approx(one_by_one(agent, view, hands), abs=1e-6)
+        assert agent.range_probabilities(view, hands) == pytest.approx(one_by_one(agent, view, hands), abs=2e-5)
 
 
 def test_abstraction_agent_batched_bucket_lookup_equals_one_by_one(tmp_path, monkeypatch):

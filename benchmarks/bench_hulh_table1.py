@@ -19,6 +19,12 @@ OUT/A__B.json`` (A's mbb/g; a cell already in OUT is read, not replayed, so an i
 table resumes) and each LBR ``pokerbot lbr SPEC --game holdem --hands N --seed S --json
 OUT/lbr_A.json``; ``--jobs`` runs that many at once. The printed rows carry the deals, both
 estimates with their 95% intervals and the wall seconds each took, with the machine line.
+
+``--target H`` (with ``--boards``) then brings every pair to a 95% half-width of H mbb/g: a pair
+still wider gets one more match on fresh boards (``--seed S+1``, ``OUT/A__B.extra.json``; as many
+boards as its measured per-board spread says it needs, 15% spare, at most ``--max-boards`` in
+all), and its row pools the boards of both (each board's value is one independent draw, so the
+pooled mean and interval are those of all its boards).
 """
 
 from __future__ import annotations
@@ -26,6 +32,7 @@ from __future__ import annotations
 import argparse
 import itertools
 import json
+import math
 import re
 import subprocess
 import sys
@@ -36,7 +43,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+import numpy as np  # noqa: E402
+
 from benchmarks.bench_abstraction import machine  # noqa: E402
+from bot.evaluation.statistics import estimate  # noqa: E402
 
 
 def slug(label: str) -> str:
@@ -54,6 +64,22 @@ def run_cell(command: list[str], out: Path) -> float:
     return time.perf_counter() - started
 
 
+def board_values(path: Path) -> np.ndarray:
+    """A board-sampled cell's mbb/g per board (the mean of the two seats' chips)."""
+    data = json.loads(path.read_text())
+    chips = np.array(data["per_board"]["seat0_chips"]) + np.array(data["per_board"]["seat1_chips"])
+    return chips / 2 / data["big_blind"] * 1000
+
+
+def extra_boards(path: Path, target: float, max_boards: int) -> int:
+    """Boards a cell still needs for a 95% half-width of ``target`` (0 when it has it)."""
+    found = estimate(board_values(path))
+    if found.half_width <= target:
+        return 0
+    wanted = math.ceil(found.n * (found.half_width / target) ** 2 * 1.15)
+    return max(0, min(max_boards, wanted) - found.n)
+
+
 def match_row(path: Path, label: str) -> dict:
     rows = {row["label"]: row for row in json.loads(path.read_text())["rows"]}
     return rows[label]
@@ -65,8 +91,6 @@ def cell(row: dict) -> str:
 
 def grid_speed(spec: str, boards: int, chunks: list[int]) -> None:
     """CPU seconds of ``spec``'s grid on ``boards`` sampled boards, per node-chunk size."""
-    import numpy as np
-
     import bot.agents.board_grid as board_grid
     from bot.registry import resolve_agent
     from protocol.betting_tree import DECISION, BettingTree
@@ -104,6 +128,9 @@ def main() -> None:
     parser.add_argument("--only-with", action="append", default=[], metavar="LABEL",
                         help="play only the pairs with this policy on one side (repeatable): a new policy's row "
                              "against a table already measured")
+    parser.add_argument("--target", type=float, default=0.0,
+                        help="--boards: extend every pair wider than this 95%% half-width (mbb/g) on fresh boards")
+    parser.add_argument("--max-boards", type=int, default=1000, help="--target: boards a pair may reach in all")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--jobs", type=int, default=2, help="matches run at once")
     parser.add_argument("--out", type=Path, help="folder for every match's and LBR's JSON")
@@ -139,12 +166,25 @@ def main() -> None:
                                      "--seed", str(args.seed), "--json", str(out)], out)
     with ThreadPoolExecutor(max_workers=args.jobs) as pool:
         seconds = dict(zip(jobs, pool.map(lambda job: run_cell(*job), jobs.values()), strict=True))
+    extras: dict[str, tuple[list[str], Path]] = {}  # a pair's extension, run now or earlier (pooled either way)
+    if args.boards:
+        for (a, spec_a), (b, spec_b) in pairs:
+            out = args.out / f"{slug(a)}__{slug(b)}.extra.json"
+            more = 0 if out.exists() or not args.target else extra_boards(jobs[f"{a} vs {b}"][1], args.target,
+                                                                            args.max_boards)  # fmt: skip
+            if out.exists() or more:
+                extras[f"{a} vs {b}"] = ([*pokerbot, "match", "--game", "holdem", "--agent", spec_a, "--opponent", spec_b,
+                                          "--boards", str(max(more, 1)), "--seed", str(args.seed + 1), "--json", str(out)],
+                                         out)  # fmt: skip
+        with ThreadPoolExecutor(max_workers=args.jobs) as pool:
+            for key, wall in zip(extras, pool.map(lambda job: run_cell(*job), extras.values()), strict=True):
+                seconds[key] += wall
     print(machine())
     if args.boards:
-        print(f"\n{args.boards:,} sampled boards per pair, each exact over hole cards and actions, both seats, seed "
+        print(f"\n{args.boards:,} sampled boards per pair (with --target, more on seed {args.seed + 1}), each exact over hole cards and actions, both seats, seed "
               f"{args.seed} (A's winnings, mbb/g, 95% intervals)\n")
-        print("| A | B | exact over hands, by board | wall s |")
-        print("|---|---|---|---|")
+        print("| A | B | boards | exact over hands, by board | wall s |")
+        print("|---|---|---|---|---|")
     else:
         print(f"\n{args.hands:,} deals x 2 seats per pair, seed {args.seed} (A's winnings, mbb/g, 95% intervals)\n")
         print("| A | B | duplicate | AIVAT + duplicate | wall s |")
@@ -152,7 +192,9 @@ def main() -> None:
     for (a, _), (b, _) in pairs:
         path, wall = jobs[f"{a} vs {b}"][1], f"{seconds[f'{a} vs {b}']:,.0f}"
         if args.boards:
-            print(f"| {a} | {b} | {cell(match_row(path, 'duplicate, exact over hands'))} | {wall} |")
+            files = [path, *([extras[f"{a} vs {b}"][1]] if f"{a} vs {b}" in extras else [])]
+            found = estimate(np.concatenate([board_values(f) for f in files]))
+            print(f"| {a} | {b} | {found.n} | {found.mean:+.1f} ± {found.half_width:.1f} | {wall} |")
         else:
             print(f"| {a} | {b} | {cell(match_row(path, 'duplicate'))} | {cell(match_row(path, 'AIVAT + duplicate'))} | {wall} |")
     if args.lbr_hands:

@@ -35,8 +35,11 @@ from bot.agents.network_kernels import trunk_strategies
 #: for 1,326 hold'em hands at width 64): every round of a deal for an SD-CFR stack of ~250
 #: entries, ~350 MB at most.
 CARD_HALVES_KEPT = 1024
-#: Node strategies kept (``[hands, 3]`` float32, ~16 KB each).
-STRATEGIES_KEPT = 16384
+#: Node strategies kept (``[hands, 3]`` float32, ~16 KB each: ~130 MB at most; an SD-CFR deal of 178
+#: iterations asks ~2,000).
+STRATEGIES_KEPT = 8192
+#: Boards whose live hands are kept (~42 KB each for hold'em): a deal's rounds, many times over.
+BOARDS_KEPT = 256
 
 
 class RangeGrid:
@@ -48,7 +51,7 @@ class RangeGrid:
         self.num_hole_cards = game.num_hole_cards
         self.card_codes = max(game.deck) + 1
         self._deck = tuple(sorted(game.deck))
-        self._hands: dict[tuple[int, ...], tuple[np.ndarray, np.ndarray]] = {}
+        self._hands: OrderedDict[tuple[int, ...], tuple[np.ndarray, np.ndarray]] = OrderedDict()
         self._card_halves: OrderedDict[tuple, torch.Tensor] = OrderedDict()
         self._strategies: OrderedDict[tuple, np.ndarray] = OrderedDict()
 
@@ -62,7 +65,10 @@ class RangeGrid:
             row_of = np.full(self.card_codes**self.num_hole_cards, -1, dtype=np.int64)
             for order in permutations(range(self.num_hole_cards)):  # any order of the hole cards names the hand
                 row_of[self.codes(hands[:, list(order)])] = np.arange(len(hands))
-            found = self._hands[board] = (hands, row_of)
+            found = (hands, row_of)
+            _keep(self._hands, board, found, BOARDS_KEPT)
+        else:
+            self._hands.move_to_end(board)
         return found
 
     def codes(self, hands: np.ndarray) -> np.ndarray:

@@ -56,21 +56,22 @@ def test_hold_em_ranges_equal_the_forward_pass_on_every_round(kind, canonical_su
 
 
 def test_kept_grids_answer_any_subset_and_survive_eviction(monkeypatch):
-    """A later query on a subset reads the same rows; evicted halves and grids recompute to the
-    same values; two networks under different keys never share a grid."""
+    """A later query on a subset reads the same rows; evicted halves, grids and live hands
+    recompute to the same values; two networks under different keys never share a grid."""
     monkeypatch.setattr(range_grid, "CARD_HALVES_KEPT", 1)
     monkeypatch.setattr(range_grid, "STRATEGIES_KEPT", 2)
+    monkeypatch.setattr(range_grid, "BOARDS_KEPT", 1)
     torch.manual_seed(3)
     nets = [DeepCFRNetwork.for_game(LEDUC, width=8).eval() for _ in range(2)]
     encoder = InfosetEncoder(LEDUC)
     grid = RangeGrid(encoder)
-    board = (int(LEDUC.deck[0]),)
+    board, other_board = (int(LEDUC.deck[0]),), (int(LEDUC.deck[-1]),)
     hands, _ = grid.live_hands(board)
     node = decision_nodes(encoder, 1, 1)[0]
     first = [grid.strategies(k, nets[k], "value", True, node, board, hands) for k in (0, 1)]
     assert not np.allclose(first[0], first[1])
-    for other in decision_nodes(encoder, 1, 4):  # push the first grids out
-        grid.strategies(0, nets[0], "value", True, other, board, hands)
+    for other in decision_nodes(encoder, 1, 4):  # push the first grids, halves and live hands out
+        grid.strategies(0, nets[0], "value", True, other, other_board, grid.live_hands(other_board)[0])
     for k in (0, 1):
         np.testing.assert_array_equal(grid.strategies(k, nets[k], "value", True, node, board, hands), first[k])
         np.testing.assert_array_equal(grid.strategies(k, nets[k], "value", True, node, board, hands[::-2]),

@@ -36,7 +36,7 @@ from bot.agents.network_kernels import trunk_strategies
 #: entries, ~350 MB at most.
 CARD_HALVES_KEPT = 1024
 #: Node strategies kept (``[hands, 3]`` float32, ~16 KB each: ~130 MB at most; an SD-CFR deal of 178
-#: iterations asks ~2,000).
+#: iterations asks ~1,100).
 STRATEGIES_KEPT = 8192
 #: Boards whose live hands are kept (~42 KB each for hold'em): a deal's rounds, many times over.
 BOARDS_KEPT = 256

@@ -21,10 +21,12 @@ OUT/lbr_A.json``; ``--jobs`` runs that many at once. The printed rows carry the 
 estimates with their 95% intervals and the wall seconds each took, with the machine line.
 
 ``--target H`` (with ``--boards``) then brings every pair to a 95% half-width of H mbb/g: a pair
-still wider gets one more match on fresh boards (``--seed S+1``, ``OUT/A__B.extra.json``; as many
-boards as its measured per-board spread says it needs, 15% spare, at most ``--max-boards`` in
-all), and its row pools the boards of both (each board's value is one independent draw, so the
-pooled mean and interval are those of all its boards).
+still wider gets another match on fresh boards (the k-th: ``--seed S+k``, ``OUT/A__B.extra.json``,
+``.extra2.json``, ...; as many boards as its measured per-board spread says it needs, 15% spare,
+at most ``--max-boards`` in all; up to :data:`EXTENSION_ROUNDS` rounds, since the spread of a
+few hundred boards is itself an estimate), and its row pools the boards of all of them (each
+board's value is one independent draw, so the pooled mean and interval are those of all its
+boards).
 """
 
 from __future__ import annotations
@@ -71,9 +73,24 @@ def board_values(path: Path) -> np.ndarray:
     return chips / 2 / data["big_blind"] * 1000
 
 
-def extra_boards(path: Path, target: float, max_boards: int) -> int:
-    """Boards a cell still needs for a 95% half-width of ``target`` (0 when it has it)."""
-    found = estimate(board_values(path))
+#: Rounds of ``--target`` extensions at most.
+EXTENSION_ROUNDS = 3
+
+
+def extension_path(out: Path, a: str, b: str, k: int) -> Path:
+    """The k-th extension's JSON of the pair (a, b) (k >= 1; the first is ``.extra.json``)."""
+    return out / f"{slug(a)}__{slug(b)}.extra{'' if k == 1 else k}.json"
+
+
+def extension_files(out: Path, a: str, b: str) -> list[Path]:
+    """The pair's extensions on disk, in seed order."""
+    return [f for f in (extension_path(out, a, b, k) for k in range(1, EXTENSION_ROUNDS + 1)) if f.exists()]
+
+
+def extra_boards(values: np.ndarray, target: float, max_boards: int) -> int:
+    """Boards a pair with per-board ``values`` still needs for a 95% half-width of ``target``
+    (0 when it has it)."""
+    found = estimate(values)
     if found.half_width <= target:
         return 0
     wanted = math.ceil(found.n * (found.half_width / target) ** 2 * 1.15)
@@ -166,22 +183,26 @@ def main() -> None:
                                      "--seed", str(args.seed), "--json", str(out)], out)
     with ThreadPoolExecutor(max_workers=args.jobs) as pool:
         seconds = dict(zip(jobs, pool.map(lambda job: run_cell(*job), jobs.values()), strict=True))
-    extras: dict[str, tuple[list[str], Path]] = {}  # a pair's extension, run now or earlier (pooled either way)
-    if args.boards:
+    def pooled(a: str, b: str) -> np.ndarray:
+        files = [jobs[f"{a} vs {b}"][1], *extension_files(args.out, a, b)]
+        return np.concatenate([board_values(f) for f in files])
+
+    for _ in range(EXTENSION_ROUNDS if args.boards and args.target > 0 else 0):
+        extensions = {}
         for (a, spec_a), (b, spec_b) in pairs:
-            out = args.out / f"{slug(a)}__{slug(b)}.extra.json"
-            more = 0 if out.exists() or not args.target else extra_boards(jobs[f"{a} vs {b}"][1], args.target,
-                                                                            args.max_boards)  # fmt: skip
-            if out.exists() or more:
-                extras[f"{a} vs {b}"] = ([*pokerbot, "match", "--game", "holdem", "--agent", spec_a, "--opponent", spec_b,
-                                          "--boards", str(max(more, 1)), "--seed", str(args.seed + 1), "--json", str(out)],
-                                         out)  # fmt: skip
+            more = extra_boards(pooled(a, b), args.target, args.max_boards)
+            k = len(extension_files(args.out, a, b)) + 1
+            if more and k <= EXTENSION_ROUNDS:
+                out = extension_path(args.out, a, b, k)
+                extensions[f"{a} vs {b}"] = ([*pokerbot, "match", "--game", "holdem", "--agent", spec_a, "--opponent",
+                                              spec_b, "--boards", str(more), "--seed", str(args.seed + k), "--json",
+                                              str(out)], out)  # fmt: skip
         with ThreadPoolExecutor(max_workers=args.jobs) as pool:
-            for key, wall in zip(extras, pool.map(lambda job: run_cell(*job), extras.values()), strict=True):
+            for key, wall in zip(extensions, pool.map(lambda job: run_cell(*job), extensions.values()), strict=True):
                 seconds[key] += wall
     print(machine())
     if args.boards:
-        print(f"\n{args.boards:,} sampled boards per pair (with --target, more on seed {args.seed + 1}), each exact over hole cards and actions, both seats, seed "
+        print(f"\n{args.boards:,} sampled boards per pair (with --target, more on seeds {args.seed + 1}, ...), each exact over hole cards and actions, both seats, seed "
               f"{args.seed} (A's winnings, mbb/g, 95% intervals)\n")
         print("| A | B | boards | exact over hands, by board | wall s |")
         print("|---|---|---|---|---|")
@@ -192,8 +213,7 @@ def main() -> None:
     for (a, _), (b, _) in pairs:
         path, wall = jobs[f"{a} vs {b}"][1], f"{seconds[f'{a} vs {b}']:,.0f}"
         if args.boards:
-            files = [path, *([extras[f"{a} vs {b}"][1]] if f"{a} vs {b}" in extras else [])]
-            found = estimate(np.concatenate([board_values(f) for f in files]))
+            found = estimate(pooled(a, b))
             print(f"| {a} | {b} | {found.n} | {found.mean:+.1f} ± {found.half_width:.1f} | {wall} |")
         else:
             print(f"| {a} | {b} | {cell(match_row(path, 'duplicate'))} | {cell(match_row(path, 'AIVAT + duplicate'))} | {wall} |")

@@ -15,18 +15,44 @@ old and :data:`KEEP` newer ones exist.
 
 It must run before the first ``@njit(cache=True)`` decorator (numba picks a function's cache
 folder when the decorator runs), so each of the four packages calls it in its ``__init__``.
+
+**Concurrent writers.** Numba saves a new signature of a kernel by reading the kernel's index,
+taking the first free data-file number, rewriting the index and then the data file, with no
+lock (``numba.core.caching.IndexDataCacheFile.save``; numba issues #4807 and #10128). Two
+processes that compile *different* signatures of one kernel at the same moment (two matches
+started together: a quantised ``uint8`` policy table in one, a ``float32`` one in the other)
+can take the same number: the index keeps one process's signature and the data file the other
+process's machine code, and every later process that loads that signature runs code compiled
+for other argument types. On 2026-11-28 that made the shipped bot lose 220 mbb/g to
+``abstraction_3e6`` instead of winning by 34, with no error. :func:`serialise_cache_writes`
+holds an exclusive lock on ``<index>.lock`` around that whole read-pick-write, so each number
+goes to one signature.
 """
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
 import shutil
 import time
+from collections.abc import Callable
 from functools import cache
 from pathlib import Path
 
 import numba
+from numba.core.caching import IndexDataCacheFile
+
+try:  # POSIX
+    import fcntl
+
+    def _lock_exclusive(handle) -> None:
+        fcntl.flock(handle, fcntl.LOCK_EX)  # released when the handle closes
+except ImportError:  # Windows
+    import msvcrt
+
+    def _lock_exclusive(handle) -> None:
+        msvcrt.locking(handle.fileno(), msvcrt.LK_LOCK, 1)  # released when the handle closes
 
 #: The top-level packages whose source keys the cache.
 PACKAGES = ("protocol", "bot", "training", "tui")
@@ -59,12 +85,32 @@ def cache_base() -> Path:
 def key_numba_cache(root: Path | None = None, packages: tuple[str, ...] = PACKAGES) -> Path:
     """Point numba's cache at the folder of this source's key (once per process for the default
     ``root``, the folder holding the packages); returns it."""
+    serialise_cache_writes()
     key = _own_key() if root is None and packages == PACKAGES else source_key(root or _own_root(), packages)
     folder = cache_base() / key
     if numba.config.CACHE_DIR != str(folder):  # type: ignore[attr-defined]  # set from the environment at import
         numba.config.CACHE_DIR = str(folder)  # type: ignore[attr-defined]
         _prune(folder)
     return folder
+
+
+def serialise_cache_writes() -> None:
+    """Make numba's index update and data write of a new signature one step under a file lock
+    (module docstring, "Concurrent writers"); idempotent."""
+    if not getattr(IndexDataCacheFile.save, "locked", False):
+        IndexDataCacheFile.save = _locked(IndexDataCacheFile.save)  # type: ignore[method-assign]
+
+
+def _locked(save: Callable) -> Callable:
+    @functools.wraps(save)
+    def locked_save(self: IndexDataCacheFile, key, data) -> None:
+        os.makedirs(self._cache_path, exist_ok=True)
+        with open(self._index_path + ".lock", "a") as handle:
+            _lock_exclusive(handle)
+            save(self, key, data)
+
+    locked_save.locked = True  # type: ignore[attr-defined]
+    return locked_save
 
 
 def _own_root() -> Path:

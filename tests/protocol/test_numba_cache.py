@@ -73,3 +73,36 @@ def test_this_process_uses_the_folder_of_its_own_source():
     folder = Path(numba.config.CACHE_DIR)
     assert folder.parent == cache_base() and folder.name == source_key(Path(__file__).resolve().parents[2])
     assert key_numba_cache() == folder  # idempotent
+
+
+def test_two_writers_of_different_signatures_keep_their_own_data(tmp_path, monkeypatch):
+    """Numba's save reads the index, takes a free data-file number, writes the index, then the
+    data. Two writers interleaved there would take the same number and one key would load the
+    other's data; under the lock each key reads back its own."""
+    import threading
+
+    from numba.core.caching import IndexDataCacheFile
+
+    from protocol.numba_cache import serialise_cache_writes
+
+    serialise_cache_writes()
+    original = IndexDataCacheFile._save_index
+    first_in = threading.Event()
+
+    def slow_save_index(self, overloads):
+        first_in.set()
+        time.sleep(0.3)  # the other writer arrives while this one is between its read and its write
+        original(self, overloads)
+
+    monkeypatch.setattr(IndexDataCacheFile, "_save_index", slow_save_index)
+    files = [IndexDataCacheFile(str(tmp_path), "kernel", ("stamp", 1)) for _ in range(2)]
+    writers = [threading.Thread(target=files[0].save, args=(("uint8",), b"code for uint8"))]
+    writers[0].start()
+    first_in.wait()
+    writers.append(threading.Thread(target=files[1].save, args=(("float32",), b"code for float32")))
+    writers[1].start()
+    for writer in writers:
+        writer.join()
+    reader = IndexDataCacheFile(str(tmp_path), "kernel", ("stamp", 1))
+    assert reader.load(("uint8",)) == b"code for uint8"
+    assert reader.load(("float32",)) == b"code for float32"

@@ -35,24 +35,26 @@ import functools
 import hashlib
 import os
 import shutil
+import sys
 import time
 from collections.abc import Callable
 from functools import cache
 from pathlib import Path
+from typing import IO
 
 import numba
 from numba.core.caching import IndexDataCacheFile
 
-try:  # POSIX
-    import fcntl
-
-    def _lock_exclusive(handle) -> None:
-        fcntl.flock(handle, fcntl.LOCK_EX)  # released when the handle closes
-except ImportError:  # Windows
+if sys.platform == "win32":
     import msvcrt
 
-    def _lock_exclusive(handle) -> None:
+    def _lock_exclusive(handle: IO[str]) -> None:
         msvcrt.locking(handle.fileno(), msvcrt.LK_LOCK, 1)  # released when the handle closes
+else:
+    import fcntl
+
+    def _lock_exclusive(handle: IO[str]) -> None:
+        fcntl.flock(handle, fcntl.LOCK_EX)  # released when the handle closes
 
 #: The top-level packages whose source keys the cache.
 PACKAGES = ("protocol", "bot", "training", "tui")
@@ -97,19 +99,21 @@ def key_numba_cache(root: Path | None = None, packages: tuple[str, ...] = PACKAG
 def serialise_cache_writes() -> None:
     """Make numba's index update and data write of a new signature one step under a file lock
     (module docstring, "Concurrent writers"); idempotent."""
-    if not getattr(IndexDataCacheFile.save, "locked", False):
+    if not hasattr(IndexDataCacheFile.save, "__wrapped__"):
         IndexDataCacheFile.save = _locked(IndexDataCacheFile.save)  # type: ignore[method-assign]
 
 
-def _locked(save: Callable) -> Callable:
+Save = Callable[[IndexDataCacheFile, object, object], None]
+
+
+def _locked(save: Save) -> Save:
     @functools.wraps(save)
-    def locked_save(self: IndexDataCacheFile, key, data) -> None:
+    def locked_save(self: IndexDataCacheFile, key: object, data: object) -> None:
         os.makedirs(self._cache_path, exist_ok=True)
         with open(self._index_path + ".lock", "a") as handle:
             _lock_exclusive(handle)
             save(self, key, data)
 
-    locked_save.locked = True  # type: ignore[attr-defined]
     return locked_save
 
 

@@ -49,6 +49,7 @@ import numpy as np  # noqa: E402
 
 from benchmarks.bench_abstraction import machine  # noqa: E402
 from bot.evaluation.statistics import estimate  # noqa: E402
+from training.abstraction.board_match import BoardValues  # noqa: E402
 
 
 def slug(label: str) -> str:
@@ -67,10 +68,10 @@ def run_cell(command: list[str], out: Path) -> float:
 
 
 def board_values(path: Path) -> np.ndarray:
-    """A board-sampled cell's mbb/g per board (the mean of the two seats' chips)."""
+    """A board-sampled cell's duplicate value per board in mbb/g, as its report computes it."""
     data = json.loads(path.read_text())
-    chips = np.array(data["per_board"]["seat0_chips"]) + np.array(data["per_board"]["seat1_chips"])
-    return chips / 2 / data["big_blind"] * 1000
+    values = BoardValues(np.array(data["per_board"]["seat0_chips"]), np.array(data["per_board"]["seat1_chips"]))
+    return values.duplicate * 1000.0 / data["big_blind"]
 
 
 #: Rounds of ``--target`` extensions at most.
@@ -183,6 +184,7 @@ def main() -> None:
                                      "--seed", str(args.seed), "--json", str(out)], out)
     with ThreadPoolExecutor(max_workers=args.jobs) as pool:
         seconds = dict(zip(jobs, pool.map(lambda job: run_cell(*job), jobs.values()), strict=True))
+
     def pooled(a: str, b: str) -> np.ndarray:
         files = [jobs[f"{a} vs {b}"][1], *extension_files(args.out, a, b)]
         return np.concatenate([board_values(f) for f in files])

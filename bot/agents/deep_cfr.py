@@ -317,15 +317,12 @@ class DeepCFRAgent(Agent):
     def _entry_strategy(self, entry: dict | None, node: int, position: int, cards: np.ndarray) -> np.ndarray:
         """``[n, 3]`` at betting ``node`` for card rows ``cards``: the average network (deep-cfr,
         ``entry`` None) or one SD-CFR stack entry's regret matching (uniform entries: uniform)."""
-        legal = torch.from_numpy(np.repeat(self.encoder.legal[node][None], len(cards), axis=0))
         if entry is not None and entry.get("uniform"):
-            return (legal.double() / legal.sum(dim=1, keepdim=True)).numpy()
-        if entry is None:
-            net, kind = self._net(self.bundle.average), "average"
-        else:
-            net, kind = self._net(entry["files"][position]), "value"
+            return self._uniform(node, len(cards))
+        name, kind = self._network_of(entry, position)
+        legal = torch.from_numpy(np.repeat(self.encoder.legal[node][None], len(cards), axis=0))
         bets = torch.from_numpy(np.repeat(self.encoder.bets[node][None], len(cards), axis=0))
-        outputs = net(torch.from_numpy(cards.astype(np.int64)), bets)
+        outputs = self._net(name)(torch.from_numpy(cards.astype(np.int64)), bets)
         return strategy_from_outputs(kind, outputs, legal, self.bundle.argmax_fallback).double().numpy()
 
     def action_probabilities(self, view: MatchState) -> dict[str, float]:
@@ -366,8 +363,7 @@ class DeepCFRAgent(Agent):
                 reach *= self._grid_strategy(entry, past, view.position, seen, hands)[:, action]
             numerator += reach[:, None] * self._grid_strategy(entry, node, view.position, board, hands)
             denominator += reach
-        legal = self.encoder.legal[node].astype(np.float64)
-        uniform = legal / legal.sum()  # hands no entry plays to this point
+        uniform = self._uniform(node, 1)[0]  # hands no entry plays to this point
         safe = np.where(denominator > 0, denominator, 1.0)[:, None]
         return np.where(denominator[:, None] > 0, numerator / safe, uniform)
 
@@ -375,10 +371,19 @@ class DeepCFRAgent(Agent):
                        hands: np.ndarray) -> np.ndarray:
         """:meth:`_entry_strategy` of every row of ``hands`` through the range grid."""
         if entry is not None and entry.get("uniform"):
-            legal = self.encoder.legal[node].astype(np.float64)
-            return np.broadcast_to(legal / legal.sum(), (len(hands), len(ACTIONS)))
-        name, kind = (self.bundle.average, "average") if entry is None else (entry["files"][position], "value")
+            return self._uniform(node, len(hands))
+        name, kind = self._network_of(entry, position)
         return self._range_grid.strategies(name, self._net(name), kind, self.bundle.argmax_fallback, node, board, hands)
+
+    def _network_of(self, entry: dict | None, position: int) -> tuple[str, str]:
+        """(network file, kind) playing ``position``: the average network (deep-cfr, ``entry``
+        None) or the stack entry's value network."""
+        return (self.bundle.average, "average") if entry is None else (entry["files"][position], "value")
+
+    def _uniform(self, node: int, count: int) -> np.ndarray:
+        """``[count, 3]`` float64, uniform over ``node``'s legal actions (a uniform stack entry)."""
+        legal = self.encoder.legal[node].astype(np.float64)
+        return np.broadcast_to(legal / legal.sum(), (count, len(ACTIONS)))
 
     def end_hand(self, view: MatchState) -> None:
         self._entry = None

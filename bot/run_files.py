@@ -45,7 +45,7 @@ SOLVE_ALGO = "solve"
 #: ``pokerbot train --algo`` names (:data:`training.contract.entry.ALGORITHMS` maps each to its
 #: module; a test keeps the two equal). Here, below the CLI and the trainers, so ``--help``
 #: lists them without importing the training package.
-TRAIN_ALGORITHMS = ("abstraction", "deep-cfr", "dream", "flop-cfr", "nfsp", "os-sd-cfr", "sd-cfr")
+TRAIN_ALGORITHMS = ("abstraction", "deep-cfr", "distil", "dream", "flop-cfr", "nfsp", "os-sd-cfr", "sd-cfr")
 #: The full-width CFR variants of :mod:`training.tabular.cfr`.
 CFR_VARIANTS = ("cfr", "cfr+", "linear-cfr", "dcfr")
 #: ``pokerbot solve --algo`` names: the CFR variants, then external-sampling MCCFR.

@@ -27,6 +27,7 @@ from bot.run_files import TRAIN_ALGORITHMS
 @click.option("--device", type=click.Choice(["auto", "cpu", "cuda"]), help="Where networks run  [default: auto, i.e. cuda when available]")
 @click.option("--preset", type=click.Choice(["tuned", "paper"]), help="DREAM / OS-SD-CFR: the game's preset table  [default: tuned]")
 @click.option("--size", help="Abstraction size (--algo abstraction), e.g. 3e6.")
+@click.option("--teacher", help="--algo distil: the SD-CFR stack to distil (a Deep CFR run's policy/stack, or the run).")
 @click.option("--threads", type=NON_NEGATIVE, help="CPU threads; 0 = all cores  [default: the preset's]")
 @click.option("--out", type=click.Path(file_okay=False), help="Run directory to create.")
 @click.option("--resume", type=click.Path(file_okay=False), help="Continue the run in this directory (may change --iterations, --time-budget, --device, --threads).")

@@ -68,6 +68,7 @@ ALGORITHMS: dict[str, str] = {
     "sd-cfr": "training.deep_cfr.trainer",
     "dream": "training.deep_cfr.dream",
     "os-sd-cfr": "training.deep_cfr.dream",
+    "distil": "training.deep_cfr.distil",
     "abstraction": "training.abstraction.run",
     "flop-cfr": "training.flop.trainer",
     SOLVE_ALGO: "training.tabular.solve",

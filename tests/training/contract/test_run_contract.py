@@ -34,7 +34,7 @@ def test_train_help_lists_every_algorithm_and_no_internal_text() -> None:
     assert result.exit_code == 0
     assert "Options left out are None" not in result.output and "resolves them" not in result.output
     flat = " ".join(result.output.split()).replace("- ", "-")  # click may wrap after a hyphen
-    assert "Training algorithm: abstraction, deep-cfr, dream, flop-cfr, nfsp, os-sd-cfr, sd-cfr." in flat
+    assert "Training algorithm: abstraction, deep-cfr, distil, dream, flop-cfr, nfsp, os-sd-cfr, sd-cfr." in flat
 
 
 @pytest.mark.parametrize("algo", ["sd-cfr", "nfsp"])

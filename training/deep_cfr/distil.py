@@ -62,8 +62,7 @@ class DistilConfig:
     teacher: str = ""
     """An ``sd-cfr`` policy bundle (a Deep CFR run's ``policy/stack``) or a run directory holding one."""
     hands: int = 400_000
-    """Hands the teacher plays; every decision of both seats is a sample (~6 a HULH hand; a
-    178-entry HULH stack gives ~2,000 samples a CPU-second)."""
+    """Hands the teacher plays; every decision of both seats is a sample (~6 a HULH hand)."""
     hands_per_chunk: int = 4096
     """Hands the teacher plays at once (one samples file)."""
     exploration: float = 0.1
@@ -259,12 +258,12 @@ def train(config: DistilConfig, run: RunDir, resume: bool, stop: StopRequest, fo
         missing = job.missing_chunks()
         if missing and loop.running(job.step, job.seconds):
             teacher = StackTeacher(job.bundle, job.encoder)
-            progress.start_iteration(job.step // config.eval_every + 1, "teacher samples")
+            progress.start_iteration(job.step // config.eval_every + 1, "teacher samples (chunks of hands)")
             for done, index in enumerate(missing):
                 started = time.perf_counter()
                 job.make_chunk(teacher, index)
                 job.seconds += time.perf_counter() - started
-                progress.advance_iteration(done + 1, len(missing), "teacher samples (chunks)")
+                progress.advance_iteration(done + 1, len(missing))
                 stop.check()
                 if not loop.running(job.step, job.seconds):
                     break
@@ -273,13 +272,16 @@ def train(config: DistilConfig, run: RunDir, resume: bool, stop: StopRequest, fo
         training, held_out = job.load_samples()
         job.net.train()
         losses: list[float] = []
+        shown = 0  # the period the progress display is on
         while loop.running(job.step, job.seconds):
             period = job.step // config.eval_every + 1
-            progress.start_iteration(period, "fit")
+            if period != shown:
+                progress.start_iteration(period, "fit (Adam steps)")
+                shown = period
             started = time.perf_counter()
             losses.append(job.train_step(training))
             job.seconds += time.perf_counter() - started
-            progress.advance_iteration(job.step - (period - 1) * config.eval_every, config.eval_every, "Adam steps")
+            progress.advance_iteration(job.step - (period - 1) * config.eval_every, config.eval_every)
             if job.step % config.eval_every == 0 or job.step == config.steps:
                 record = {"iteration": job.step, "train_kl": float(np.mean(losses)), **job.held_out(held_out),
                           "samples": len(training), ELAPSED_METRIC: round(job.seconds, 3)}

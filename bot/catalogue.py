@@ -208,13 +208,14 @@ def run_paths(game: str) -> list[tuple[str, bool]]:
 
 
 #: Candidates per game, strongest first: the shipped bot, then registered names and the run
-#: directories the train commands write. Deep CFR / SD-CFR beat abstractions and NFSP in HULH
-#: (Brown et al. 2019, table 2); bigger abstractions beat smaller ones; lossless abstractions
-#: and tabular CFR+ solves are near-exact. The shipped hold'em network (2 hours on 2 cores) lost
-#: to the shipped 3e6 abstraction and beat NFSP (docs/benchmarks/hulh-deep-cfr.md).
+#: directories the train commands write, in the order measured here (docs/benchmarks/hulh-table.md,
+#: docs/benchmarks/hulh-deep-cfr.md): in hold'em the solved abstractions beat the 2-core networks
+#: by ~170-240 mbb/g and a converged smaller one beats a less converged larger one; SD-CFR (its
+#: stack or the shipped network distilled from it) beats Deep CFR's average network, which beats
+#: NFSP. Lossless abstractions and tabular CFR+ solves are near-exact.
 STRONGEST_FIRST: dict[str, list[str]] = {
-    "holdem": ["default", "runs/sd-cfr-holdem", "runs/deep-cfr-holdem", "abstraction_3e8", "abstraction_3e7", "abstraction_3e6",
-               "holdem_deep_cfr", "nfsp"],
+    "holdem": ["default", "abstraction_3e6", "abstraction_3e7", "abstraction_3e8", "holdem_sd_cfr", "runs/sd-cfr-holdem",
+               "holdem_deep_cfr", "runs/deep-cfr-holdem", "nfsp"],
     "fhp": ["default", "fhp_lossless", "runs/sd-cfr-fhp", "runs/deep-cfr-fhp", "fhp_abstraction_3.6e6", "fhp_abstraction_4e4", "nfsp"],
     "leduc": ["default", "leduc_lossless", "runs/cfr-leduc", "runs/cfr-leduc.json", "runs/sd-cfr-leduc", "runs/deep-cfr-leduc", "leduc_merged", "nfsp"],
     "kuhn": ["default", "runs/cfr-kuhn", "runs/cfr-kuhn.json", "runs/sd-cfr-kuhn", "runs/deep-cfr-kuhn", "nfsp"],

@@ -37,7 +37,7 @@ from bot.agents.encoding import InfosetEncoder
 from bot.agents.network import DeepCFRNetwork, masked_softmax
 from bot.errors import ConfigError
 from bot.run_files import ELAPSED_METRIC, load_torch
-from protocol.files import atomic_write
+from protocol.files import atomic_write, atomic_write_text, sha256_file
 from protocol.gamedef import load_game
 from training.contract.entry import (
     CheckpointClock,
@@ -51,6 +51,8 @@ from training.contract.rundir import Progress, RunDir, save_torch
 from training.deep_cfr.stack_teacher import StackTeacher, TeacherSamples
 
 AVERAGE_FILE = "average.pt"
+#: The teacher's ``bundle.json`` sha256, written when the run starts.
+TEACHER_FILE = "teacher.sha256"
 
 
 @dataclass(frozen=True)
@@ -130,6 +132,7 @@ class Distillation:
         self.game = self.bundle.game
         if self.game.to_text() != load_game(config.game).to_text():
             raise ConfigError(f"--teacher {config.teacher} was trained on {self.game.name}, not {config.game}")
+        self.check_teacher_unchanged()
         self.encoder = InfosetEncoder(self.game)
         torch.manual_seed(config.seed)
         architecture = self.bundle.architecture
@@ -138,6 +141,18 @@ class Distillation:
         self.optimizer = torch.optim.Adam(self.net.parameters(), lr=config.learning_rate)
         self.step = 0
         self.seconds = 0.0  # the run's clock: sampling and fitting, evaluations included
+
+    def check_teacher_unchanged(self) -> None:
+        """Record the teacher's manifest digest with the run's first samples; later sittings must
+        find the same stack (a Deep CFR run resumed in between has more entries, and samples of
+        two stacks would be mixed)."""
+        digest = sha256_file(self.bundle.root / "bundle.json")
+        record = self.run.path / TEACHER_FILE
+        if not record.is_file():
+            atomic_write_text(record, digest + "\n")
+        elif record.read_text().strip() != digest:
+            raise ConfigError(f"{self.config.teacher} has changed since this run drew its samples (its bundle.json "
+                              f"digest differs from {record}): distil the new stack in a new run")
 
     @property
     def iteration(self) -> int:

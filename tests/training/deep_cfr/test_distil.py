@@ -103,6 +103,10 @@ def test_bad_teachers_and_damaged_samples_are_one_line_errors(kuhn_run, tmp_path
     result = runner.invoke(main, [*base, "--game", "kuhn", "--teacher", str(kuhn_run), "--config", str(toml),
                                   "--iterations", "10", "--out", str(run)])
     assert result.exit_code == 0, result.output
+    (run / "teacher.sha256").write_text("0" * 64)
+    result = runner.invoke(main, ["train", "--algo", "distil", "--resume", str(run), "--iterations", "20"])
+    assert result.exit_code == 2 and "has changed since this run drew its samples" in result.output
+    (run / "teacher.sha256").unlink()  # read as a first sitting: the digest is recorded again
     (run / "samples" / "chunk_00001.npz").write_bytes(b"not a zip")
     result = runner.invoke(main, ["train", "--algo", "distil", "--resume", str(run), "--iterations", "20"])
     assert result.exit_code == 2 and "chunk_00001.npz: damaged samples file" in result.output

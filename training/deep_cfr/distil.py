@@ -34,7 +34,7 @@ import torch
 from bot.agents.bundle import bundle_root, read_bundle, write_bundle
 from bot.agents.deep_cfr import DeepCFRBundle
 from bot.agents.encoding import InfosetEncoder
-from bot.agents.network import DeepCFRNetwork, masked_softmax
+from bot.agents.network import DeepCFRNetwork
 from bot.errors import ConfigError
 from bot.run_files import ELAPSED_METRIC, load_torch
 from protocol.files import atomic_write, atomic_write_text, sha256_file
@@ -109,9 +109,9 @@ class DistilConfig:
         return -(-self.hands // self.hands_per_chunk)
 
 
-def teacher_bundle(path: str | Path) -> DeepCFRBundle:
-    """The ``sd-cfr`` bundle at ``path``: a bundle folder, an SD-CFR run, or a Deep CFR run
-    (its ``policy/stack``)."""
+def teacher_bundle(path: str | Path, game: str) -> DeepCFRBundle:
+    """The ``sd-cfr`` bundle at ``path`` (a bundle folder, an SD-CFR run, or a Deep CFR run's
+    ``policy/stack``), trained on ``game``."""
     path = Path(path)
     root = bundle_root(path)
     if (root is None or read_bundle(root, verify=False).kind == "deep-cfr") and (path / "policy" / "stack").is_dir():
@@ -119,6 +119,8 @@ def teacher_bundle(path: str | Path) -> DeepCFRBundle:
     bundle = read_bundle(root if root is not None else path)
     if bundle.kind != "sd-cfr":
         raise ConfigError(f"{path}: a {bundle.kind} policy; --teacher needs an sd-cfr stack (a Deep CFR run's policy/stack)")
+    if bundle.game.to_text() != load_game(game).to_text():
+        raise ConfigError(f"--teacher {path} was trained on {bundle.game.name}, not {game}")
     return DeepCFRBundle.of(bundle)
 
 
@@ -128,10 +130,8 @@ class Distillation:
     def __init__(self, config: DistilConfig, run: RunDir) -> None:
         self.config = config
         self.run = run
-        self.bundle = teacher_bundle(config.teacher)
+        self.bundle = teacher_bundle(config.teacher, config.game)
         self.game = self.bundle.game
-        if self.game.to_text() != load_game(config.game).to_text():
-            raise ConfigError(f"--teacher {config.teacher} was trained on {self.game.name}, not {config.game}")
         self.check_teacher_unchanged()
         self.encoder = InfosetEncoder(self.game)
         torch.manual_seed(config.seed)
@@ -189,12 +189,16 @@ class Distillation:
 
     # -- fit -----------------------------------------------------------------------------------
 
-    def loss(self, samples: TeacherSamples, rows: np.ndarray) -> torch.Tensor:
-        """Mean KL divergence from the targets of ``rows`` to the student's strategy."""
+    def log_strategy(self, samples: TeacherSamples, rows: np.ndarray) -> torch.Tensor:
+        """The student's log-probabilities ``[len(rows), 3]`` (-inf on illegal actions)."""
         node = samples.node[rows]
         legal = torch.from_numpy(self.encoder.legal[node])
         logits = self.net(torch.from_numpy(samples.cards[rows].astype(np.int64)), torch.from_numpy(self.encoder.bets[node]))
-        log_p = torch.log_softmax(logits.masked_fill(~legal, float("-inf")), dim=1)
+        return torch.log_softmax(logits.masked_fill(~legal, float("-inf")), dim=1)
+
+    @staticmethod
+    def kl(samples: TeacherSamples, rows: np.ndarray, log_p: torch.Tensor) -> torch.Tensor:
+        """Mean KL divergence from the targets of ``rows`` to the strategy ``exp(log_p)``."""
         target = torch.from_numpy(samples.target[rows])
         terms = torch.where(target > 0, target * (torch.log(target.clamp(min=1e-30)) - log_p), torch.zeros_like(target))
         return terms.sum(dim=1).mean()
@@ -205,7 +209,7 @@ class Distillation:
         rate = float(cfg.learning_rate * 0.5 * (1.0 + np.cos(np.pi * self.step / cfg.steps)))
         for group in self.optimizer.param_groups:
             group["lr"] = rate
-        loss = self.loss(samples, rows)
+        loss = self.kl(samples, rows, self.log_strategy(samples, rows))
         self.optimizer.zero_grad(set_to_none=True)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(self.net.parameters(), cfg.grad_clip)
@@ -222,11 +226,9 @@ class Distillation:
         kl, differ = 0.0, 0
         for lo in range(0, len(samples), 65536):
             rows = np.arange(lo, min(lo + 65536, len(samples)))
-            kl += float(self.loss(samples, rows)) * len(rows)
-            node = samples.node[rows]
-            legal = torch.from_numpy(self.encoder.legal[node])
-            logits = self.net(torch.from_numpy(samples.cards[rows].astype(np.int64)), torch.from_numpy(self.encoder.bets[node]))
-            student = masked_softmax(logits, legal).argmax(dim=1).numpy()
+            log_p = self.log_strategy(samples, rows)
+            kl += float(self.kl(samples, rows, log_p)) * len(rows)
+            student = log_p.argmax(dim=1).numpy()
             differ += int((student != samples.target[rows].argmax(axis=1)).sum())
         self.net.train()
         return {"held_out_kl": kl / len(samples), "held_out_argmax_differs": differ / len(samples)}
@@ -315,10 +317,7 @@ def train(config: DistilConfig, run: RunDir, resume: bool, stop: StopRequest, fo
 def _check_teacher(values: dict, options: dict) -> dict:
     """Fail before the run directory exists when the teacher is not an sd-cfr stack of the game."""
     if values.get("teacher"):
-        bundle = teacher_bundle(str(values["teacher"]))
-        game = str(values.get("game", "holdem"))
-        if bundle.game.to_text() != load_game(game).to_text():
-            raise ConfigError(f"--teacher {values['teacher']} was trained on {bundle.game.name}, not {game}")
+        teacher_bundle(str(values["teacher"]), str(values.get("game", "holdem")))
     return values
 
 

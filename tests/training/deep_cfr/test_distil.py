@@ -4,6 +4,7 @@ and damaged samples are one-line errors."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import signal
 from pathlib import Path
@@ -32,7 +33,7 @@ def leduc_stack(tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("distil") / "leduc-sd"
     options = {"game": "leduc", "iterations": 4, "traversals": 100, "seed": 2, "threads": 1}
     config = resolve_new(TRAINERS["sd-cfr"], options).config
-    DeepCFRTrainer.new(config.__class__(**{**config.__dict__, "sgd_steps": 40, "width": 16}), out, progress=False).train()
+    DeepCFRTrainer.new(dataclasses.replace(config, sgd_steps=40, width=16), out, progress=False).train()
     return out / "policy"
 
 

@@ -179,10 +179,11 @@ def train(config: AbstractionConfig, run: RunDir, resume: bool = False, stop: St
         with progress_bar(console, transient=True) as bar:
             bar.add_task(f"warm start: carrying {config.warm_start}'s tables over", total=None)
             source = warm_start(config.warm_start, ag, regrets, average)
+        carried = time.monotonic() - carried
         state["batches"] = round(source.batches * config.warm_start_weight)
-        run.append_metrics(source.metrics() | {"warm_start_s": round(time.monotonic() - carried, 2)})
+        run.append_metrics(source.metrics() | {"warm_start_s": round(carried, 2)})
         console.print(f"warm start from {source.abstraction} ({source.path}: {source.iterations:,} iterations, "
-                      f"{source.batches:,} batches) in {time.monotonic() - carried:.0f} s; this run's batches "
+                      f"{source.batches:,} batches) in {carried:.0f} s; this run's batches "
                       f"continue from {state['batches'] + 1:,}")
     solver, pool = _solver(config, ag, threads, console)
     batch = config.batch or solver.default_batch()

@@ -110,22 +110,18 @@ def class_shares(target: Abstraction, source: Abstraction, round_index: int) -> 
     def buckets(table: np.ndarray | None, start: int, stop: int) -> np.ndarray:
         return np.arange(start, stop, dtype=np.int64) if table is None else np.asarray(table[start:stop], dtype=np.int64)
 
-    mass = np.zeros(num_source)
+    keys, masses = [], []  # one pass over the tables: the deals each (target, source) pair shares
     for start in range(0, size, CHUNK):
         stop = min(size, start + CHUNK)
-        mass += np.bincount(buckets(source_table, start, stop), weights=np.asarray(weight[start:stop], np.float64),
-                            minlength=num_source)  # fmt: skip
-    keys, shares = [], []
-    for start in range(0, size, CHUNK):
-        stop = min(size, start + CHUNK)
-        s = buckets(source_table, start, stop)
-        key = buckets(target_table, start, stop) * num_source + s
+        key = buckets(target_table, start, stop) * num_source + buckets(source_table, start, stop)
         unique, inverse = np.unique(key, return_inverse=True)
         keys.append(unique)
-        shares.append(np.bincount(inverse, weights=np.asarray(weight[start:stop], np.float64) / mass[s]))
+        masses.append(np.bincount(inverse, weights=np.asarray(weight[start:stop], np.float64)))
     unique, inverse = np.unique(np.concatenate(keys), return_inverse=True)
-    total = np.bincount(inverse, weights=np.concatenate(shares))
-    return unique // num_source, unique % num_source, total
+    pair_mass = np.bincount(inverse, weights=np.concatenate(masses))
+    source_bucket = unique % num_source
+    total = pair_mass / np.bincount(source_bucket, weights=pair_mass, minlength=num_source)[source_bucket]
+    return unique // num_source, source_bucket, total
 
 
 def transfer(target: AbstractGame, source: AbstractGame, regrets: np.ndarray, average: np.ndarray,

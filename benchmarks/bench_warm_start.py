@@ -25,7 +25,7 @@ from bot.abstraction.spec import SPECS
 from bot.abstraction.tables import AbstractGame, Abstraction
 from training.abstraction.build import build_abstraction
 from training.abstraction.run import _exploitability
-from training.abstraction.solver import run_batch
+from training.abstraction.solver import Pruning, run_batch
 from training.abstraction.warm_start import transfer
 
 BATCH = 20_000
@@ -37,12 +37,12 @@ def abstract_game(name: str) -> AbstractGame:
 
 
 def solve(ag: AbstractGame, cpu_seconds: float, seed: int, tables: tuple[np.ndarray, np.ndarray] | None = None,
-          first_batch: int = 1) -> tuple[np.ndarray, np.ndarray, int, int]:  # fmt: skip
+          first_batch: int = 1, pruning: Pruning | None = None) -> tuple[np.ndarray, np.ndarray, int, int]:  # fmt: skip
     """ES batches until ``cpu_seconds`` of process time: (regrets, average, iterations, batches)."""
     regrets, average = tables or (np.zeros((ag.num_rows, 3), np.float32), np.zeros((ag.num_rows, 3), np.float32))
     started, iterations, batch = time.process_time(), 0, first_batch
     while time.process_time() - started < cpu_seconds:
-        run_batch(ag, regrets, average, seed, iterations + 1, BATCH, batch, 1)
+        run_batch(ag, regrets, average, seed, iterations + 1, BATCH, batch, 1, pruning)
         iterations, batch = iterations + BATCH, batch + 1
     return regrets, average, iterations, batch - first_batch
 

@@ -141,12 +141,20 @@ def _abstraction_strength(meta: dict) -> str:
     text = f"{meta.get('iterations', meta.get('iteration', 0)):,} iterations"
     measured = meta.get("state", {}).get("exploitability_mbb") if isinstance(meta.get("state"), dict) else None
     metrics = Path(str(meta.get("run", ""))) / "metrics.jsonl"
+    checked = None
     if metrics.is_file():
-        records = [json.loads(line) for line in metrics.read_text().splitlines() if "exploitability_mbb" in line]
+        lines = metrics.read_text().splitlines()
+        records = [json.loads(line) for line in lines if "exploitability_mbb" in line]
         if records:
             measured = records[-1]["exploitability_mbb"]
+        checks = [json.loads(line) for line in lines if "vs_half_mbb" in line]
+        checked = checks[-1] if checks else None
     if measured is not None:
         text += f"; exploitability {measured:.3g} mbb/g (exact, NashConv/2)"
+    if checked is not None:  # hold'em: the convergence check (training/abstraction/convergence.py)
+        verdict = "converged" if checked.get("converged") else "not converged"
+        text += (f"; {checked['vs_half_mbb']:+.1f} ± {checked['vs_half_ci95']:.1f} mbb/g against its average at "
+                 f"{checked['half_iteration']:,} iterations ({verdict})")
     return text
 
 

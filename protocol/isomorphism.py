@@ -137,14 +137,29 @@ class HandIndexer:
         return out
 
 
+#: Length of the int64 scratch array of :func:`index_into`.
+SCRATCH = NUM_SUITS * MAX_GROUPS + 2 * NUM_SUITS
+
+
 @njit(cache=True, inline="always")
 def index_one(cards: np.ndarray, groups: np.ndarray, binom: np.ndarray, suit_size: np.ndarray, class_keys: np.ndarray,
               class_offsets: np.ndarray, num_ranks: int, num_suits: int) -> Any:
     """Waugh's index of one hand; ``cards`` are the groups' cards concatenated (see module doc)."""
+    scratch = np.empty(SCRATCH, dtype=np.int64)
+    return index_into(cards, groups, binom, suit_size, class_keys, class_offsets, num_ranks, num_suits, scratch)
+
+
+@njit(cache=True, inline="always")
+def index_into(cards: np.ndarray, groups: np.ndarray, binom: np.ndarray, suit_size: np.ndarray, class_keys: np.ndarray,
+               class_offsets: np.ndarray, num_ranks: int, num_suits: int, scratch: np.ndarray) -> Any:
+    """:func:`index_one` with its working arrays in ``scratch`` (:data:`SCRATCH` int64s), for
+    kernels that index several hands per sample and would otherwise allocate three arrays each
+    time (the ES solver: eight per hold'em deal)."""
     rank_low = NUM_RANKS - num_ranks
     suit_low = NUM_SUITS - num_suits
     ngroups = groups.shape[0]
-    masks = np.zeros((NUM_SUITS, MAX_GROUPS), dtype=np.int64)
+    masks = scratch[: NUM_SUITS * MAX_GROUPS].reshape((NUM_SUITS, MAX_GROUPS))
+    masks[:] = 0
     pos = 0
     for g in range(ngroups):
         for _ in range(groups[g]):
@@ -152,8 +167,8 @@ def index_one(cards: np.ndarray, groups: np.ndarray, binom: np.ndarray, suit_siz
             masks[card % NUM_SUITS - suit_low, g] |= np.int64(1) << (card // NUM_SUITS - rank_low)
             pos += 1
     # per-suit configuration key and index (colex of each group's ranks among unused ranks)
-    keys = np.zeros(NUM_SUITS, dtype=np.int64)
-    idxs = np.zeros(NUM_SUITS, dtype=np.int64)
+    keys = scratch[NUM_SUITS * MAX_GROUPS : NUM_SUITS * MAX_GROUPS + NUM_SUITS]
+    idxs = scratch[NUM_SUITS * MAX_GROUPS + NUM_SUITS :]
     for s in range(num_suits):
         used = np.int64(0)
         nused = 0

@@ -58,8 +58,12 @@ class ESSolver:
     """External-sampling Linear MCCFR (:mod:`training.abstraction.solver`), on this machine's
     threads or on Ray workers (``run_batch`` of :class:`training.abstraction.ray_mccfr.RayMCCFR`)."""
 
-    def __init__(self, ag: AbstractGame, seed: int, threads: int, batch=solver.run_batch, label: str = "ES Linear MCCFR"):
+    def __init__(self, ag: AbstractGame, seed: int, threads: int, batch=solver.run_batch, label: str = "ES Linear MCCFR",
+                 pruning: solver.Pruning | None = None) -> None:  # fmt: skip
         self.ag, self.seed, self.threads, self.batch, self.label = ag, seed, threads, batch, label
+        self.pruning = pruning
+        if pruning is not None:
+            self.label = f"{label}, pruned"
 
     def default_batch(self) -> int:
         return ES_BATCH
@@ -69,7 +73,8 @@ class ESSolver:
 
     def run_batch(self, regrets: np.ndarray, average: np.ndarray, first: int, count: int, batch_index: int,
                   keep_going: KeepGoing) -> tuple[int, int]:  # fmt: skip
-        touched = self.batch(self.ag, regrets, average, self.seed, first, count, batch_index, self.threads)
+        pruned = () if self.pruning is None else (self.pruning,)  # Ray's run_batch takes no pruning
+        touched = self.batch(self.ag, regrets, average, self.seed, first, count, batch_index, self.threads, *pruned)
         keep_going(count)
         return touched, count
 

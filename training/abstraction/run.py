@@ -19,6 +19,7 @@ import shutil
 import time
 from contextlib import nullcontext
 from dataclasses import asdict, dataclass
+from pathlib import Path
 
 import numba
 import numpy as np
@@ -40,6 +41,7 @@ from training.abstraction.batches import SOLVERS, BatchSolver, ESSolver, PCSSolv
 from training.abstraction.build import build_abstraction, cached_feature_rounds
 from training.abstraction.pcs import SCHEMES
 from training.abstraction.resources import check_build_fits, check_run_fits, check_tables_fit
+from training.abstraction.solver import Pruning
 from training.abstraction.warm_start import warm_start
 from training.contract import cluster as distributed
 from training.contract.entry import CheckpointClock, StopRequest, Trainer, parse_duration
@@ -104,6 +106,15 @@ class AbstractionConfig:
     """How many of the source's batches the carried tables count as, as a fraction (1: all;
     the run's batch index starts there). Measured: 1 on FHP 4e4 -> 3.6e6; a much coarser
     source (Leduc merged -> lossless) does better near 1/16 (docs: abstraction, warm start)."""
+    prune_ratio: float = 0.0
+    """``es-mccfr`` only: negative-regret pruning (:class:`training.abstraction.solver.Pruning`):
+    most traversals skip the traverser's actions whose regret is below minus this many times the
+    row's positive regret; 0 = never prune."""
+    prune_from_batch: int = 1
+    """The first batch that prunes (early regrets are noise; docs: abstraction, pruning)."""
+    prune_full_share: float = 0.05
+    """The share of traversals that explore every action (pruned actions' regrets are updated
+    there, boosted by its inverse so their expected increments are unbiased)."""
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "time_budget", parse_duration(self.time_budget))
@@ -120,6 +131,10 @@ class AbstractionConfig:
             raise ConfigError(f"warm_start_weight {self.warm_start_weight}: a fraction between 0 and 1")
         if self.warm_start is not None and self.solver != "es-mccfr":
             raise ConfigError(f"warm_start needs solver = \"es-mccfr\" (this run's solver is {self.solver!r})")
+        if self.prune_ratio < 0 or self.prune_from_batch < 1 or not 0 < self.prune_full_share <= 1:
+            raise ConfigError("prune_ratio must be 0 (off) or more, prune_from_batch 1 or more, prune_full_share in (0, 1]")
+        if self.prune_ratio and self.solver != "es-mccfr":
+            raise ConfigError(f"prune_ratio needs solver = \"es-mccfr\" (this run's solver is {self.solver!r})")
         if not 0 <= self.threads <= numba.config.NUMBA_NUM_THREADS:
             raise ConfigError(f"--threads {self.threads}: between 1 and {numba.config.NUMBA_NUM_THREADS} (numba's threads here)")
 
@@ -237,8 +252,8 @@ def train(config: AbstractionConfig, run: RunDir, resume: bool = False, stop: St
     if final:
         run.append_metrics({"iteration": state["iterations"], "final": True} | final)
         console.print(f"exploitability {final['exploitability_mbb']:.3f} mbb/g (NashConv/2, exact in the full game)")
-    _publish(run, spec, config, average, state)
-    console.print(f"{state['iterations']:,} iterations in {state['seconds']:.0f} s; policy published as {spec.name!r} ({policy_path(spec)})")
+    published = _publish(run, spec, config, average, state, interrupted=stop.requested)
+    console.print(f"{state['iterations']:,} iterations in {state['seconds']:.0f} s; {published}")
     if boards:
         with progress_bar(console, transient=True) as bar:
             checked = convergence.check(spec, run.policy_path / AVERAGE_FILE, run.path, state["iterations"], boards,
@@ -265,10 +280,13 @@ def _solver(config: AbstractionConfig, ag: AbstractGame, threads: int, console) 
     if distributed.current().distributed:  # batches on Ray workers (training/abstraction/ray_mccfr.py)
         from training.abstraction.ray_mccfr import RayMCCFR
 
+        if config.prune_ratio:
+            raise ConfigError("prune_ratio is not available with --workers (Ray workers run unpruned batches)")
         pool = RayMCCFR(ag.abstraction.spec.name, distributed.current(), config.merge_every)
         console.print(f"ES Linear MCCFR batches on {len(pool)} Ray workers")
         return ESSolver(ag, config.seed, threads, pool.run_batch), pool
-    return ESSolver(ag, config.seed, threads), None
+    pruning = Pruning(config.prune_ratio, config.prune_from_batch, config.prune_full_share) if config.prune_ratio else None
+    return ESSolver(ag, config.seed, threads, pruning=pruning), None
 
 
 def _load_or_init(run: RunDir, ag: AbstractGame, resume: bool, mmap: bool, force: bool = False
@@ -336,8 +354,11 @@ def _exploitability(ag: AbstractGame, average: np.ndarray, bar: Progress | None 
             "evaluation_s": round(time.monotonic() - started, 2)}  # fmt: skip
 
 
-def _publish(run: RunDir, spec: AbstractionSpec, config: AbstractionConfig, average: np.ndarray, state: dict) -> None:
-    """Write the average strategy as the run's policy bundle and as the named agent's policy."""
+def _publish(run: RunDir, spec: AbstractionSpec, config: AbstractionConfig, average: np.ndarray, state: dict,
+             interrupted: bool) -> str:  # fmt: skip
+    """Write the average strategy as the run's policy bundle and, unless the run was stopped
+    early, as the named agent's policy (the one ``--opponent abstraction_3e7`` plays: a run
+    cut short must not replace a finished solve unasked). Returns the line that says which."""
     own = run.policy_path / AVERAGE_FILE
     atomic_write(own, lambda h: np.save(h, average))
     provenance = {"algorithm": "abstraction", "config": {k: v for k, v in asdict(config).items() if v is not None},
@@ -345,7 +366,25 @@ def _publish(run: RunDir, spec: AbstractionSpec, config: AbstractionConfig, aver
     write_bundle(run.policy_path, "abstraction", spec.load_game(), [AVERAGE_FILE], provenance, abstraction=spec.name)
     meta = {"abstraction": spec.name, "iterations": state["iterations"], "run": str(run.path.resolve())}
     target = policy_path(spec)
+    previous = _published_by(target)
+    if interrupted:
+        kept = f"{spec.name!r} is still {previous}" if previous else f"{spec.name!r} stays unpublished"
+        return (f"stopped early: the policy is in {run.policy_path}; {kept} "
+                f"(`pokerbot train --algo abstraction --resume {run.path}` finishes this run and publishes it)")
     tmp = temporary_name(target)
     shutil.copyfile(own, tmp)
     tmp.replace(target)
     atomic_write_text(target.with_name("policy.json"), json.dumps(meta))
+    line = f"policy published as {spec.name!r} ({target})"
+    if previous and not previous.startswith(f"{run.path.resolve()} ("):
+        line += f", replacing {previous} (`--resume` that run to publish it again)"
+    return line
+
+
+def _published_by(target: Path) -> str | None:
+    """Which run's policy is published at ``target`` ("RUN (N iterations)"), if any."""
+    try:
+        meta = json.loads(target.with_name("policy.json").read_text())
+        return f"{meta['run']} ({int(meta['iterations']):,} iterations)" if target.exists() else None
+    except (OSError, ValueError, KeyError, TypeError):
+        return None

@@ -91,7 +91,7 @@ def _shipped(games: tuple[str, ...]) -> AgentInfo:
 
 def abstraction_info(name: str) -> AgentInfo:
     from bot.abstraction.cost import duration, estimate, size
-    from bot.abstraction.spec import SPECS, policy_path, size_name, spec_dir
+    from bot.abstraction.spec import SPECS, policy_path, published_meta, size_name, spec_dir
 
     spec = SPECS[name]
     built = (spec_dir(spec) / "meta.json").exists()
@@ -101,7 +101,7 @@ def abstraction_info(name: str) -> AgentInfo:
     methods = "/".join(m for m in spec.round_methods if m != "lossless")
     what = f"Card abstraction, buckets per round {buckets}" + (f" ({methods})" if methods else "")
     if solved:
-        meta = _published_meta(policy_path(spec).with_name("policy.json"))
+        meta = published_meta(spec)
         what += f", solved by {_solver_name(meta)}."
         return AgentInfo(name, what, spec.game, status, _abstraction_strength(meta))
     what += ", solved by ES Linear MCCFR."
@@ -112,15 +112,6 @@ def abstraction_info(name: str) -> AgentInfo:
                      f"pokerbot train --algo abstraction --game {spec.game} --size {size_name(spec)} --out runs/{spec.name}",
                      f"{hours} on this 2-core machine ({cost.iterations:,} iterations), "
                      f"{size(cost.table_bytes)} RAM, {size(cost.disk_bytes)} disk")
-
-
-def _published_meta(meta_path: Path) -> dict:
-    """The published policy's meta (empty when unreadable: the agent then says "not measured")."""
-    try:
-        meta = json.loads(meta_path.read_text())
-    except (OSError, ValueError):
-        return {}
-    return meta if isinstance(meta, dict) else {}
 
 
 def _solver_name(meta: dict) -> str:

@@ -29,6 +29,7 @@ shared features under ``features/``, and per abstraction ``<name>/buckets_r<roun
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -130,6 +131,16 @@ def bucket_path(spec: AbstractionSpec, round_index: int) -> Path:
 def policy_path(spec: AbstractionSpec) -> Path:
     """The published average-strategy table of the named agent (float32 ``[rows, 3]``)."""
     return spec_dir(spec) / "policy.npy"
+
+
+def published_meta(spec: AbstractionSpec) -> dict:
+    """The published policy's ``policy.json`` (which run, how many iterations); empty when
+    missing or unreadable."""
+    try:
+        meta = json.loads(policy_path(spec).with_name("policy.json").read_text())
+    except (OSError, ValueError):
+        return {}
+    return meta if isinstance(meta, dict) else {}
 
 
 def round_sizes(spec: AbstractionSpec) -> tuple[int, ...]:

@@ -19,7 +19,6 @@ import shutil
 import time
 from contextlib import nullcontext
 from dataclasses import asdict, dataclass
-from pathlib import Path
 
 import numba
 import numpy as np
@@ -27,7 +26,14 @@ from rich.progress import Progress
 
 from bot.abstraction.cost import default_solver, estimate
 from bot.abstraction.policy import AVERAGE_FILE, full_game_strategy
-from bot.abstraction.spec import SPECS, AbstractionSpec, policy_path, resolve_size, spec_dir
+from bot.abstraction.spec import (
+    SPECS,
+    AbstractionSpec,
+    policy_path,
+    published_meta,
+    resolve_size,
+    spec_dir,
+)
 from bot.abstraction.tables import AbstractGame, Abstraction
 from bot.agents.bundle import write_bundle
 from bot.agents.infosets import is_small
@@ -366,7 +372,9 @@ def _publish(run: RunDir, spec: AbstractionSpec, config: AbstractionConfig, aver
     write_bundle(run.policy_path, "abstraction", spec.load_game(), [AVERAGE_FILE], provenance, abstraction=spec.name)
     meta = {"abstraction": spec.name, "iterations": state["iterations"], "run": str(run.path.resolve())}
     target = policy_path(spec)
-    previous = _published_by(target)
+    shown = published_meta(spec) if target.exists() else {}
+    known = "run" in shown and isinstance(shown.get("iterations"), int)
+    previous = f"{shown['run']} ({shown['iterations']:,} iterations)" if known else None
     if interrupted:
         kept = f"{spec.name!r} is still {previous}" if previous else f"{spec.name!r} stays unpublished"
         return (f"stopped early: the policy is in {run.policy_path}; {kept} "
@@ -376,15 +384,7 @@ def _publish(run: RunDir, spec: AbstractionSpec, config: AbstractionConfig, aver
     tmp.replace(target)
     atomic_write_text(target.with_name("policy.json"), json.dumps(meta))
     line = f"policy published as {spec.name!r} ({target})"
-    if previous and not previous.startswith(f"{run.path.resolve()} ("):
+    if previous and shown.get("run") != meta["run"]:
         line += f", replacing {previous} (`--resume` that run to publish it again)"
     return line
 
-
-def _published_by(target: Path) -> str | None:
-    """Which run's policy is published at ``target`` ("RUN (N iterations)"), if any."""
-    try:
-        meta = json.loads(target.with_name("policy.json").read_text())
-        return f"{meta['run']} ({int(meta['iterations']):,} iterations)" if target.exists() else None
-    except (OSError, ValueError, KeyError, TypeError):
-        return None

@@ -7,27 +7,19 @@ unpruned, then once per ratio of ``--ratios`` (pruning from batch ``--from-batch
 ``--full-share`` of full traversals). Prints iterations, iterations per CPU-second and the exact
 exploitability of each average strategy (measured off the clock: FHP over the canonical flops).
 
-Speed (``--speed-from RUN``): continues a solved ES run's checkpoint (hold'em, where nothing is
-exact) for ``--batches`` batches of 20,000 iterations on one thread, unpruned and pruned by each
-ratio, twice in turn, from the same tables each time: iterations/s and decision nodes per traversal.
+Speed in hold'em (where nothing is exact): ``benchmarks/bench_es_speed.py --ratios 0,100``.
 
     PYTHONPATH=. nice python benchmarks/bench_pruning.py --budgets 60 --ratios 3,30
-    PYTHONPATH=. python benchmarks/bench_pruning.py --speed-from runs/es3e7 --ratios 100
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import time
-from pathlib import Path
 
 import numpy as np
 
-from benchmarks.bench_warm_start import BATCH, abstract_game, mbb, solve
-from bot.abstraction.spec import SPECS
-from bot.abstraction.tables import AbstractGame, Abstraction
-from bot.run_files import read_toml
+from benchmarks.bench_warm_start import abstract_game, mbb, solve
 from training.abstraction.solver import Pruning, run_batch
 
 
@@ -45,24 +37,6 @@ def exact(args: argparse.Namespace, ratios: list[float]) -> None:
                   f"{mbb(ag, average):.1f} |", flush=True)  # fmt: skip
 
 
-def speed(args: argparse.Namespace, ratios: list[float]) -> None:
-    run = Path(args.speed_from)
-    name = read_toml(run / "config.toml")["abstraction"]
-    ag = AbstractGame.build(Abstraction.load(SPECS[name]))
-    stored = np.load(run / "checkpoint" / "regrets.npy"), np.load(run / "checkpoint" / "average.npy")
-    state = json.loads((run / "checkpoint" / "state.json").read_text())
-    first, batch = state["iterations"] + 1, state["batches"] + 1
-    print(f"| {name} from {run} ({first - 1:,} iterations), one thread | iterations/s | decision nodes per traversal |\n|---|---|---|")
-    for pruning in 2 * ([None] + [Pruning(r, 1, args.full_share) for r in ratios]):
-        regrets, average = stored[0].copy(), stored[1].copy()
-        run_batch(ag, regrets, average, args.seed, first, 1000, batch, 1, pruning)  # compiled, tables paged in
-        started, touched = time.perf_counter(), 0
-        for b in range(args.batches):
-            touched += run_batch(ag, regrets, average, args.seed, first + 1000 + b * BATCH, BATCH, batch + b, 1, pruning)
-        seconds = time.perf_counter() - started
-        print(f"| {label(pruning)} | {args.batches * BATCH / seconds:,.0f} | {touched / (2 * args.batches * BATCH):.0f} |", flush=True)
-
-
 def label(pruning: Pruning | None) -> str:
     return "unpruned" if pruning is None else f"pruned below -{pruning.ratio:g} x positive regret"
 
@@ -74,12 +48,10 @@ def main() -> None:
     parser.add_argument("--ratios", default="3,30", help="pruning ratios, comma-separated")
     parser.add_argument("--from-batch", type=int, default=2)
     parser.add_argument("--full-share", type=float, default=0.05)
-    parser.add_argument("--speed-from", help="a solved ES run: measure speed from its tables instead")
-    parser.add_argument("--batches", type=int, default=10)
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
     ratios = [float(r) for r in args.ratios.split(",")]
-    (speed if args.speed_from else exact)(args, ratios)
+    exact(args, ratios)
 
 
 if __name__ == "__main__":

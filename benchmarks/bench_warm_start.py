@@ -24,7 +24,7 @@ import numpy as np
 from bot.abstraction.spec import SPECS
 from bot.abstraction.tables import AbstractGame, Abstraction
 from training.abstraction.build import build_abstraction
-from training.abstraction.run import _exploitability
+from training.abstraction.run import exact_exploitability_report
 from training.abstraction.solver import Pruning, run_batch
 from training.abstraction.warm_start import transfer
 
@@ -48,7 +48,7 @@ def solve(ag: AbstractGame, cpu_seconds: float, seed: int, tables: tuple[np.ndar
 
 
 def mbb(ag: AbstractGame, average: np.ndarray) -> float:
-    return float(_exploitability(ag, average)["exploitability_mbb"])
+    return float(exact_exploitability_report(ag, average)["exploitability_mbb"])
 
 
 def main() -> None:

@@ -180,12 +180,13 @@ def index_into(cards: np.ndarray, groups: np.ndarray, binom: np.ndarray, suit_si
             m = masks[s, g]
             part = 0
             k = 0
-            for r in range(num_ranks):
-                if (m >> r) & 1:
-                    below = used & ((np.int64(1) << r) - 1)
-                    x = r - _popcount(below)
-                    k += 1
-                    part += binom[x, k]
+            rest = m
+            while rest:  # the group's ranks in this suit, lowest first (set bits, not all 13 ranks)
+                low = rest & -rest
+                x = _popcount(low - 1) - _popcount(used & (low - 1))  # rank among the unused ranks
+                k += 1
+                part += binom[x, k]
+                rest ^= low
             idx += part * mult
             mult *= binom[num_ranks - nused, k]
             key += k * weight

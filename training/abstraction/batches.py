@@ -20,6 +20,7 @@ import numpy as np
 
 from bot.abstraction.tables import AbstractGame
 from training.abstraction import pcs, solver
+from training.abstraction.row_layout import RowLayout
 
 SOLVERS = ("pcs", "es-mccfr")
 #: Target wall time of one PCS kernel call inside a batch (progress and stop granularity).
@@ -30,7 +31,15 @@ MIN_PCS_BATCH_PER_THREAD = 8
 #: the batch's walks (O(iterations x nodes x hands)): iterations >= this x rows / (node, hand)
 #: pairs per iteration.
 PCS_SWEEP_RATIO = 20
+#: An ES batch is at least this many iterations...
 ES_BATCH = 20_000
+#: ...and at least the tables' rows over this: each batch starts with a pass over both tables
+#: (the Linear-CFR discount, O(rows)), ~56 ms on abstraction_3e7's 30M rows (2026-11-28, one
+#: Xeon core), against ~25 us per iteration of one thread, so a batch of rows / 200 iterations
+#: (150,000 for 3e7, 1.5M for 3e8) spends a few percent on it instead of 11% (3e7) or over half
+#: (3e8) at 20,000. Weighting 4,000 batches of a 600M-iteration solve linearly is as good as
+#: weighting its iterations (Brown & Sandholm 2019 weight Linear CFR's iterations in blocks too).
+ES_ROWS_PER_ITERATION = 200
 
 KeepGoing = Callable[[int], bool]
 """``keep_going(iterations done in this batch)``: False ends the batch early."""
@@ -38,6 +47,9 @@ KeepGoing = Callable[[int], bool]
 
 class BatchSolver(Protocol):
     label: str
+    layout: RowLayout
+    """Where the tables' rows sit while this solver runs them (the run loop adopts it and
+    converts back to the canonical layout for every file it writes)."""
 
     def default_batch(self) -> int:
         """Iterations per batch when the config leaves it at 0."""
@@ -59,22 +71,28 @@ class ESSolver:
     threads or on Ray workers (``run_batch`` of :class:`training.abstraction.ray_mccfr.RayMCCFR`)."""
 
     def __init__(self, ag: AbstractGame, seed: int, threads: int, batch=solver.run_batch, label: str = "ES Linear MCCFR",
-                 pruning: solver.Pruning | None = None) -> None:  # fmt: skip
+                 pruning: solver.Pruning | None = None, layout: RowLayout | None = None) -> None:  # fmt: skip
+        """``batch`` is :func:`training.abstraction.solver.run_batch` or a Ray pool's, which
+        takes neither ``pruning`` nor a ``layout`` other than the canonical one."""
         self.ag, self.seed, self.threads, self.batch, self.label = ag, seed, threads, batch, label
         self.pruning = pruning
+        self.layout = layout or RowLayout.canonical_of(ag)
         if pruning is not None:
             self.label = f"{label}, pruned"
 
     def default_batch(self) -> int:
-        return ES_BATCH
+        """Iterations per batch (see :data:`ES_ROWS_PER_ITERATION`)."""
+        return max(ES_BATCH, self.ag.num_rows // ES_ROWS_PER_ITERATION)
 
     def compile(self, regrets: np.ndarray, average: np.ndarray) -> None:
         """ES compiles in its first batch (seconds; its kernels are small)."""
 
     def run_batch(self, regrets: np.ndarray, average: np.ndarray, first: int, count: int, batch_index: int,
                   keep_going: KeepGoing) -> tuple[int, int]:  # fmt: skip
-        pruned = () if self.pruning is None else (self.pruning,)  # Ray's run_batch takes no pruning
-        touched = self.batch(self.ag, regrets, average, self.seed, first, count, batch_index, self.threads, *pruned)
+        options = {} if self.pruning is None else {"pruning": self.pruning}
+        if not self.layout.is_canonical:
+            options["layout"] = self.layout
+        touched = self.batch(self.ag, regrets, average, self.seed, first, count, batch_index, self.threads, **options)
         keep_going(count)
         return touched, count
 
@@ -84,6 +102,7 @@ class PCSSolver:
 
     def __init__(self, ag: AbstractGame, seed: int, threads: int, scheme: str) -> None:
         self.pg = pcs.PCSGame.build(ag)
+        self.layout = RowLayout.canonical_of(ag)  # a PCS pass reads a node's rows for every hand at once
         self.seed, self.threads, self.scheme = seed, threads, scheme
         self.label = f"PCS {scheme}"
         self.call = threads  # iterations per kernel call, adapted to CALL_SECONDS

@@ -14,8 +14,6 @@ policy (``$POKERBOT_CACHE/abstractions/<name>/policy.npy``) and as the run's pol
 
 from __future__ import annotations
 
-import json
-import shutil
 import time
 from contextlib import nullcontext
 from dataclasses import asdict, dataclass
@@ -30,7 +28,6 @@ from bot.abstraction.spec import (
     SPECS,
     AbstractionSpec,
     policy_path,
-    published_meta,
     resolve_size,
     spec_dir,
 )
@@ -41,12 +38,15 @@ from bot.errors import ConfigError, CorruptFileError
 from bot.flop.game import flop_shape_error
 from bot.progress import progress_bar
 from bot.run_files import ELAPSED_METRIC
-from protocol.files import atomic_write, atomic_write_text, temporary_name
+from protocol.files import atomic_write
+from training.abstraction import checkpoint as checkpoint_files
 from training.abstraction import convergence
 from training.abstraction.batches import SOLVERS, BatchSolver, ESSolver, PCSSolver
 from training.abstraction.build import build_abstraction, cached_feature_rounds
 from training.abstraction.pcs import SCHEMES
+from training.abstraction.publish import publish_named
 from training.abstraction.resources import check_build_fits, check_run_fits, check_tables_fit
+from training.abstraction.row_layout import RowLayout
 from training.abstraction.solver import Pruning
 from training.abstraction.warm_start import warm_start
 from training.contract import cluster as distributed
@@ -85,7 +85,8 @@ class AbstractionConfig:
     """Traversal threads; 0 = all cores."""
     batch: int = 0
     """Iterations per batch (the unit of iteration weighting and logging); 0 = the solver's
-    default (ES: 20,000; PCS: :meth:`training.abstraction.batches.PCSSolver.default_batch`)."""
+    default (:meth:`training.abstraction.batches.ESSolver.default_batch`, 20,000 iterations or one per 200
+    rows; :meth:`training.abstraction.batches.PCSSolver.default_batch`)."""
     checkpoint_seconds: float = 600.0
     """Wall time between checkpoints (longer than the trainers' 60 s: the tables of the large
     abstractions are gigabytes)."""
@@ -207,13 +208,16 @@ def train(config: AbstractionConfig, run: RunDir, resume: bool = False, stop: St
                       f"{source.batches:,} batches) in {carried:.0f} s; this run's batches "
                       f"continue from {state['batches'] + 1:,}")
     solver, pool = _solver(config, ag, threads, console)
+    layout = solver.layout
+    layout.adopt(regrets)
+    layout.adopt(average)
     batch = config.batch or solver.default_batch()
     with progress_bar(console, transient=True) as bar:
         bar.add_task(f"{solver.label}: compiling the kernels (cached after the first run)", total=None)
         solver.compile(regrets, average)
     started, trained_before = time.monotonic(), state["seconds"]
     boards = config.convergence_boards
-    boards = (0 if exact_exploitability(ag) else DEFAULT_CONVERGENCE_BOARDS) if boards is None else boards
+    boards = (0 if has_exact_exploitability(ag) else DEFAULT_CONVERGENCE_BOARDS) if boards is None else boards
     half, taken = convergence.half_mark(target, config.time_budget), convergence.snapshot(run.path)
 
     def training_seconds() -> float:
@@ -247,14 +251,16 @@ def train(config: AbstractionConfig, run: RunDir, resume: bool = False, stop: St
                           "nodes_per_s": round(touched / seconds), "iterations_per_s": round(done / seconds, 2),
                           ELAPSED_METRIC: round(state["seconds"], 2)} | (pool.metrics() if pool else {})  # fmt: skip
                 if config.eval_every and state["iterations"] % config.eval_every < done:
-                    record |= _exploitability(ag, average, bar)
+                    record |= exact_exploitability_report(ag, layout.canonical(average), bar)
                 run.append_metrics(record)
                 if boards and convergence.due(taken, half, state["iterations"], training_seconds()):
-                    taken = convergence.take_snapshot(run.path, average, state["iterations"], training_seconds())
-                loop.checkpoint_if_due(state["iterations"], lambda: _checkpoint(run, regrets, average, state))
-    loop.finish(state["iterations"], lambda: _checkpoint(run, regrets, average, state))
+                    taken = convergence.take_snapshot(run.path, layout.canonical(average), state["iterations"],
+                                                      training_seconds())
+                loop.checkpoint_if_due(state["iterations"], lambda: checkpoint_files.write(run, layout, regrets, average, state))
+    loop.finish(state["iterations"], lambda: checkpoint_files.write(run, layout, regrets, average, state))
+    average = layout.canonical(average)  # the rest of the run reads it in the files' layout
     with progress_bar(console, transient=True) as bar:
-        final = _exploitability(ag, average, bar)
+        final = exact_exploitability_report(ag, average, bar)
     if final:
         run.append_metrics({"iteration": state["iterations"], "final": True} | final)
         console.print(f"exploitability {final['exploitability_mbb']:.3f} mbb/g (NashConv/2, exact in the full game)")
@@ -292,7 +298,9 @@ def _solver(config: AbstractionConfig, ag: AbstractGame, threads: int, console) 
         console.print(f"ES Linear MCCFR batches on {len(pool)} Ray workers")
         return ESSolver(ag, config.seed, threads, pool.run_batch), pool
     pruning = Pruning(config.prune_ratio, config.prune_from_batch, config.prune_full_share) if config.prune_ratio else None
-    return ESSolver(ag, config.seed, threads, pruning=pruning), None
+    # memory-mapped tables stay canonical: rearranging them would take a table's worth of RAM
+    layout = None if config.mmap_tables else RowLayout.traversal_of(ag)
+    return ESSolver(ag, config.seed, threads, pruning=pruning, layout=layout), None
 
 
 def _load_or_init(run: RunDir, ag: AbstractGame, resume: bool, mmap: bool, force: bool = False
@@ -307,32 +315,20 @@ def _load_or_init(run: RunDir, ag: AbstractGame, resume: bool, mmap: bool, force
         regrets, average = np.zeros(shape, dtype=np.float32), np.zeros(shape, dtype=np.float32)
     if checkpoint is None:
         return regrets, average, {"iterations": 0, "batches": 0, "seconds": 0.0}
-    for table, name in ((regrets, "regrets"), (average, "average")):
-        stored = np.load(checkpoint / f"{name}.npy", mmap_mode="r")
-        if stored.shape != shape:
-            raise CorruptFileError(f"{checkpoint}: {name} table of shape {stored.shape} does not fit this abstraction ({shape})")
-        table[:] = stored
-    try:
-        state = json.loads((checkpoint / "state.json").read_text())
-    except (OSError, ValueError) as error:
-        raise CorruptFileError(f"{checkpoint / 'state.json'}: unreadable ({error})") from None
+    stored_regrets, stored_average, state = checkpoint_files.read(checkpoint, "--resume")
+    if stored_regrets.shape != shape:
+        raise CorruptFileError(f"{checkpoint}: tables of shape {stored_regrets.shape} do not fit this abstraction ({shape})")
+    regrets[:], average[:] = stored_regrets, stored_average
     run.truncate_metrics(state["iterations"])
     return regrets, average, state
 
 
-def _checkpoint(run: RunDir, regrets: np.ndarray, average: np.ndarray, state: dict) -> None:
-    with run.writing_checkpoint() as directory:
-        np.save(directory / "regrets.npy", regrets)
-        np.save(directory / "average.npy", average)
-        atomic_write_text(directory / "state.json", json.dumps(state))
-
-
-def exact_exploitability(ag: AbstractGame) -> bool:
-    """Whether :func:`_exploitability` measures this game exactly (small games and FHP)."""
+def has_exact_exploitability(ag: AbstractGame) -> bool:
+    """Whether :func:`exact_exploitability_report` measures this game exactly (small games and FHP)."""
     return is_small(ag.abstraction.game) or flop_shape_error(ag.abstraction.game) is None
 
 
-def _exploitability(ag: AbstractGame, average: np.ndarray, bar: Progress | None = None) -> dict:
+def exact_exploitability_report(ag: AbstractGame, average: np.ndarray, bar: Progress | None = None) -> dict:
     """Exact exploitability of the average strategy in the full game, where it can be measured:
     by the dense best response on small games (Kuhn, Leduc), by the per-flop passes of
     :mod:`bot.flop.best_response` on FHP-shaped games (canonical flops: an abstraction is
@@ -363,28 +359,11 @@ def _exploitability(ag: AbstractGame, average: np.ndarray, bar: Progress | None 
 def _publish(run: RunDir, spec: AbstractionSpec, config: AbstractionConfig, average: np.ndarray, state: dict,
              interrupted: bool) -> str:  # fmt: skip
     """Write the average strategy as the run's policy bundle and, unless the run was stopped
-    early, as the named agent's policy (the one ``--opponent abstraction_3e7`` plays: a run
-    cut short must not replace a finished solve unasked). Returns the line that says which."""
+    early, as the named agent's policy (:func:`training.abstraction.publish.publish_named`).
+    Returns the line that says which."""
     own = run.policy_path / AVERAGE_FILE
     atomic_write(own, lambda h: np.save(h, average))
     provenance = {"algorithm": "abstraction", "config": {k: v for k, v in asdict(config).items() if v is not None},
                   "seed": config.seed, "iterations": state["iterations"]}
     write_bundle(run.policy_path, "abstraction", spec.load_game(), [AVERAGE_FILE], provenance, abstraction=spec.name)
-    meta = {"abstraction": spec.name, "iterations": state["iterations"], "run": str(run.path.resolve())}
-    target = policy_path(spec)
-    shown = published_meta(spec) if target.exists() else {}
-    known = "run" in shown and isinstance(shown.get("iterations"), int)
-    previous = f"{shown['run']} ({shown['iterations']:,} iterations)" if known else None
-    if interrupted:
-        kept = f"{spec.name!r} is still {previous}" if previous else f"{spec.name!r} stays unpublished"
-        return (f"stopped early: the policy is in {run.policy_path}; {kept} "
-                f"(`pokerbot train --algo abstraction --resume {run.path}` finishes this run and publishes it)")
-    tmp = temporary_name(target)
-    shutil.copyfile(own, tmp)
-    tmp.replace(target)
-    atomic_write_text(target.with_name("policy.json"), json.dumps(meta))
-    line = f"policy published as {spec.name!r} ({target})"
-    if previous and shown.get("run") != meta["run"]:
-        line += f", replacing {previous} (`--resume` that run to publish it again)"
-    return line
-
+    return publish_named(spec, run, "abstraction", state["iterations"], lambda h: np.save(h, average), interrupted)

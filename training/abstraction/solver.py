@@ -34,6 +34,11 @@ scale is its visits per batch (a preflop row is visited every iteration, a river
 ``abstraction_3e7`` a few times a batch), and the discounting above keeps every row at the scale
 of one batch's increments, so no threshold in chips fits every row.
 
+The kernel finds the row of (node, bucket) through a :class:`~training.abstraction.row_layout.RowLayout`
+(``row_offset[node] + bucket * stride[node]``): canonical for callers that hand it tables as they
+are on disk, the bucket-major *traversal* layout in a run, where a traversal's nodes of one round
+share cache lines (1.15x on abstraction_3e7; :mod:`training.abstraction.row_layout`).
+
 Within a batch, traversals run in parallel threads that update the shared tables without locks
 (Hogwild-style; a rare lost update is noise of the same order as the sampling). Each traversal
 draws from its own splitmix64 stream seeded by (seed, iteration, player), so a one-thread run is
@@ -52,6 +57,7 @@ from bot.abstraction.tables import AbstractGame
 from protocol.betting_tree import DECISION, FOLD_END
 from protocol.evaluator import hand_strength_batch
 from protocol.isomorphism import SCRATCH, index_into
+from training.abstraction.row_layout import RowLayout
 from training.tabular.mccfr import regret_matching_row
 
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
@@ -109,7 +115,7 @@ def sample_deals(deck, num_cards, seed, first_iteration, count):
 
 @njit(cache=True)
 def _traverse(traverser, strength, buckets, stream, weight, prune_ratio, skip, boost,
-              kind, actor, rnd, child, legal, folder, spent, row_offset,
+              kind, actor, rnd, child, legal, folder, spent, row_offset, stride,
               regrets, average, nodes, sampled, values, sigma):  # fmt: skip
     """One external-sampling traversal of the betting tree for one deal; returns nodes touched.
     At the traverser's nodes, an action whose regret is below ``-prune_ratio`` times the row's
@@ -126,7 +132,7 @@ def _traverse(traverser, strength, buckets, stream, weight, prune_ratio, skip, b
         if kind[n] != DECISION:
             continue
         a = actor[n]
-        row = row_offset[n] + buckets[a, rnd[n]]
+        row = row_offset[n] + buckets[a, rnd[n]] * stride[n]
         if a == traverser:
             floor = -np.inf
             if prune_ratio < np.inf:
@@ -180,7 +186,7 @@ def _traverse(traverser, strength, buckets, stream, weight, prune_ratio, skip, b
             else:
                 values[n] = 0.0
         elif actor[n] == traverser:
-            row = row_offset[n] + buckets[traverser, rnd[n]]
+            row = row_offset[n] + buckets[traverser, rnd[n]] * stride[n]
             regret_matching_row(regrets, row, legal[n], sigma)
             explored = sampled[n]
             v = 0.0
@@ -219,7 +225,7 @@ def _deal_buckets(cards, num_hole, board_through, groups, binom, suit_size, clas
 def _run_batch(deals, strengths, seed, first_iteration, weight, prune_ratio, full_share, num_chunks,
                num_hole, board_through, groups, binom, suit_size, class_keys, class_offsets,
                num_ranks, num_suits, tables, lossless,
-               kind, actor, rnd, child, legal, folder, spent, row_offset, regrets, average):  # fmt: skip
+               kind, actor, rnd, child, legal, folder, spent, row_offset, stride, regrets, average):  # fmt: skip
     count = deals.shape[0]
     touched = np.zeros(num_chunks, dtype=np.int64)
     num_nodes = kind.shape[0]
@@ -241,7 +247,7 @@ def _run_batch(deals, strengths, seed, first_iteration, weight, prune_ratio, ful
                     skip = u >= full_share
                 state = seed_state(seed, first_iteration + i, p)
                 touched[c] += _traverse(p, strengths[i], buckets, state, weight, prune_ratio, skip, 1.0 / full_share,
-                                        kind, actor, rnd, child, legal, folder, spent, row_offset,
+                                        kind, actor, rnd, child, legal, folder, spent, row_offset, stride,
                                         regrets, average, nodes, sampled, values, sigma)  # fmt: skip
     return touched.sum()
 
@@ -269,10 +275,11 @@ def _read_only(table: np.ndarray) -> np.ndarray:
     return view
 
 
-def tree_args(ag: AbstractGame) -> tuple:
-    t = ag.tree
+def tree_args(ag: AbstractGame, layout: RowLayout | None = None) -> tuple:
+    """The betting tree's arrays and the tables' row layout (None: canonical)."""
+    t, layout = ag.tree, layout or RowLayout.canonical_of(ag)
     return (t.kind, t.actor, t.round, t.child, t.legal.astype(np.int8), t.folder,
-            t.spent.astype(np.float64), ag.row_offset)  # fmt: skip
+            t.spent.astype(np.float64), layout.row_offset, layout.stride)  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -288,11 +295,13 @@ class Pruning:
 
 def run_batch(ag: AbstractGame, regrets: np.ndarray, average: np.ndarray, seed: int,
               first_iteration: int, count: int, batch_index: int, threads: int,
-              pruning: Pruning | None = None) -> int:  # fmt: skip
-    """Run ``count`` iterations as Linear-CFR batch ``batch_index`` (1-based); returns nodes touched."""
+              pruning: Pruning | None = None, layout: RowLayout | None = None) -> int:  # fmt: skip
+    """Run ``count`` iterations as Linear-CFR batch ``batch_index`` (1-based) on tables in
+    ``layout`` (None: canonical); returns nodes touched."""
     discount_tables(regrets, average, batch_index)
     active = pruning if pruning is not None and batch_index >= pruning.from_batch else None
-    return run_iterations(ag, regrets, average, seed, first_iteration, count, batch_weight(batch_index), threads, active)
+    return run_iterations(ag, regrets, average, seed, first_iteration, count, batch_weight(batch_index), threads, active,
+                          layout)  # fmt: skip
 
 
 def discount_tables(regrets: np.ndarray, average: np.ndarray, batch_index: int) -> None:
@@ -311,9 +320,10 @@ def batch_weight(batch_index: int) -> float:
 
 def run_iterations(ag: AbstractGame, regrets: np.ndarray, average: np.ndarray, seed: int,
                    first_iteration: int, count: int, weight: float, threads: int,
-                   pruning: Pruning | None = None) -> int:  # fmt: skip
+                   pruning: Pruning | None = None, layout: RowLayout | None = None) -> int:  # fmt: skip
     """Iterations ``first_iteration ..`` (``count`` of them) with increments scaled by ``weight``,
-    on ``threads`` threads, pruned by ``pruning`` (None: never); returns nodes touched. The
+    on ``threads`` threads, pruned by ``pruning`` (None: never), on tables in ``layout`` (None:
+    canonical, :mod:`training.abstraction.row_layout`); returns nodes touched. The
     random streams depend only on (seed, iteration, player), so any split of a batch's
     iterations draws the same deals."""
     game = ag.abstraction.game
@@ -323,7 +333,7 @@ def run_iterations(ag: AbstractGame, regrets: np.ndarray, average: np.ndarray, s
     numba.set_num_threads(threads)
     ratio, full_share = (np.inf, 1.0) if pruning is None else (pruning.ratio, pruning.full_share)
     return int(_run_batch(deals, strengths, seed, first_iteration, weight, ratio, full_share, max(1, threads),
-                          *kernel_args(ag), *tree_args(ag), regrets, average))  # fmt: skip
+                          *kernel_args(ag), *tree_args(ag, layout), regrets, average))  # fmt: skip
 
 
 def _showdown_strengths(deals: np.ndarray, num_hole: int) -> np.ndarray:

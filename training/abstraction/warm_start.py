@@ -32,7 +32,6 @@ own); ``metrics.jsonl`` opens with a record naming the source, its iterations an
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -43,6 +42,7 @@ from bot.abstraction.spec import SPECS
 from bot.abstraction.tables import AbstractGame, Abstraction
 from bot.errors import ConfigError, CorruptFileError
 from bot.run_files import latest_checkpoint
+from training.abstraction import checkpoint as checkpoint_files
 from training.abstraction.build import round_features
 from training.contract.rundir import RunDir, verify_checkpoint
 
@@ -81,14 +81,8 @@ class WarmSource:
         problem = verify_checkpoint(checkpoint)
         if problem is not None:
             raise CorruptFileError(f"warm_start: {problem}")
-        try:
-            state = json.loads((checkpoint / "state.json").read_text())
-            regrets = np.load(checkpoint / "regrets.npy", mmap_mode="r")
-            average = np.load(checkpoint / "average.npy", mmap_mode="r")
-            iterations, batches = int(state["iterations"]), int(state["batches"])
-        except (OSError, ValueError, KeyError, TypeError) as error:
-            raise CorruptFileError(f"warm_start {checkpoint}: unreadable ({error})") from None
-        return cls(run.path, name, regrets, average, iterations, batches)
+        regrets, average, state = checkpoint_files.read(checkpoint, "warm_start")
+        return cls(run.path, name, regrets, average, state["iterations"], state["batches"])
 
     def metrics(self) -> dict:
         """The opening ``metrics.jsonl`` record of a warm-started run."""

@@ -33,7 +33,7 @@ import numpy as np
 from rich.console import Console
 from rich.progress import TextColumn
 
-from bot.abstraction.spec import SPECS, policy_path, resolve_size, spec_dir
+from bot.abstraction.spec import SPECS, resolve_size
 from bot.abstraction.tables import AbstractGame, Abstraction
 from bot.agents.bundle import write_bundle
 from bot.errors import ConfigError, PokerbotError
@@ -44,6 +44,7 @@ from bot.progress import progress_bar
 from bot.run_files import CONFIG_FILE, ELAPSED_METRIC, read_toml
 from protocol.files import atomic_write
 from protocol.gamedef import load_game
+from training.abstraction.publish import publish_named
 from training.contract.entry import Trainer
 from training.contract.loop import StepLoop
 from training.contract.rundir import RunDir
@@ -176,7 +177,7 @@ def solve(config: FlopSolveConfig, run: RunDir, resume: bool = False, stop: Stop
                 bar.update(task, completed=solver.iteration, status=_status(state))
                 loop.checkpoint_if_due(solver.iteration, save)
     loop.finish(solver.iteration, save)
-    publish(run, solver, state)
+    console.print(publish(run, solver, state, interrupted=stop.requested))
     console.print(f"{solver.iteration:,} iterations, {state['solve_s']:.0f} s solving; {_status(state)}")
     return solver
 
@@ -226,9 +227,10 @@ def _restore(run: RunDir, solver: FlopCFR, force: bool = False) -> dict | None:
     return state
 
 
-def publish(run: RunDir, solver: FlopCFR, state: dict) -> None:
+def publish(run: RunDir, solver: FlopCFR, state: dict, interrupted: bool = False) -> str:
     """Write the average strategy into the run, and as the ``fhp_lossless`` agent's policy when
-    the game is FHP."""
+    the game is FHP and the run was not stopped early
+    (:func:`training.abstraction.publish.publish_named`); returns the line that says which."""
     run.policy_path.mkdir(parents=True, exist_ok=True)
     atomic_write(run.policy_path / PREFLOP_FILE, lambda h: np.save(h, solver.pre_average))
     atomic_write(run.policy_path / FLOP_FILE, lambda h: np.save(h, solver.average))
@@ -240,15 +242,12 @@ def publish(run: RunDir, solver: FlopCFR, state: dict) -> None:
     write_bundle(run.policy_path, FLOP_SOLVE_KIND, solver.fg.game, [PREFLOP_FILE, FLOP_FILE], provenance)
     spec = SPECS[LOSSLESS_NAME]
     if solver.fg.game.name != spec.load_game().name:
-        return
+        return f"the policy is in {run.policy_path}"
     from training.abstraction.build import build_abstraction
 
     build_abstraction(spec)  # lossless rounds: only the meta file
-    rows = lossless_rows(solver)
-    target = policy_path(spec)
-    atomic_write(target, lambda h: np.save(h, rows))
-    atomic_write(spec_dir(spec) / "policy.json", lambda h: h.write(json.dumps(meta).encode()))
-    Console(stderr=True).print(f"published as the agent {LOSSLESS_NAME!r} ({target})")
+    return publish_named(spec, run, "flop-cfr", solver.iteration, lambda h: np.save(h, lossless_rows(solver)), interrupted,
+                         meta)  # fmt: skip
 
 
 def lossless_rows(solver: FlopCFR) -> np.ndarray:

@@ -242,7 +242,7 @@ def test_fhp_shaped_abstraction_run_measures_its_average_exactly_over_canonical_
     ag, _, average = solve(spec, 6_000)
     dense = exploitability(ag.abstraction.game, full_game_strategy(ag, average))
     monkeypatch.setattr(abstraction_run, "is_small", lambda game: False)  # take the FHP path
-    measured = abstraction_run._exploitability(ag, average)
+    measured = abstraction_run.exact_exploitability_report(ag, average)
     assert measured["exploitability_mbb"] == pytest.approx(dense.mbb(dense.exploitability), abs=1e-3)
     assert measured["nash_conv_mbb"] == pytest.approx(dense.mbb(dense.nash_conv), abs=1e-3)
     fg = flop_game_for(ag.abstraction.game, True)

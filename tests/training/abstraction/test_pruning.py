@@ -10,7 +10,7 @@ from bot.abstraction.spec import SPECS
 from bot.abstraction.tables import AbstractGame, Abstraction
 from bot.cli import main as pokerbot
 from training.abstraction.build import build_abstraction
-from training.abstraction.run import _exploitability
+from training.abstraction.run import exact_exploitability_report
 from training.abstraction.solver import Pruning, run_batch
 
 BATCH = 2_000
@@ -59,8 +59,8 @@ def test_full_traversals_only_when_every_share_is_full(leduc):
 def test_pruning_from_a_later_batch_keeps_leduc_converging(leduc):
     """Pruned from batch 10 of 40 (ratio 100, 5% full traversals): exploitability within a
     quarter of the unpruned solve's, and far below the uniform strategy's."""
-    plain = _exploitability(leduc, solved(leduc, 40)[1])["exploitability_mbb"]
-    pruned = _exploitability(leduc, solved(leduc, 40, Pruning(100.0, 10, 0.05))[1])["exploitability_mbb"]
+    plain = exact_exploitability_report(leduc, solved(leduc, 40)[1])["exploitability_mbb"]
+    pruned = exact_exploitability_report(leduc, solved(leduc, 40, Pruning(100.0, 10, 0.05))[1])["exploitability_mbb"]
     assert pruned < 1.25 * plain < 400
 
 

@@ -31,9 +31,11 @@ FEATURE_ROWS_PER_SECOND = 4.8e6
 #: 9.4e4 on two stays under both.
 ITERATIONS_PER_SECOND = {"holdem": 9.4e4, "fhp": 1.4e5, "leduc": 1.0e5, "kuhn": 2.0e5}
 #: Abstractions whose ES solve measured a different rate (their tables do not stay in cache):
-#: abstraction_3e7, 53.7M iterations in 1,800 s of one thread (30k a second), and abstraction_3e8,
-#: 39.9M in 50 min of one thread (13.3k a second); twice those on two.
-ES_ITERATIONS_PER_SECOND_OF = {"abstraction_3e7": 6.0e4, "abstraction_3e8": 2.66e4}
+#: abstraction_3e7 by its own solve on two threads with the traversal row layout and batches of
+#: 165k (2-core Intel Xeon, 2026-11-28: 356.2M iterations in 3,575 s, 100k a second, tests beside
+#: it for 8 of the 60 minutes); abstraction_3e8 by an older solve, 39.9M in 50 min of one thread
+#: (13.3k a second, before those changes: pessimistic now, not re-measured), twice that on two.
+ES_ITERATIONS_PER_SECOND_OF = {"abstraction_3e7": 1.0e5, "abstraction_3e8": 2.66e4}
 #: PCS (decision node, live hand) pairs per second on the 2-core machine with both cores free:
 #: twice the pairs per CPU second of one thread, measured on the AMD EPYC with the last-round
 #: sweep (2026-11-27, load ~3): ``benchmarks/bench_pcs_holdem.py --iterations 30 --threads 1``

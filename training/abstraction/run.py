@@ -22,7 +22,7 @@ import numba
 import numpy as np
 from rich.progress import Progress
 
-from bot.abstraction.cost import default_solver, estimate
+from bot.abstraction.cost import default_solver, estimate, size
 from bot.abstraction.policy import AVERAGE_FILE, full_game_strategy
 from bot.abstraction.spec import (
     SPECS,
@@ -45,7 +45,12 @@ from training.abstraction.batches import SOLVERS, BatchSolver, ESSolver, PCSSolv
 from training.abstraction.build import build_abstraction, cached_feature_rounds
 from training.abstraction.pcs import SCHEMES
 from training.abstraction.publish import publish_named
-from training.abstraction.resources import check_build_fits, check_run_fits, check_tables_fit
+from training.abstraction.resources import (
+    available_memory,
+    check_build_fits,
+    check_run_fits,
+    check_tables_fit,
+)
 from training.abstraction.row_layout import RowLayout
 from training.abstraction.solver import Pruning
 from training.abstraction.warm_start import warm_start
@@ -298,9 +303,22 @@ def _solver(config: AbstractionConfig, ag: AbstractGame, threads: int, console) 
         console.print(f"ES Linear MCCFR batches on {len(pool)} Ray workers")
         return ESSolver(ag, config.seed, threads, pool.run_batch), pool
     pruning = Pruning(config.prune_ratio, config.prune_from_batch, config.prune_full_share) if config.prune_ratio else None
-    # memory-mapped tables stay canonical: rearranging them would take a table's worth of RAM
-    layout = None if config.mmap_tables else RowLayout.traversal_of(ag)
-    return ESSolver(ag, config.seed, threads, pruning=pruning, layout=layout), None
+    return ESSolver(ag, config.seed, threads, pruning=pruning, layout=_es_layout(config, ag, console)), None
+
+
+def _es_layout(config: AbstractionConfig, ag: AbstractGame, console) -> RowLayout | None:
+    """The traversal layout (:mod:`training.abstraction.row_layout`) when its conversions fit:
+    each one (adopting a table, writing a checkpoint) holds one more table in RAM. Memory-mapped
+    tables stay canonical (they are there because RAM is short); so does a run whose spare RAM
+    is less than a table, and it says so (None: canonical)."""
+    if config.mmap_tables:
+        return None
+    spare, table = available_memory(), ag.num_rows * 3 * 4
+    if spare < table:
+        console.print(f"ES in the canonical row layout (~1.3x slower on large tables): the traversal layout's "
+                      f"conversions need {size(table)} more RAM, {size(spare)} available")  # fmt: skip
+        return None
+    return RowLayout.traversal_of(ag)
 
 
 def _load_or_init(run: RunDir, ag: AbstractGame, resume: bool, mmap: bool, force: bool = False

@@ -73,3 +73,15 @@ def test_runs_write_canonical_files_and_resume_into_the_same_solve(tmp_path):
         once = np.load(tmp_path / "once" / path)
         assert np.array_equal(once, np.load(tmp_path / "mapped" / path)), path
         assert np.array_equal(once, np.load(tmp_path / "half" / path)), path
+
+
+def test_a_run_without_ram_for_the_conversions_solves_canonical_and_says_so(tmp_path, monkeypatch):
+    import training.abstraction.run as run_module
+
+    monkeypatch.setattr(run_module, "available_memory", lambda: 1000)  # less than one leduc_merged table
+    monkeypatch.setattr(run_module, "check_tables_fit", lambda *args: None)
+    (tmp_path / "es.toml").write_text('solver = "es-mccfr"\nbatch = 2000\n')
+    result = CliRunner().invoke(pokerbot, ["train", "--algo", "abstraction", "--game", "leduc", "--size", "merged", "--threads", "1",
+                                           "--iterations", "4000", "--config", str(tmp_path / "es.toml"), "--out", str(tmp_path / "r")])  # fmt: skip
+    assert result.exit_code == 0, result.output
+    assert "ES in the canonical row layout" in " ".join(result.output.split())

@@ -34,9 +34,9 @@ PCS_SWEEP_RATIO = 20
 #: An ES batch is at least this many iterations...
 ES_BATCH = 20_000
 #: ...and at least the tables' rows over this: each batch starts with a pass over both tables
-#: (the Linear-CFR discount, O(rows)), ~56 ms on abstraction_3e7's 30M rows (2026-11-28, one
+#: (the Linear-CFR discount, O(rows)), ~56 ms on abstraction_3e7's 33M rows (2026-11-28, one
 #: Xeon core), against ~25 us per iteration of one thread, so a batch of rows / 200 iterations
-#: (150,000 for 3e7, 1.5M for 3e8) spends a few percent on it instead of 11% (3e7) or over half
+#: (164,989 for 3e7, 1.5M for 3e8) spends a few percent on it instead of 11% (3e7) or over half
 #: (3e8) at 20,000. Weighting 4,000 batches of a 600M-iteration solve linearly is as good as
 #: weighting its iterations (Brown & Sandholm 2019 weight Linear CFR's iterations in blocks too).
 ES_ROWS_PER_ITERATION = 200

@@ -54,13 +54,13 @@ def _last_rounds(repeats, sweep_only, roots, v, cards, local, ids, nb, strength,
                  reach):  # fmt: skip  # pragma: no cover - numba
     """Every last-round subtree of one pass (player 0) on the prepared board, ``repeats`` times;
     with ``sweep_only`` the hand sweep alone (on the lanes the first call set up)."""
-    kind, actor, rnd, child, legal, folder, spent, parent, parent_action, end, last, row_offset = tree
+    kind, actor, rnd, child, legal, folder, spent, parent, parent_action, end, last, row_offset, stride = tree
     work = last_round_work(nodes, lanes, cards.shape[0])
     out = np.zeros(v)
     check = 0.0
     if sweep_only:  # the lanes of a real subtree
         last_round(0, roots[0], end[roots[0]], v, cards, local, ids, nb, strength, kind, actor, child, legal, folder,
-                   spent, parent, parent_action, row_offset, regrets, regrets, average, 1e-3, 1e-3, False, reach, reach,
+                   spent, parent, parent_action, row_offset, stride, regrets, regrets, average, 1e-3, 1e-3, False, reach, reach,
                    out, work)  # fmt: skip
     for _ in range(repeats):
         for root in roots:
@@ -69,7 +69,7 @@ def _last_rounds(repeats, sweep_only, roots, v, cards, local, ids, nb, strength,
                        work[13], nb, out)  # fmt: skip
             else:
                 last_round(0, root, end[root], v, cards, local, ids, nb, strength, kind, actor, child, legal, folder,
-                           spent, parent, parent_action, row_offset, regrets, regrets, average, 1e-3, 1e-3, False,
+                           spent, parent, parent_action, row_offset, stride, regrets, regrets, average, 1e-3, 1e-3, False,
                            reach, reach, out, work)  # fmt: skip
             check += out[0]
     return check

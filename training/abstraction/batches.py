@@ -100,9 +100,13 @@ class ESSolver:
 class PCSSolver:
     """Public Chance Sampling with one of :data:`training.abstraction.pcs.SCHEMES`."""
 
-    def __init__(self, ag: AbstractGame, seed: int, threads: int, scheme: str) -> None:
-        self.pg = pcs.PCSGame.build(ag)
-        self.layout = RowLayout.canonical_of(ag)  # a PCS pass reads a node's rows for every hand at once
+    def __init__(self, ag: AbstractGame, seed: int, threads: int, scheme: str, layout: RowLayout | None = None) -> None:
+        """``layout``: where the tables' rows sit (None: canonical). The traversal layout puts a
+        bucket's rows of one round's nodes side by side, so the walk, which visits the nodes of
+        a subtree one after another for the same ~60-600 buckets of its board, reads one cache
+        line for several nodes instead of one per (node, bucket)."""
+        self.layout = layout or RowLayout.canonical_of(ag)
+        self.pg = pcs.PCSGame.build(ag, self.layout)
         self.seed, self.threads, self.scheme = seed, threads, scheme
         self.label = f"PCS {scheme}"
         self.call = threads  # iterations per kernel call, adapted to CALL_SECONDS

@@ -42,6 +42,12 @@ class HalfMark:
     iterations: int | None
     seconds: float | None
 
+    def describe(self) -> str:
+        """The mark in words, e.g. "iteration 1,000 or 3,600 s of solving"."""
+        parts = ([] if self.iterations is None else [f"iteration {self.iterations:,}"]) + (
+            [] if self.seconds is None else [f"{self.seconds:,.0f} s of solving"])  # fmt: skip
+        return " or ".join(parts)
+
     def passed(self, iterations: int, seconds: float) -> bool:
         return (self.iterations is not None and iterations >= self.iterations) or (
             self.seconds is not None and seconds >= self.seconds)  # fmt: skip

@@ -79,6 +79,7 @@ from protocol.evaluator import hand_strength_batch
 from protocol.isomorphism import HandIndexer, canonical_representatives
 from training.abstraction.pcs_kernel import NUM_CARDS, local_buckets, prepare_board, walk
 from training.abstraction.pcs_last_round import last_round_shape, last_round_work, subtree_ends
+from training.abstraction.row_layout import RowLayout
 from training.abstraction.solver import kernel_args, seed_state, uniform
 
 #: Regret/average weighting schemes (module docstring).
@@ -146,8 +147,10 @@ class PCSGame:
     strata: np.ndarray  # int8 [L, k]: the first board round's canonical cards, by orbit (:func:`first_board_strata`)
 
     @classmethod
-    def build(cls, ag: AbstractGame) -> PCSGame:
+    def build(cls, ag: AbstractGame, layout: RowLayout | None = None) -> PCSGame:
+        """``ag`` compiled for tables in ``layout`` (None: canonical)."""
         game = ag.abstraction.game
+        layout = layout or RowLayout.canonical_of(ag)
         if game.num_players != 2 or not game.is_limit or game.num_hole_cards not in (1, 2):
             raise ConfigError(f"{game.name}: PCS solves two-player limit games with one or two hole cards")
         hands = np.array(list(combinations(sorted(game.deck), game.num_hole_cards)), dtype=np.int64)
@@ -156,7 +159,7 @@ class PCSGame:
         last_nodes, lanes = last_round_shape(t.kind, t.actor, t.round, t.parent, ends)
         tree_args = (t.kind, t.actor, t.round.astype(np.int64), t.child, t.legal.astype(np.int64), t.folder,
                      t.spent.astype(np.float64), t.parent.astype(np.int64), t.parent_action.astype(np.int64), ends,
-                     int(t.round.max()), ag.row_offset)  # fmt: skip
+                     int(t.round.max()), layout.row_offset, layout.stride)  # fmt: skip
         _, board_through, *rest = kernel_args(ag)
         a = ag.abstraction
         preflop = a.indexers[0].index_batch(hands)
@@ -240,7 +243,7 @@ def showdown_strengths(pg: PCSGame, boards: np.ndarray) -> np.ndarray:
 @njit(cache=True, parallel=True)
 def _walk_boards(boards, strengths, players, num_chunks, hands, preflop_bucket, max_depth, last_nodes, lanes, board_through,
                  groups, binom, suit_size, class_keys, class_offsets, num_ranks, num_suits, tables, lossless,
-                 kind, actor, rnd, child, legal, folder, spent, parent, parent_action, subtree_end, last, row_offset,
+                 kind, actor, rnd, child, legal, folder, spent, parent, parent_action, subtree_end, last, row_offset, stride,
                  regrets, regret_out, average, regret_weight, average_weight, floor):  # pragma: no cover - numba  # fmt: skip
     count = boards.shape[0]
     num_hands, num_hole = hands.shape
@@ -270,7 +273,7 @@ def _walk_boards(boards, strengths, players, num_chunks, hands, preflop_bucket, 
             local_buckets(bucket, v, local, ids, counts)
             for p in players:
                 touched[c] += walk(p, v, live_cards, local, ids, counts, sorted_strength, kind, actor, rnd, child, legal,
-                                   folder, spent, parent, parent_action, subtree_end, last, row_offset, regrets,
+                                   folder, spent, parent, parent_action, subtree_end, last, row_offset, stride, regrets,
                                    regret_out, average, regret_weight, average_weight, floor, node_at, action_at,
                                    own_at, opp_at, reach, value, sigma, bucket_value, own_mass, per_card,
                                    last_work)  # fmt: skip

@@ -139,14 +139,15 @@ def _fold(won, reach, cards, v, per_card, out):
 
 @njit(cache=True, fastmath=True, error_model="numpy")
 def walk(player, v, live_cards, local, ids, counts, sorted_strength, kind, actor, rnd, child, legal, folder, spent,
-         parent, parent_action, subtree_end, last, row_offset, regrets, regret_out, average, regret_weight,
+         parent, parent_action, subtree_end, last, row_offset, stride, regrets, regret_out, average, regret_weight,
          average_weight, floor, node_at, action_at, own_at, opp_at, reach, value, sigma, bucket_value, own_mass,
          per_card, last_work):  # fmt: skip
     """One PCS pass for ``player`` on a prepared board (:func:`prepare_board`, then
     :func:`local_buckets`): regret increments ``regret_weight x (v(I, a) - v(I))`` of every live
     hand at the player's nodes are summed per bucket and added into ``regret_out`` at row
     (node, bucket) (then floored at 0 if ``floor``); ``average_weight x own reach x sigma`` into
-    ``average``. Strategies are read from ``regrets`` by regret matching, once per (node,
+    ``average`` (row ``row_offset[node] + bucket * stride[node]``: the tables' layout,
+    :mod:`training.abstraction.row_layout`). Strategies are read from ``regrets`` by regret matching, once per (node,
     bucket) (pass the same array as ``regret_out`` for immediate updates, a zeroed one to
     collect one iteration's increments against fixed strategies). As sigma is one per bucket, a
     bucket's summed regret is ``S(a) - sum_a' sigma(a') S(a')`` with ``S(a)`` the bucket's summed
@@ -174,7 +175,7 @@ def walk(player, v, live_cards, local, ids, counts, sorted_strength, kind, actor
             if kind[n] == DECISION and r == last:
                 touched += last_round(player, n, subtree_end[n], v, live_cards, local[r], ids[r], counts[r],
                                       sorted_strength, kind, actor, child, legal, folder, spent, parent, parent_action,
-                                      row_offset, regrets, regret_out, average, regret_weight, average_weight, floor,
+                                      row_offset, stride, regrets, regret_out, average, regret_weight, average_weight, floor,
                                       reach[own_at[d]], reach[opp_at[d]], value[d], last_work)  # fmt: skip
                 d -= 1
                 entering = False
@@ -186,7 +187,7 @@ def walk(player, v, live_cards, local, ids, counts, sorted_strength, kind, actor
                 entering = False
                 continue
             touched += v
-            regret_match(regrets, row_offset[n], ids[r], counts[r], legal, n, sigma[d])
+            regret_match(regrets, row_offset[n], stride[n], ids[r], counts[r], legal, n, sigma[d])
             value[d, :v] = 0.0
             if actor[n] == player:
                 bucket_value[d, :, : counts[r]] = 0.0
@@ -221,9 +222,9 @@ def walk(player, v, live_cards, local, ids, counts, sorted_strength, kind, actor
             own_mass[:nb] = 0.0
             for i in range(v):
                 own_mass[local[r, i]] += own[i]
-            offset = row_offset[n]
+            offset, step = row_offset[n], stride[n]
             for b in range(nb):
-                row = offset + ids[r, b]
+                row = offset + ids[r, b] * step
                 expected = sigma[d, 0, b] * bucket_value[d, 0, b] + sigma[d, 1, b] * bucket_value[d, 1, b] \
                     + sigma[d, 2, b] * bucket_value[d, 2, b]
                 for x in range(3):

@@ -98,13 +98,13 @@ def last_round_work(nodes, lanes, hands):
 
 
 @njit(cache=True, fastmath=True, error_model="numpy")
-def regret_match(regrets, offset, ids, nb, legal, n, out):
-    """Regret matching of node ``n``'s rows ``offset + ids[:nb]`` into ``out[:, :nb]`` (one
-    column per bucket; uniform over the legal actions where no regret is positive). One call
-    per node, not per bucket: the legal mask is read once and the bucket loop stays simple."""
+def regret_match(regrets, offset, stride, ids, nb, legal, n, out):
+    """Regret matching of node ``n``'s rows ``offset + ids[:nb] * stride`` into ``out[:, :nb]``
+    (one column per bucket; uniform over the legal actions where no regret is positive). One
+    call per node, not per bucket: the legal mask is read once and the bucket loop stays simple."""
     l0, l1, l2 = np.float64(legal[n, 0]), np.float64(legal[n, 1]), np.float64(legal[n, 2])
     for b in range(nb):
-        row = offset + ids[b]
+        row = offset + ids[b] * stride
         s0 = max(np.float64(regrets[row, 0]), 0.0) * l0
         s1 = max(np.float64(regrets[row, 1]), 0.0) * l1
         s2 = max(np.float64(regrets[row, 2]), 0.0) * l2
@@ -120,7 +120,7 @@ def regret_match(regrets, offset, ids, nb, legal, n, out):
 
 @njit(cache=True, fastmath=True, error_model="numpy")
 def _strategies_and_lanes(player, root, end, nb, ids, kind, actor, legal, folder, spent, parent, parent_action,
-                          row_offset, regrets, sigma, own_factor, opp_factor, profile, lane_of, coef, opp_lane, weight):  # fmt: skip
+                          row_offset, stride, regrets, sigma, own_factor, opp_factor, profile, lane_of, coef, opp_lane, weight):  # fmt: skip
     """Preorder over the subtree: bucket strategies at decision nodes and both players'
     strategy products from the root. A terminal's opponent reach is one of the subtree's
     *profiles* (one per opponent action edge: an own action keeps the parent's), and each
@@ -151,7 +151,7 @@ def _strategies_and_lanes(player, root, end, nb, ids, kind, actor, legal, folder
                     opp_factor[j, b] = opp_factor[p, b] * sigma[p, x, b]
                     own_factor[j, b] = own_factor[p, b]
         if kind[n] == DECISION:
-            regret_match(regrets, row_offset[n], ids, nb, legal, n, sigma[j])
+            regret_match(regrets, row_offset[n], stride[n], ids, nb, legal, n, sigma[j])
         elif kind[n] == FOLD_END:
             coef[j, 0], coef[j, 1] = 0.0, 0.0
             coef[j, 2] = -spent[n, player] if folder[n] == player else spent[n, other]
@@ -238,7 +238,7 @@ def _sweep(v, cards, local, strength, opp_reach, opp_lane, weight, sums, weaker,
 
 
 @njit(cache=True, fastmath=True, error_model="numpy")
-def _backup_and_update(player, root, end, nb, ids, kind, actor, child, legal, row_offset, regret_out, average,
+def _backup_and_update(player, root, end, nb, ids, kind, actor, child, legal, row_offset, stride, regret_out, average,
                        regret_weight, average_weight, floor, sigma, own_factor, bucket_value, profile, lane_of, coef,
                        sums, own_mass):  # fmt: skip
     """Reverse preorder: each node's per-bucket summed value (a terminal's from its lane's
@@ -267,9 +267,9 @@ def _backup_and_update(player, root, end, nb, ids, kind, actor, child, legal, ro
                         here[b] += below[b]
         if not own:
             continue
-        offset = row_offset[n]
+        offset, step = row_offset[n], stride[n]
         for b in range(nb):
-            row = offset + ids[b]
+            row = offset + ids[b] * step
             mass = average_weight * own_mass[b] * own_factor[j, b]
             for x in range(3):
                 if legal[n, x]:
@@ -280,7 +280,7 @@ def _backup_and_update(player, root, end, nb, ids, kind, actor, child, legal, ro
 
 @njit(cache=True, fastmath=True, error_model="numpy")
 def last_round(player, root, end, v, cards, local, ids, nb, strength, kind, actor, child, legal, folder, spent, parent,
-               parent_action, row_offset, regrets, regret_out, average, regret_weight, average_weight, floor,
+               parent_action, row_offset, stride, regrets, regret_out, average, regret_weight, average_weight, floor,
                own_reach, opp_reach, out, work):  # fmt: skip
     """The PCS pass of ``player`` over the last-round subtree ``[root, end)`` (module docstring):
     ``out[:v]`` gets the counterfactual value of every live hand at ``root``, and the player's
@@ -291,12 +291,12 @@ def last_round(player, root, end, v, cards, local, ids, nb, strength, kind, acto
     (sigma, own_factor, opp_factor, bucket_value, profile, lane_of, coef, opp_lane, weight, sums, weaker, at_most,
      per_card, total, own_mass) = work  # fmt: skip
     _strategies_and_lanes(player, root, end, nb, ids, kind, actor, legal, folder, spent, parent, parent_action,
-                          row_offset, regrets, sigma, own_factor, opp_factor, profile, lane_of, coef, opp_lane, weight)  # fmt: skip
+                          row_offset, stride, regrets, sigma, own_factor, opp_factor, profile, lane_of, coef, opp_lane, weight)  # fmt: skip
     _sweep(v, cards, local, strength, opp_reach, opp_lane, weight, sums, weaker, at_most, per_card, total, nb, out)
     own_mass[:nb] = 0.0
     for h in range(v):
         own_mass[local[h]] += own_reach[h]
-    _backup_and_update(player, root, end, nb, ids, kind, actor, child, legal, row_offset, regret_out, average,
+    _backup_and_update(player, root, end, nb, ids, kind, actor, child, legal, row_offset, stride, regret_out, average,
                        regret_weight, average_weight, floor, sigma, own_factor, bucket_value, profile, lane_of, coef,
                        sums, own_mass)  # fmt: skip
     decisions = 0

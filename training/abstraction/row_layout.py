@@ -1,24 +1,27 @@
-"""Where an abstract infoset's row sits in the tables while the ES solver runs.
+"""Where an abstract infoset's row sits in the tables while a solver (ES or PCS) runs.
 
 Every abstraction table on disk (policies, checkpoints, snapshots) and every reader of one (the
-agent, best response, PCS, warm start) uses the *canonical* layout of
+agent, best response, warm start) uses the *canonical* layout of
 :func:`bot.abstraction.tables.row_layout`: decision nodes in preorder, each owning a block of one
-row per bucket of its round, so row(node, bucket) = ``row_offset[node] + bucket``. For a PCS pass
-that is the right order (a node's rows are read for every hand at once), but an
-external-sampling traversal holds one bucket per seat and round and visits dozens of nodes with
-it; in the canonical layout each of them is a row of a different block, megabytes apart in a
-3e7 table (the river's 5,670 nodes x 5,180 buckets), so nearly every node visited is a cache
-miss, and the traversal is bound by memory latency.
+row per bucket of its round, so row(node, bucket) = ``row_offset[node] + bucket``. Both solvers
+visit many nodes of one round with the same bucket: an external-sampling traversal holds one
+bucket per seat and round and visits dozens of nodes with it; a PCS pass walks a subtree's
+nodes one after another, each for the same ~60-600 buckets its board's hands fall into. In the
+canonical layout each (node, bucket) is a row of a different block, megabytes apart in a 3e7
+table (the river's 5,670 nodes x 5,180 buckets) and more in 3e8's, so nearly every row read is
+a cache miss, and the solve is bound by memory latency.
 
 The *traversal* layout turns each round's blocks around: bucket-major, then the round's decision
 nodes in preorder, so row(node, bucket) = ``round_base + bucket * nodes_in_round + node's index in
-its round``. A traversal's nodes in one round with one bucket are then neighbours (a river
-subtree's nine decision nodes share two cache lines). The solver's kernel takes the layout as
+its round``. A subtree's nodes in one round with one bucket are then neighbours (a river
+subtree's nine or ten decision nodes share two cache lines). The kernels take the layout as
 two arrays (``row_offset``, ``stride``: row = ``row_offset[node] + bucket * stride[node]``), so
 the canonical layout is the special case stride 1 and one kernel serves both. The run loop
 (:mod:`training.abstraction.run`) keeps the tables in the traversal layout while it solves and
 converts at every file it writes (:meth:`RowLayout.canonical`); the conversion is a gather over
-the tables (a second or two for 3e7), paid per checkpoint, not per iteration.
+the tables (a second or two for 3e7), paid per checkpoint, not per iteration. Measured: ES
+1.15x on abstraction_3e7; PCS 1.4x a CPU second on abstraction_3e8
+(``benchmarks/bench_es_speed.py``, ``benchmarks/bench_pcs_holdem.py --layouts``).
 """
 
 from __future__ import annotations
@@ -75,10 +78,17 @@ class RowLayout:
 
     def adopt(self, table: np.ndarray) -> None:
         """Rearrange a canonical ``table`` into this layout, in place (through one temporary copy)."""
+        if not self.is_canonical:
+            self.fill(table, np.array(table))
+
+    def fill(self, table: np.ndarray, source: np.ndarray) -> None:
+        """Write the canonical ``source`` (e.g. a memory-mapped checkpoint table) into ``table`` in
+        this layout: a resume reads its checkpoint straight into the solve's layout, with no
+        temporary table (3e8: 4 GB each)."""
         if self.is_canonical:
-            return
-        source = np.array(table)
-        _gather(source, table, self.row_offset, self.stride, self.canonical_offset, self.buckets, False)
+            table[:] = source
+        else:
+            _gather(source, table, self.row_offset, self.stride, self.canonical_offset, self.buckets, False)
 
 
 def _node_buckets(ag: AbstractGame) -> np.ndarray:

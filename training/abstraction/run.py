@@ -200,22 +200,22 @@ def train(config: AbstractionConfig, run: RunDir, resume: bool = False, stop: St
     target = config.iterations or cost.iterations
     check_tables_fit(spec.name, cost.table_bytes, run.path / "tables" if config.mmap_tables else None)
     check_run_fits(spec.name, cost.table_bytes, run.path, policy_path(spec))
-    regrets, average, state = _load_or_init(run, ag, resume, config.mmap_tables, force)
+    solver, pool = _solver(config, ag, threads, console)
+    layout = solver.layout
+    regrets, average, state = _load_or_init(run, ag, resume, config.mmap_tables, layout, force)
     if config.warm_start is not None and state["batches"] == 0:
         carried = time.monotonic()
         with progress_bar(console, transient=True) as bar:
             bar.add_task(f"warm start: carrying {config.warm_start}'s tables over", total=None)
-            source = warm_start(config.warm_start, ag, regrets, average)
+            source = warm_start(config.warm_start, ag, regrets, average)  # canonical rows, then this solve's
+            layout.adopt(regrets)
+            layout.adopt(average)
         carried = time.monotonic() - carried
         state["batches"] = round(source.batches * config.warm_start_weight)
         run.append_metrics(source.metrics() | {"warm_start_s": round(carried, 2)})
         console.print(f"warm start from {source.abstraction} ({source.path}: {source.iterations:,} iterations, "
                       f"{source.batches:,} batches) in {carried:.0f} s; this run's batches "
                       f"continue from {state['batches'] + 1:,}")
-    solver, pool = _solver(config, ag, threads, console)
-    layout = solver.layout
-    layout.adopt(regrets)
-    layout.adopt(average)
     batch = config.batch or solver.default_batch()
     with progress_bar(console, transient=True) as bar:
         bar.add_task(f"{solver.label}: compiling the kernels (cached after the first run)", total=None)
@@ -275,7 +275,10 @@ def train(config: AbstractionConfig, run: RunDir, resume: bool = False, stop: St
         with progress_bar(console, transient=True) as bar:
             checked = convergence.check(spec, run.policy_path / AVERAGE_FILE, run.path, state["iterations"], boards,
                                         config.seed, threads, bar)  # fmt: skip
-        if checked is None:
+        if checked is None and not half.passed(state["iterations"], training_seconds()):
+            console.print(f"convergence: checked once the run passes half its target ({half.describe()}); "
+                          "`--resume` it to get there")  # fmt: skip
+        elif checked is None:
             console.print("convergence: no snapshot from half the run to compare with (it passed half its target "
                           "in no sitting that saved one)")  # fmt: skip
         else:
@@ -293,7 +296,7 @@ def _solver(config: AbstractionConfig, ag: AbstractGame, threads: int, console) 
             solver = RayPCSSolver(ag, config.seed, config.scheme, distributed.current(), config.merge_every)
             console.print(f"PCS batches on {len(solver)} Ray workers")
             return solver, solver
-        return PCSSolver(ag, config.seed, threads, config.scheme), None
+        return PCSSolver(ag, config.seed, threads, config.scheme, _traversal_layout(config, ag, console)), None
     if distributed.current().distributed:  # batches on Ray workers (training/abstraction/ray_mccfr.py)
         from training.abstraction.ray_mccfr import RayMCCFR
 
@@ -303,26 +306,29 @@ def _solver(config: AbstractionConfig, ag: AbstractGame, threads: int, console) 
         console.print(f"ES Linear MCCFR batches on {len(pool)} Ray workers")
         return ESSolver(ag, config.seed, threads, pool.run_batch), pool
     pruning = Pruning(config.prune_ratio, config.prune_from_batch, config.prune_full_share) if config.prune_ratio else None
-    return ESSolver(ag, config.seed, threads, pruning=pruning, layout=_es_layout(config, ag, console)), None
+    return ESSolver(ag, config.seed, threads, pruning=pruning, layout=_traversal_layout(config, ag, console)), None
 
 
-def _es_layout(config: AbstractionConfig, ag: AbstractGame, console) -> RowLayout | None:
+def _traversal_layout(config: AbstractionConfig, ag: AbstractGame, console) -> RowLayout | None:
     """The traversal layout (:mod:`training.abstraction.row_layout`) when its conversions fit:
-    each one (adopting a table, writing a checkpoint) holds one more table in RAM. Memory-mapped
-    tables stay canonical (they are there because RAM is short); so does a run whose spare RAM
-    is less than a table, and it says so (None: canonical)."""
+    each one (a warm start's, a checkpoint's) holds one more table in RAM beside the run's two.
+    Memory-mapped tables stay canonical (they are there because RAM is short); so does a run
+    whose RAM, before its tables are allocated, is short of three tables, and it says so (None:
+    canonical)."""
     if config.mmap_tables:
         return None
     spare, table = available_memory(), ag.num_rows * 3 * 4
-    if spare < table:
-        console.print(f"ES in the canonical row layout (~1.3x slower on large tables): the traversal layout's "
-                      f"conversions need {size(table)} more RAM, {size(spare)} available")  # fmt: skip
+    if spare < 3 * table:
+        console.print(f"solving in the canonical row layout (slower on large tables): the traversal layout's "
+                      f"conversions need {size(table)} of RAM beyond the two tables, {size(max(spare - 2 * table, 0))} "
+                      "available")  # fmt: skip
         return None
     return RowLayout.traversal_of(ag)
 
 
-def _load_or_init(run: RunDir, ag: AbstractGame, resume: bool, mmap: bool, force: bool = False
-                  ) -> tuple[np.ndarray, np.ndarray, dict]:
+def _load_or_init(run: RunDir, ag: AbstractGame, resume: bool, mmap: bool, layout: RowLayout, force: bool = False
+                  ) -> tuple[np.ndarray, np.ndarray, dict]:  # fmt: skip
+    """Zero tables, or (``--resume``) the checkpoint's, in ``layout``; and the run's counters."""
     checkpoint = run.resume_checkpoint(force) if resume else None
     shape = (ag.num_rows, 3)
     if mmap:
@@ -336,7 +342,8 @@ def _load_or_init(run: RunDir, ag: AbstractGame, resume: bool, mmap: bool, force
     stored_regrets, stored_average, state = checkpoint_files.read(checkpoint, "--resume")
     if stored_regrets.shape != shape:
         raise CorruptFileError(f"{checkpoint}: tables of shape {stored_regrets.shape} do not fit this abstraction ({shape})")
-    regrets[:], average[:] = stored_regrets, stored_average
+    layout.fill(regrets, stored_regrets)
+    layout.fill(average, stored_average)
     run.truncate_metrics(state["iterations"])
     return regrets, average, state
 

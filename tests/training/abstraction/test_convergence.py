@@ -14,6 +14,9 @@ from bot.cli import main as pokerbot
 from bot.evaluation.statistics import estimate
 from training.abstraction.board_match import BoardMatch, run
 from training.abstraction.convergence import TOLERANCE_MBB, Convergence, half_mark
+from training.abstraction.run import AbstractionConfig, train
+from training.contract.rundir import RunDir
+from training.contract.stop import StopRequest
 
 BASE = ["train", "--algo", "abstraction", "--threads", "1", "--game", "leduc", "--size", "merged"]
 
@@ -60,6 +63,16 @@ def test_a_resume_to_a_larger_target_snapshots_again_and_a_finished_one_does_not
                                      "--iterations", "600"])  # fmt: skip
     assert again.exit_code == 0, again.output
     assert json.loads((tmp_path / "r" / "half" / "half.json").read_text())["iteration"] == 300  # kept
+
+
+def test_a_run_stopped_before_half_its_target_says_when_it_will_be_checked(tmp_path, capsys):
+    stop = StopRequest()
+    stop.request()  # Ctrl-C during the first batch
+    config = AbstractionConfig("leduc_merged", iterations=200, batch=20, convergence_boards=40, threads=1)
+    train(config, RunDir.create(tmp_path / "r", config, "abstraction"), stop=stop)
+    said = " ".join(capsys.readouterr().err.split())
+    assert "convergence: checked once the run passes half its target (iteration 100)" in said
+    assert "no snapshot" not in said
 
 
 def test_games_with_exact_exploitability_skip_it_by_default(tmp_path):

@@ -1,5 +1,5 @@
-"""The ES solver's traversal row layout (:mod:`training.abstraction.row_layout`): a permutation of
-the canonical rows that changes where rows sit, never what the solver computes."""
+"""The solvers' traversal row layout (:mod:`training.abstraction.row_layout`): a permutation of the
+canonical rows that changes where rows sit, never what ES or PCS computes."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from click.testing import CliRunner
 from bot.abstraction.spec import SPECS
 from bot.abstraction.tables import AbstractGame, Abstraction
 from bot.cli import main as pokerbot
+from training.abstraction import pcs
 from training.abstraction.build import build_abstraction
 from training.abstraction.row_layout import RowLayout
 from training.abstraction.solver import Pruning, run_batch
@@ -55,19 +56,38 @@ def test_a_solve_in_the_traversal_layout_is_the_canonical_solve_bit_for_bit(prun
         assert not np.array_equal(b, a)  # the rows really were elsewhere
 
 
-def test_runs_write_canonical_files_and_resume_into_the_same_solve(tmp_path):
-    """``--algo abstraction`` with ES: a run in the traversal layout writes the same policy and
+@pytest.mark.parametrize("scheme", ["dcfr", "cfr+"])
+def test_a_pcs_solve_in_the_traversal_layout_is_the_canonical_solve_bit_for_bit(scheme):
+    ag = abstract_game("leduc_merged")
+    layout = RowLayout.traversal_of(ag)
+    plain_game, moved_game = pcs.PCSGame.build(ag), pcs.PCSGame.build(ag, layout)
+    plain = [np.zeros((ag.num_rows, 3), np.float32) for _ in range(2)]
+    moved = [np.zeros((ag.num_rows, 3), np.float32) for _ in range(2)]
+    for k in range(1, 5):
+        weights = pcs.batch_weights(scheme, k)
+        for game, tables in ((plain_game, plain), (moved_game, moved)):
+            pcs.discount(*tables, weights)
+            pcs.run_iterations(game, *tables, 3, (k - 1) * 50 + 1, 50, weights, 1)
+    for a, b in zip(plain, moved, strict=True):
+        assert np.array_equal(layout.canonical(b), a)
+        assert not np.array_equal(b, a)
+
+
+@pytest.mark.parametrize("solver, batch", [("es-mccfr", 2000), ("pcs", 100)])
+def test_runs_write_canonical_files_and_resume_into_the_same_solve(tmp_path, solver, batch):
+    """``--algo abstraction``: a run in the traversal layout writes the same policy and
     checkpoint as one kept canonical (memory-mapped tables), and a resumed run equals an
     uninterrupted one (one thread)."""
     runner = CliRunner()
     base = ["train", "--algo", "abstraction", "--game", "leduc", "--size", "merged", "--threads", "1"]
-    (tmp_path / "es.toml").write_text('solver = "es-mccfr"\nbatch = 2000\n')
-    (tmp_path / "mm.toml").write_text('solver = "es-mccfr"\nbatch = 2000\nmmap_tables = true\n')
-    for name, config, iterations in (("half", "es", 4000), ("once", "es", 8000), ("mapped", "mm", 8000)):
+    (tmp_path / "es.toml").write_text(f'solver = "{solver}"\nbatch = {batch}\n')
+    (tmp_path / "mm.toml").write_text(f'solver = "{solver}"\nbatch = {batch}\nmmap_tables = true\n')
+    for name, config, iterations in (("half", "es", 2 * batch), ("once", "es", 4 * batch), ("mapped", "mm", 4 * batch)):
         result = runner.invoke(pokerbot, base + ["--iterations", str(iterations), "--config", str(tmp_path / f"{config}.toml"),
                                                  "--out", str(tmp_path / name)])  # fmt: skip
         assert result.exit_code == 0, result.output
-    resumed = runner.invoke(pokerbot, ["train", "--algo", "abstraction", "--resume", str(tmp_path / "half"), "--iterations", "8000"])
+    resumed = runner.invoke(pokerbot, ["train", "--algo", "abstraction", "--resume", str(tmp_path / "half"),
+                                       "--iterations", str(4 * batch)])  # fmt: skip
     assert resumed.exit_code == 0, resumed.output
     for path in ("policy/average.npy", "checkpoint/regrets.npy", "checkpoint/average.npy"):
         once = np.load(tmp_path / "once" / path)
@@ -84,4 +104,4 @@ def test_a_run_without_ram_for_the_conversions_solves_canonical_and_says_so(tmp_
     result = CliRunner().invoke(pokerbot, ["train", "--algo", "abstraction", "--game", "leduc", "--size", "merged", "--threads", "1",
                                            "--iterations", "4000", "--config", str(tmp_path / "es.toml"), "--out", str(tmp_path / "r")])  # fmt: skip
     assert result.exit_code == 0, result.output
-    assert "ES in the canonical row layout" in " ".join(result.output.split())
+    assert "solving in the canonical row layout" in " ".join(result.output.split())

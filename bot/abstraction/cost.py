@@ -44,10 +44,11 @@ ES_ITERATIONS_PER_SECOND_OF = {"abstraction_3e7": 1.0e5, "abstraction_3e8": 2.66
 #: 340 CPU-s solve). Other games (Leduc, Kuhn: seconds either way) use the FHP rate.
 PCS_PAIRS_PER_SECOND = {"holdem": 3.6e8, "fhp": 2.1e8}
 #: PCS iterations per second on the 2-core machine where an abstraction's own solve measured a
-#: different rate than the pairs rate predicts (its tables do not stay in cache): twice the
-#: iterations per CPU second of a one-thread solve. abstraction_3e8: 17,110 iterations in ~1,790
-#: CPU-s (AMD EPYC, 2026-11-28; 9.6 a CPU second, against the 13 the pairs rate gives).
-PCS_ITERATIONS_PER_SECOND_OF = {"abstraction_3e8": 19.0}
+#: different rate than the pairs rate predicts (its tables do not stay in cache).
+#: abstraction_3e8: its two-thread solve in the traversal row layout, batches of 479 iterations
+#: at 15.8-16.9 a second (2-core Intel Xeon, 2026-11-29; 10.4-10.9 in the canonical layout on the
+#: same box; the AMD EPYC measured 9.6 a CPU second canonical).
+PCS_ITERATIONS_PER_SECOND_OF = {"abstraction_3e8": 16.0}
 #: A default PCS solve gives every bucket of the finest round this many hand updates per
 #: decision node: iterations = this x buckets / live hands per board. FHP (and the small games)
 #: calibrated by ``benchmarks/bench_pcs_fhp.py`` on fhp_abstraction_4e4, whose exploitability

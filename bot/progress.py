@@ -30,8 +30,8 @@ from rich.progress import (
     TaskID,
     TextColumn,
     TimeElapsedColumn,
-    TimeRemainingColumn,
 )
+from rich.text import Text
 
 #: Seconds between plain progress lines when not on a terminal (environment override).
 PLAIN_INTERVAL_ENV = "POKERBOT_PROGRESS_SECONDS"
@@ -79,6 +79,27 @@ class PlainTicker:
             return False
         self.last = current
         return True
+
+
+def time_remaining(task: Task) -> float | None:
+    """Seconds until ``task`` ends: rich's estimate from its speed, but never past the task's
+    ``deadline`` field (rich's clock, e.g. when a run's ``--time-budget`` runs out), so a solve
+    whose iteration target is days away and whose budget ends in an hour says an hour."""
+    remaining = task.time_remaining if task.total is not None else None
+    deadline = task.fields.get("deadline")
+    if deadline is not None:
+        left = max(0.0, deadline - task.get_time())
+        remaining = left if remaining is None else min(remaining, left)
+    return remaining
+
+
+class RemainingColumn(ProgressColumn):
+    """The ETA column: :func:`time_remaining` as ``h:mm:ss``."""
+
+    max_refresh = 0.5
+
+    def render(self, task: Task) -> Text:
+        return Text(clock(time_remaining(task)), style="progress.remaining")
 
 
 class TickingProgress(Progress):
@@ -132,7 +153,7 @@ class TickingProgress(Progress):
 
     def _print(self, task: Task) -> None:
         elapsed = task.finished_time if task.finished_time is not None else (task.elapsed or 0.0)
-        remaining = task.time_remaining if task.total is not None else None
+        remaining = time_remaining(task)
         if task.total is not None and task.completed >= task.total:
             remaining = 0.0
         line = plain_line(task.description, task.completed, task.total, elapsed, remaining)
@@ -143,7 +164,8 @@ def progress_bar(
     console: Console | None = None, *extra: ProgressColumn, transient: bool = False
 ) -> TickingProgress:
     """A progress display with the project's standard columns; ``extra`` columns (e.g. the
-    current exploitability) go between the count and the clocks."""
+    current exploitability) go between the count and the clocks. A task added with a
+    ``deadline`` field (``time.monotonic()`` seconds) shows an ETA no later than it."""
     return TickingProgress(
         TextColumn("{task.description}"),
         BarColumn(),
@@ -151,7 +173,7 @@ def progress_bar(
         *extra,
         TimeElapsedColumn(),
         TextColumn("eta"),
-        TimeRemainingColumn(),
+        RemainingColumn(),
         console=console,
         transient=transient,
     )

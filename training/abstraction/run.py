@@ -200,9 +200,10 @@ def train(config: AbstractionConfig, run: RunDir, resume: bool = False, stop: St
     target = config.iterations or cost.iterations
     check_tables_fit(spec.name, cost.table_bytes, run.path / "tables" if config.mmap_tables else None)
     check_run_fits(spec.name, cost.table_bytes, run.path, policy_path(spec))
+    stored = _stored_tables(run, ag, resume, force)  # a corrupt checkpoint fails before any worker starts
     solver, pool = _solver(config, ag, threads, console)
     layout = solver.layout
-    regrets, average, state = _load_or_init(run, ag, resume, config.mmap_tables, layout, force)
+    regrets, average, state = _tables(run, ag, config.mmap_tables, layout, stored)
     if config.warm_start is not None and state["batches"] == 0:
         carried = time.monotonic()
         with progress_bar(console, transient=True) as bar:
@@ -233,7 +234,8 @@ def train(config: AbstractionConfig, run: RunDir, resume: bool = False, stop: St
     with nullcontext(stop) if stop is not None else StopRequest() as stop:
         loop = StepLoop(stop, target, config.time_budget, CheckpointClock(2**62, config.checkpoint_seconds))
         with progress_bar(console, transient=True) as bar:
-            task = bar.add_task(solver.label, total=target, completed=state["iterations"])
+            deadline = None if config.time_budget is None else started + max(0.0, config.time_budget - trained_before)
+            task = bar.add_task(solver.label, total=target, completed=state["iterations"], deadline=deadline)
 
             def keep_going(done: int) -> bool:
                 rate = (state["iterations"] + done - first_of_run) / max(time.monotonic() - started, 1e-9)
@@ -326,10 +328,24 @@ def _traversal_layout(config: AbstractionConfig, ag: AbstractGame, console) -> R
     return RowLayout.traversal_of(ag)
 
 
-def _load_or_init(run: RunDir, ag: AbstractGame, resume: bool, mmap: bool, layout: RowLayout, force: bool = False
-                  ) -> tuple[np.ndarray, np.ndarray, dict]:  # fmt: skip
-    """Zero tables, or (``--resume``) the checkpoint's, in ``layout``; and the run's counters."""
+def _stored_tables(run: RunDir, ag: AbstractGame, resume: bool, force: bool = False
+                   ) -> tuple[np.ndarray, np.ndarray, dict] | None:  # fmt: skip
+    """``--resume``'s verified checkpoint (tables memory-mapped read-only, and the run's counters),
+    or None when the run starts from zero tables; a one-line error when it is unusable."""
     checkpoint = run.resume_checkpoint(force) if resume else None
+    if checkpoint is None:
+        return None
+    stored_regrets, stored_average, state = checkpoint_files.read(checkpoint, "--resume")
+    if stored_regrets.shape != (ag.num_rows, 3):
+        raise CorruptFileError(f"{checkpoint}: tables of shape {stored_regrets.shape} do not fit this abstraction "
+                               f"({(ag.num_rows, 3)})")  # fmt: skip
+    return stored_regrets, stored_average, state
+
+
+def _tables(run: RunDir, ag: AbstractGame, mmap: bool, layout: RowLayout,
+            stored: tuple[np.ndarray, np.ndarray, dict] | None) -> tuple[np.ndarray, np.ndarray, dict]:  # fmt: skip
+    """The solve's two tables in ``layout``: zero, or filled from ``stored`` (:func:`_stored_tables`);
+    and the run's counters."""
     shape = (ag.num_rows, 3)
     if mmap:
         (run.path / "tables").mkdir(exist_ok=True)
@@ -337,11 +353,9 @@ def _load_or_init(run: RunDir, ag: AbstractGame, resume: bool, mmap: bool, layou
                             for n in ("regrets", "average"))  # fmt: skip
     else:
         regrets, average = np.zeros(shape, dtype=np.float32), np.zeros(shape, dtype=np.float32)
-    if checkpoint is None:
+    if stored is None:
         return regrets, average, {"iterations": 0, "batches": 0, "seconds": 0.0}
-    stored_regrets, stored_average, state = checkpoint_files.read(checkpoint, "--resume")
-    if stored_regrets.shape != shape:
-        raise CorruptFileError(f"{checkpoint}: tables of shape {stored_regrets.shape} do not fit this abstraction ({shape})")
+    stored_regrets, stored_average, state = stored
     layout.fill(regrets, stored_regrets)
     layout.fill(average, stored_average)
     run.truncate_metrics(state["iterations"])

@@ -19,12 +19,13 @@ class Progress:
     """
 
     def __init__(self, total_iterations: int, first_iteration: int = 1, time_budget: float | None = None,
-                 stream: TextIO | None = None) -> None:
+                 stream: TextIO | None = None, trained_seconds: float = 0.0) -> None:
+        """``time_budget`` is the run's whole training clock and ``trained_seconds`` what earlier
+        sittings used of it, so the overall ETA stops at the budget's end when that comes first."""
         from bot.progress import PlainTicker
 
         self.stream = stream or sys.stderr
         self.total = total_iterations
-        self.budget = time_budget
         self.live = self.stream.isatty()
         self.started = time.monotonic()
         self._rich = None
@@ -38,7 +39,9 @@ class Progress:
 
             self._rich = progress_bar(Console(file=self.stream))
             self._rich.start()
-            self._overall = self._rich.add_task("iterations", total=total_iterations, completed=first_iteration - 1)
+            deadline = None if time_budget is None else self.started + max(0.0, time_budget - trained_seconds)
+            self._overall = self._rich.add_task("iterations", total=total_iterations, completed=first_iteration - 1,
+                                                deadline=deadline)  # fmt: skip
             self._step = self._rich.add_task("iteration", total=1)
 
     def start_iteration(self, iteration: int, phase: str = "") -> None:

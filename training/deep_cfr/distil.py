@@ -268,7 +268,8 @@ def train(config: DistilConfig, run: RunDir, resume: bool, stop: StopRequest, fo
         if checkpoint is not None:
             job.load_checkpoint(checkpoint)
         run.truncate_metrics(job.step)
-    progress = Progress(-(-config.steps // config.eval_every), job.step // config.eval_every + 1, config.time_budget)
+    progress = Progress(-(-config.steps // config.eval_every), job.step // config.eval_every + 1, config.time_budget,
+                        trained_seconds=job.seconds)
     loop = StepLoop(stop, config.steps, config.time_budget,
                     CheckpointClock(config.checkpoint_every, config.checkpoint_seconds), job.step if resume else None)
     try:

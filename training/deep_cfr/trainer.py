@@ -433,7 +433,8 @@ class DeepCFRTrainer(RunFiles):
         :class:`~training.contract.entry.StepAbandoned` when it runs on past the grace period); returns
         this session's records."""
         cfg = self.config
-        progress = Progress(cfg.iterations, self.iteration + 1, cfg.time_budget) if self.show_progress else _Silent()
+        progress = (Progress(cfg.iterations, self.iteration + 1, cfg.time_budget, trained_seconds=self.elapsed)
+                    if self.show_progress else _Silent())
         loop = StepLoop(stop or StopRequest(), cfg.iterations, cfg.time_budget,
                         CheckpointClock(cfg.checkpoint_every, cfg.checkpoint_seconds), self.iteration)
         records = []

@@ -161,8 +161,9 @@ def solve(config: FlopSolveConfig, run: RunDir, resume: bool = False, stop: Stop
         loop = StepLoop(stop, config.iterations, config.time_budget, CheckpointClock(2**62, config.checkpoint_seconds),
                         solver.iteration if restored else None)
         with progress_bar(console, status) as bar:
+            deadline = None if config.time_budget is None else time.monotonic() + max(0.0, config.time_budget - state["solve_s"])
             task = bar.add_task("flop CFR", total=config.iterations, completed=solver.iteration,
-                                status=_status(state))  # fmt: skip
+                                status=_status(state), deadline=deadline)  # fmt: skip
             while loop.running(solver.iteration, state["solve_s"]) and not _reached_target(config, state):
                 t0 = time.monotonic()
                 solver.iterate(advance(bar, task, solver.iteration))

@@ -44,7 +44,8 @@ def train(config: NFSPConfig, run: RunDir, resume: bool = False, stream=None, st
         run.truncate_metrics(learner.step_count)
     small = is_small(learner.game)
     periods = -(-config.steps // config.eval_every)
-    progress = Progress(periods, learner.step_count // config.eval_every + 1, config.time_budget, stream=stream)
+    progress = Progress(periods, learner.step_count // config.eval_every + 1, config.time_budget, stream=stream,
+                        trained_seconds=learner.train_seconds)
     logged_at = learner.step_count  # the step of the last metrics line (one line per step at most)
     strength = StrengthSettings.of(config)
     reference = resolve_agent(config.strength_reference, learner.game) if strength.every and strength.hands else None

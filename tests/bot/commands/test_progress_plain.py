@@ -4,7 +4,10 @@ in between (0 here: every update), and ``--resume`` says what it resumes from.""
 
 from __future__ import annotations
 
+import io
 import re
+
+import pytest
 
 from click.testing import CliRunner
 from rich.console import Console
@@ -112,3 +115,28 @@ def test_match_and_report_print_hands_and_aivat_lines(tmp_path) -> None:
     assert result.exit_code == 0, result.output
     aivat = re.findall(r"^AIVAT (\d+)/30", result.output, re.M)
     assert aivat[0] == "0" and aivat[-1] == "30" and len(aivat) == 31
+
+
+def test_the_eta_stops_at_a_deadline_when_the_count_would_run_past_it() -> None:
+    """A run with an iteration target days away and a time budget that ends sooner (the
+    abstraction estimate's 4.5M iterations of abstraction_3e8 with ``--time-budget 4h``)
+    shows the budget's end, not the days."""
+    from bot.progress import TickingProgress, time_remaining
+
+    now = [100.0]
+    bar = TickingProgress(console=Console(file=io.StringIO()), get_time=lambda: now[0])
+    slow = bar.add_task("solve", total=1_000_000, deadline=160.0)
+    fast = bar.add_task("eval", total=100, deadline=1_000.0)
+    free = bar.add_task("build", total=1_000_000)
+    for task in (slow, fast, free):
+        bar.start_task(task)
+    for now[0], step in ((105.0, 1), (110.0, 2)):  # rich's speed needs two samples
+        bar.update(slow, completed=5 * step)  # 1 a second: 999,990 s to go by the count
+        bar.update(fast, completed=25 * step)  # 5 a second: 10 s to go, well before its deadline
+        bar.update(free, completed=5 * step)
+    tasks = {t.id: t for t in bar.tasks}
+    assert time_remaining(tasks[slow]) == pytest.approx(50.0)
+    assert time_remaining(tasks[fast]) == pytest.approx(tasks[fast].time_remaining) and time_remaining(tasks[fast]) < 50
+    assert time_remaining(tasks[free]) == tasks[free].time_remaining > 900_000
+    now[0] = 200.0
+    assert time_remaining(tasks[slow]) == 0.0  # past the deadline: the run is stopping

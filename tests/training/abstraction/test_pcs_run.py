@@ -118,3 +118,24 @@ def test_a_resumed_time_budget_counts_the_earlier_sittings(tmp_path):
                                        "--iterations", "100000", "--time-budget", f"{spent:.6f}s"])  # fmt: skip
     assert resumed.exit_code == 0, resumed.output
     assert max(r["iteration"] for r in metrics(tmp_path / "a")) == 300
+
+
+def test_a_corrupt_checkpoint_is_refused_before_the_solver_or_its_workers_start(tmp_path, monkeypatch):
+    """``--resume`` verifies the checkpoint first: with ``--workers`` a solver starts a Ray pool,
+    which should not be spent on a run that cannot continue."""
+    from training.abstraction import run as abstraction_run
+
+    runner = CliRunner()
+    first = runner.invoke(pokerbot, BASE + ["--size", "merged", "--iterations", "100", "--out", str(tmp_path / "a")])
+    assert first.exit_code == 0, first.output
+    for checkpoint in (tmp_path / "a").glob("checkpoint*"):
+        (checkpoint / "regrets.npy").write_bytes(b"not a table")
+
+    def no_solver(*args, **kwargs):
+        raise AssertionError("the solver was made before the checkpoint was verified")
+
+    monkeypatch.setattr(abstraction_run, "_solver", no_solver)
+    resumed = runner.invoke(pokerbot, ["train", "--algo", "abstraction", "--threads", "1", "--resume", str(tmp_path / "a"),
+                                       "--iterations", "200"])  # fmt: skip
+    assert resumed.exit_code != 0 and "Traceback" not in resumed.output
+    assert "regrets.npy" in resumed.output and "AssertionError" not in repr(resumed.exception)

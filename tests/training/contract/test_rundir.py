@@ -167,3 +167,24 @@ def test_old_names_of_the_elapsed_metric_read_as_elapsed_s(tmp_path) -> None:
     with run.writing_checkpoint() as folder:
         save_torch(folder / "state.pt", {"iteration": 3})
     assert "0.1 min of training so far" in run.resume_summary(run.resume_checkpoint())
+
+
+def test_a_time_budget_sets_the_overall_bars_deadline_net_of_earlier_sittings() -> None:
+    """On a terminal the overall task's ETA stops at the budget's end (:func:`bot.progress.time_remaining`):
+    ``--time-budget`` is the run's whole training clock, so a resume that trained 600 s of a
+    1,000 s budget has 400 s left."""
+    import io
+
+    from training.contract.rundir import Progress
+
+    class Terminal(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    progress = Progress(10_000, time_budget=1_000.0, stream=Terminal(), trained_seconds=600.0)
+    overall = progress._rich.tasks[0]
+    progress.close()
+    assert overall.fields["deadline"] == pytest.approx(progress.started + 400.0)
+    unbudgeted = Progress(10_000, stream=Terminal())
+    assert unbudgeted._rich.tasks[0].fields["deadline"] is None
+    unbudgeted.close()

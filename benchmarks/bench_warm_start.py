@@ -24,7 +24,7 @@ import numpy as np
 from bot.abstraction.spec import SPECS
 from bot.abstraction.tables import AbstractGame, Abstraction
 from training.abstraction.build import build_abstraction
-from training.abstraction.run import exact_exploitability_report
+from training.abstraction.exploitability import exact_exploitability_report
 from training.abstraction.solver import Pruning, run_batch
 from training.abstraction.warm_start import transfer
 

@@ -20,10 +20,9 @@ from dataclasses import asdict, dataclass
 
 import numba
 import numpy as np
-from rich.progress import Progress
 
 from bot.abstraction.cost import default_solver, estimate, size
-from bot.abstraction.policy import AVERAGE_FILE, full_game_strategy
+from bot.abstraction.policy import AVERAGE_FILE
 from bot.abstraction.spec import (
     SPECS,
     AbstractionSpec,
@@ -33,9 +32,7 @@ from bot.abstraction.spec import (
 )
 from bot.abstraction.tables import AbstractGame, Abstraction
 from bot.agents.bundle import write_bundle
-from bot.agents.infosets import is_small
 from bot.errors import ConfigError, CorruptFileError
-from bot.flop.game import flop_shape_error
 from bot.progress import progress_bar
 from bot.run_files import ELAPSED_METRIC
 from protocol.files import atomic_write
@@ -43,6 +40,10 @@ from training.abstraction import checkpoint as checkpoint_files
 from training.abstraction import convergence
 from training.abstraction.batches import SOLVERS, BatchSolver, ESSolver, PCSSolver
 from training.abstraction.build import build_abstraction, cached_feature_rounds
+from training.abstraction.exploitability import (
+    exact_exploitability_report,
+    has_exact_exploitability,
+)
 from training.abstraction.pcs import SCHEMES
 from training.abstraction.publish import publish_named
 from training.abstraction.resources import (
@@ -360,39 +361,6 @@ def _tables(run: RunDir, ag: AbstractGame, mmap: bool, layout: RowLayout,
     layout.fill(average, stored_average)
     run.truncate_metrics(state["iterations"])
     return regrets, average, state
-
-
-def has_exact_exploitability(ag: AbstractGame) -> bool:
-    """Whether :func:`exact_exploitability_report` measures this game exactly (small games and FHP)."""
-    return is_small(ag.abstraction.game) or flop_shape_error(ag.abstraction.game) is None
-
-
-def exact_exploitability_report(ag: AbstractGame, average: np.ndarray, bar: Progress | None = None) -> dict:
-    """Exact exploitability of the average strategy in the full game, where it can be measured:
-    by the dense best response on small games (Kuhn, Leduc), by the per-flop passes of
-    :mod:`bot.flop.best_response` on FHP-shaped games (canonical flops: an abstraction is
-    suit-invariant; a task on ``bar`` shows the flops done); ``{}`` elsewhere (hold'em: use
-    ``pokerbot lbr``). Off the solve clock."""
-    game = ag.abstraction.game
-    started = time.monotonic()
-    if is_small(game):
-        from bot.evaluation.best_response import exploitability
-
-        report = exploitability(game, full_game_strategy(ag, average))
-    elif flop_shape_error(game) is None:
-        from bot.flop.best_response import flop_exploitability, flop_game_for
-        from bot.flop.policies import abstract_game_policy
-
-        fg = flop_game_for(game, True)
-        task = None if bar is None else bar.add_task("exact best response (flops)", total=fg.num_flops)
-        report = flop_exploitability(fg, abstract_game_policy(fg, ag, average),
-                                     None if bar is None else lambda done, total: bar.update(task, completed=done))
-        if bar is not None:
-            bar.remove_task(task)
-    else:
-        return {}
-    return {"exploitability_mbb": report.mbb(report.exploitability), "nash_conv_mbb": report.mbb(report.nash_conv),
-            "evaluation_s": round(time.monotonic() - started, 2)}  # fmt: skip
 
 
 def _publish(run: RunDir, spec: AbstractionSpec, config: AbstractionConfig, average: np.ndarray, state: dict,

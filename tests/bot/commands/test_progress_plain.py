@@ -8,7 +8,6 @@ import io
 import re
 
 import pytest
-
 from click.testing import CliRunner
 from rich.console import Console
 

@@ -233,7 +233,7 @@ def test_kmeans_abstraction_builds_and_solves():
 def test_fhp_shaped_abstraction_run_measures_its_average_exactly_over_canonical_flops(tmp_path, monkeypatch):
     """The trainer's exploitability of an FHP-shaped abstraction (the per-flop passes over the
     canonical flops, suit-invariant rows) equals the dense best response of the same average."""
-    import training.abstraction.run as abstraction_run
+    import training.abstraction.exploitability as abstraction_exploitability
     from tests.training.flop.test_flop_solver import TINY_FHP_TEXT
 
     gamedef = tmp_path / "tiny_fhp.game"
@@ -241,8 +241,8 @@ def test_fhp_shaped_abstraction_run_measures_its_average_exactly_over_canonical_
     spec = AbstractionSpec("tiny_fhp_test", str(gamedef), (None, 6))
     ag, _, average = solve(spec, 6_000)
     dense = exploitability(ag.abstraction.game, full_game_strategy(ag, average))
-    monkeypatch.setattr(abstraction_run, "is_small", lambda game: False)  # take the FHP path
-    measured = abstraction_run.exact_exploitability_report(ag, average)
+    monkeypatch.setattr(abstraction_exploitability, "is_small", lambda game: False)  # take the FHP path
+    measured = abstraction_exploitability.exact_exploitability_report(ag, average)
     assert measured["exploitability_mbb"] == pytest.approx(dense.mbb(dense.exploitability), abs=1e-3)
     assert measured["nash_conv_mbb"] == pytest.approx(dense.mbb(dense.nash_conv), abs=1e-3)
     fg = flop_game_for(ag.abstraction.game, True)

@@ -10,7 +10,7 @@ from bot.abstraction.spec import SPECS
 from bot.abstraction.tables import AbstractGame, Abstraction
 from bot.cli import main as pokerbot
 from training.abstraction.build import build_abstraction
-from training.abstraction.run import exact_exploitability_report
+from training.abstraction.exploitability import exact_exploitability_report
 from training.abstraction.solver import Pruning, run_batch
 
 BATCH = 2_000

@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import time
 from collections.abc import Callable
+from dataclasses import replace
 
 import numpy as np
 
@@ -27,16 +28,6 @@ from benchmarks.bench_warm_start import abstract_game, mbb
 from training.abstraction import pcs
 from training.abstraction.batches import ESSolver
 from training.abstraction.solver import run_iterations
-
-
-def _dcfr(alpha: float, beta: float, gamma: float) -> Callable[[int], tuple[pcs.BatchWeights, float]]:
-    def weights(k: int) -> tuple[pcs.BatchWeights, float]:
-        t = k - 1
-        positive = t**alpha / (t**alpha + 1)
-        negative = t**beta / (t**beta + 1) if t else 0.0
-        return pcs.BatchWeights(positive, negative, (t / (t + 1)) ** gamma, 1.0, 1.0, False), 1.0
-
-    return weights
 
 
 def _linear(average_power: int) -> Callable[[int], tuple[pcs.BatchWeights, float]]:
@@ -50,8 +41,18 @@ def _linear(average_power: int) -> Callable[[int], tuple[pcs.BatchWeights, float
     return weights
 
 
-SCHEMES = {"linear": _linear(1), "linear-avg2": _linear(2), "dcfr": _dcfr(1.5, 0.0, 2.0),
-           "dcfr-beta1": _dcfr(1.5, 1.0, 2.0)}  # fmt: skip
+def _dcfr(beta1: bool) -> Callable[[int], tuple[pcs.BatchWeights, float]]:
+    """PCS's DCFR(1.5, 0, 2) weights; with ``beta1`` negative regrets kept as DCFR's beta = 1
+    keeps them ((k-1)/k before batch k) instead of halved."""
+
+    def weights(k: int) -> tuple[pcs.BatchWeights, float]:
+        dcfr = pcs.batch_weights("dcfr", k)
+        return (replace(dcfr, negative=(k - 1) / k) if beta1 else dcfr), 1.0
+
+    return weights
+
+
+SCHEMES = {"linear": _linear(1), "linear-avg2": _linear(2), "dcfr": _dcfr(False), "dcfr-beta1": _dcfr(True)}
 
 
 def main() -> None:

@@ -93,6 +93,13 @@ def time_remaining(task: Task) -> float | None:
     return remaining
 
 
+def budget_deadline(time_budget: float | None, trained_seconds: float, started: float) -> float | None:
+    """The ``deadline`` field of a run's task: when its ``--time-budget`` (the run's whole
+    training clock) runs out, for a sitting that started at ``started`` (``time.monotonic()``)
+    after earlier sittings trained ``trained_seconds``; None without a budget."""
+    return None if time_budget is None else started + max(0.0, time_budget - trained_seconds)
+
+
 class RemainingColumn(ProgressColumn):
     """The ETA column: :func:`time_remaining` as ``h:mm:ss``."""
 

@@ -33,7 +33,7 @@ from bot.abstraction.spec import (
 from bot.abstraction.tables import AbstractGame, Abstraction
 from bot.agents.bundle import write_bundle
 from bot.errors import ConfigError, CorruptFileError
-from bot.progress import progress_bar
+from bot.progress import budget_deadline, progress_bar
 from bot.run_files import ELAPSED_METRIC
 from protocol.files import atomic_write
 from training.abstraction import checkpoint as checkpoint_files
@@ -235,8 +235,8 @@ def train(config: AbstractionConfig, run: RunDir, resume: bool = False, stop: St
     with nullcontext(stop) if stop is not None else StopRequest() as stop:
         loop = StepLoop(stop, target, config.time_budget, CheckpointClock(2**62, config.checkpoint_seconds))
         with progress_bar(console, transient=True) as bar:
-            deadline = None if config.time_budget is None else started + max(0.0, config.time_budget - trained_before)
-            task = bar.add_task(solver.label, total=target, completed=state["iterations"], deadline=deadline)
+            task = bar.add_task(solver.label, total=target, completed=state["iterations"],
+                                deadline=budget_deadline(config.time_budget, trained_before, started))  # fmt: skip
 
             def keep_going(done: int) -> bool:
                 rate = (state["iterations"] + done - first_of_run) / max(time.monotonic() - started, 1e-9)

@@ -35,13 +35,12 @@ class Progress:
         if self.live:
             from rich.console import Console
 
-            from bot.progress import progress_bar
+            from bot.progress import budget_deadline, progress_bar
 
             self._rich = progress_bar(Console(file=self.stream))
             self._rich.start()
-            deadline = None if time_budget is None else self.started + max(0.0, time_budget - trained_seconds)
             self._overall = self._rich.add_task("iterations", total=total_iterations, completed=first_iteration - 1,
-                                                deadline=deadline)  # fmt: skip
+                                                deadline=budget_deadline(time_budget, trained_seconds, self.started))  # fmt: skip
             self._step = self._rich.add_task("iteration", total=1)
 
     def start_iteration(self, iteration: int, phase: str = "") -> None:

@@ -40,7 +40,7 @@ from bot.errors import ConfigError, PokerbotError
 from bot.flop.game import flop_shape_error
 from bot.flop.solve_agent import FLOP_FILE, PREFLOP_FILE
 from bot.flop.solve_agent import KIND as FLOP_SOLVE_KIND
-from bot.progress import progress_bar
+from bot.progress import budget_deadline, progress_bar
 from bot.run_files import CONFIG_FILE, ELAPSED_METRIC, read_toml
 from protocol.files import atomic_write
 from protocol.gamedef import load_game
@@ -161,9 +161,8 @@ def solve(config: FlopSolveConfig, run: RunDir, resume: bool = False, stop: Stop
         loop = StepLoop(stop, config.iterations, config.time_budget, CheckpointClock(2**62, config.checkpoint_seconds),
                         solver.iteration if restored else None)
         with progress_bar(console, status) as bar:
-            deadline = None if config.time_budget is None else time.monotonic() + max(0.0, config.time_budget - state["solve_s"])
-            task = bar.add_task("flop CFR", total=config.iterations, completed=solver.iteration,
-                                status=_status(state), deadline=deadline)  # fmt: skip
+            task = bar.add_task("flop CFR", total=config.iterations, completed=solver.iteration, status=_status(state),
+                                deadline=budget_deadline(config.time_budget, state["solve_s"], time.monotonic()))  # fmt: skip
             while loop.running(solver.iteration, state["solve_s"]) and not _reached_target(config, state):
                 t0 = time.monotonic()
                 solver.iterate(advance(bar, task, solver.iteration))

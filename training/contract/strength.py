@@ -5,9 +5,14 @@ Leduc the runs log exact exploitability; on hold'em they log instead, every ``st
 iterations (NFSP: self-play steps) and *off the training clock*:
 
 * ``h2h_mbb`` ± ``h2h_ci_mbb``: the policy's winnings against a fixed reference agent
-  (``strength_reference``, by default the shipped bot ``default``) over ``strength_hands``
-  duplicate deals, each played in both seats with the same cards (:func:`bot.evaluation.match.run_in_process`),
-  the 95% interval over the deal pairs: a fixed yardstick, so the curve is comparable across runs;
+  (``strength_reference``, by default the shipped bot ``default``), a fixed yardstick, so the
+  curve is comparable across runs. Either over ``strength_boards`` sampled boards, each exact
+  over every pair of hole cards and every action in both seats (:mod:`training.abstraction.board_match`,
+  ``h2h_boards``; the 95% interval over the boards), or over ``strength_hands`` duplicate deals,
+  each played in both seats with the same cards (:func:`bot.evaluation.match.run_in_process`,
+  ``h2h_hands``; the interval over the deal pairs). Boards are what make the signal readable on
+  HULH: 200 dealt hands gave intervals of ±360-780 mbb/g there, where one board's spread between
+  these policies is 80-180 mbb/g (``docs/benchmarks/hulh-deep-cfr.md``);
 * ``lbr_mbb`` ± ``lbr_ci_mbb`` (when ``strength_lbr_hands`` > 0): local best response's
   winnings against the policy (Lisy & Bowling 2017, :mod:`bot.evaluation.lbr`), a lower bound on its
   exploitability (NashConv/2).
@@ -41,7 +46,13 @@ class StrengthOptions:
     measurements where exact exploitability is out of reach, logged in metrics.jsonl and kept
     off the training clock (0: never; the FHP and hold'em presets turn it on)."""
     strength_hands: int = 100
-    """Duplicate deals (each played in both seats) against the reference per measurement."""
+    """Duplicate deals (each played in both seats) against the reference per measurement (when
+    ``strength_boards`` is 0)."""
+    strength_boards: int = 0
+    """Sampled boards (each exact over hole cards and actions, both seats) against the reference
+    per measurement, in place of ``strength_hands``' dealt hands (0: deal hands). Both policies
+    must be readable over a whole board: a solved abstraction, or a Deep CFR / SD-CFR / NFSP
+    network policy."""
     strength_lbr_hands: int = 0
     """LBR deals (both seats) per measurement (0: no LBR; it costs ~1 s a hand on HULH)."""
     strength_reference: str = "default"
@@ -57,21 +68,41 @@ class StrengthSettings:
     lbr_hands: int
     reference: str
     seed: int
+    boards: int = 0
 
     def __post_init__(self) -> None:
-        for name in ("every", "hands", "lbr_hands"):
+        for name in ("every", "hands", "lbr_hands", "boards"):
             if getattr(self, name) < 0:
                 raise ConfigError(f"strength_{name}: must be >= 0, got {getattr(self, name)}")
+        if self.boards == 1:
+            raise ConfigError("strength_boards: one board gives no interval; use 0 (dealt hands) or at least 2")
 
     @classmethod
     def of(cls, config: StrengthOptions) -> StrengthSettings:
         """The settings of an NFSP / Deep CFR / DREAM config."""
         return cls(config.strength_every, config.strength_hands, config.strength_lbr_hands,
-                   config.strength_reference, config.seed)  # fmt: skip
+                   config.strength_reference, config.seed, config.strength_boards)  # fmt: skip
 
     def due(self, count: int) -> bool:
         """Whether iteration / step ``count`` gets a measurement."""
-        return self.every > 0 and (self.hands > 0 or self.lbr_hands > 0) and count % self.every == 0
+        return self.every > 0 and (self.hands > 0 or self.boards > 0 or self.lbr_hands > 0) and count % self.every == 0
+
+
+def strength_reference(settings: StrengthSettings, game: Game) -> Agent | None:
+    """The agent the head-to-head plays (``settings.reference``), or None when no head-to-head is
+    configured. With ``strength_boards`` it must be readable over a whole board: checked here,
+    when the run starts, so a reference the board match cannot read is a one-line error before
+    any training rather than at the first measurement."""
+    if not settings.every or not (settings.hands or settings.boards):
+        return None
+    from bot.registry import resolve_agent
+
+    reference = resolve_agent(settings.reference, game)
+    if settings.boards:
+        from training.abstraction.board_match import board_policy
+
+        board_policy(reference, "strength_reference (strength_boards)")
+    return reference
 
 
 def measure_strength(game: Game, agent: Agent, reference: Agent | None, settings: StrengthSettings) -> dict[str, float | int | str]:
@@ -83,7 +114,13 @@ def measure_strength(game: Game, agent: Agent, reference: Agent | None, settings
 
     started = time.perf_counter()
     out: dict[str, float | int | str] = {}
-    if settings.hands and reference is not None:
+    if settings.boards and reference is not None:
+        from training.abstraction.board_match import BoardMatch, sample_boards
+
+        values = BoardMatch(game, agent, reference).values(sample_boards(game, settings.seed, 0, settings.boards))
+        both = estimate(values.duplicate * (1000.0 / game.big_blind))
+        out |= {H2H: both.mean, H2H_CI: both.half_width, "h2h_boards": settings.boards, "h2h_reference": settings.reference}
+    elif settings.hands and reference is not None:
         result = run_in_process(game, (agent, reference), ("policy", settings.reference), settings.hands,
                                 settings.seed, duplicate=True)  # fmt: skip
         chips = {(h.deal, h.mirrored): h.chips for h in result.hands}

@@ -208,12 +208,13 @@ PRESETS: dict[str, dict] = {
     # targets' noise set the ES plateau) and 20M-row memories (27 bytes a row: ~1.6 GB in all).
     # An iteration took ~70 s here (a 2-hour run: 103 iterations) where the paper's schedule
     # (PAPER_PRESETS["holdem"], docs/sd-cfr-holdem-paper.toml: 32,000 steps of 20,000 per fit)
-    # spends ~2.5 h on iteration 1's first fit. No exact exploitability: the paper's head-to-head strength signal
-    # every iteration (off the training clock); Deep CFR trains its average network every 10
-    # iterations. Curves and matches: docs/benchmarks/hulh-deep-cfr.md. 450 iterations is the
+    # spends ~2.5 h on iteration 1's first fit. No exact exploitability: a head-to-head strength
+    # signal against `default` every 5 iterations (off the training clock) over the same 8 sampled
+    # boards, each exact over hands and actions (200 dealt hands a measurement gave +-360-780
+    # mbb/g); Deep CFR trains its average network every 10 iterations. Curves and matches: docs/benchmarks/hulh-deep-cfr.md. 450 iterations is the
     # paper's count; --time-budget is the usual stop.
     "holdem": dict(PAPER_PRESETS["holdem"], traversals=10_000, traversal_batch=1000, width=64, sgd_steps=1200,
                    batch_size=2048, learning_rate=2e-3, lr_schedule="cosine", advantage_memory=20_000_000,
                    strategy_memory=20_000_000, average_sgd_steps=3000, average_batch_size=2048, average_every=10,
-                   threads=1, canonical_suits=True, checkpoint_seconds=300.0),
+                   threads=1, canonical_suits=True, checkpoint_seconds=300.0, strength_every=5, strength_boards=8),
 }

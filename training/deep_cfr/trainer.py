@@ -69,7 +69,12 @@ from training.contract.entry import (
 from training.contract.loop import StepLoop
 from training.contract.rundir import Progress, RunDir, load_torch
 from training.contract.stop import BUDGET_REACHED
-from training.contract.strength import StrengthSettings, measure_strength, strength_summary
+from training.contract.strength import (
+    StrengthSettings,
+    measure_strength,
+    strength_reference,
+    strength_summary,
+)
 from training.deep_cfr.board_targets import BoardTargets
 from training.deep_cfr.config import ALGOS, PRESETS, DeepCFRConfig
 from training.deep_cfr.files import RunFiles
@@ -123,7 +128,7 @@ class DeepCFRTrainer(RunFiles):
         self.elapsed = 0.0
         self.strength = StrengthSettings.of(config)
         #: resolved once, so a reference this game lacks fails before the first iteration
-        self.strength_reference = resolve_agent(config.strength_reference, self.game) if self.strength.every else None
+        self.strength_reference = strength_reference(self.strength, self.game)
         enumerable = is_small(self.game)
         self.small = enumerable and config.evaluate_every > 0
         self.average = StackAverage(self.game) if self.small else None

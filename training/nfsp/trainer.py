@@ -11,13 +11,17 @@ from pathlib import Path
 from bot.agents.bundle import write_bundle
 from bot.agents.infosets import is_small
 from bot.agents.nfsp import POLICY_FILE, NFSPAgent
-from bot.registry import resolve_agent
 from bot.run_files import ELAPSED_METRIC
 from training.contract import plots
 from training.contract.entry import CheckpointClock, StopRequest, Trainer
 from training.contract.loop import StepLoop
 from training.contract.rundir import Progress, RunDir, save_torch
-from training.contract.strength import StrengthSettings, measure_strength, strength_summary
+from training.contract.strength import (
+    StrengthSettings,
+    measure_strength,
+    strength_reference,
+    strength_summary,
+)
 from training.nfsp.config import PRESETS, NFSPConfig
 from training.nfsp.counts import check_countable
 from training.nfsp.diagnostics import evaluate
@@ -48,7 +52,7 @@ def train(config: NFSPConfig, run: RunDir, resume: bool = False, stream=None, st
                         trained_seconds=learner.train_seconds)
     logged_at = learner.step_count  # the step of the last metrics line (one line per step at most)
     strength = StrengthSettings.of(config)
-    reference = resolve_agent(config.strength_reference, learner.game) if strength.every and strength.hands else None
+    reference = strength_reference(strength, learner.game)
     try:
         with nullcontext(stop) if stop is not None else StopRequest(stream) as stop:
             loop = StepLoop(stop, config.steps, config.time_budget,

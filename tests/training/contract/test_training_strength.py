@@ -12,10 +12,11 @@ import pytest
 
 import training.contract.strength
 from bot.errors import ConfigError
-from bot.registry import AgentNotFound
+from bot.registry import AgentNotFound, resolve_agent
 from protocol.gamedef import load_game
+from training.abstraction.board_match import NotAbstractionPolicy
 from training.contract.rundir import RunDir
-from training.contract.strength import StrengthSettings, measure_strength
+from training.contract.strength import StrengthSettings, measure_strength, strength_reference
 from training.deep_cfr.config import PRESETS as DEEP_CFR_PRESETS
 from training.deep_cfr.config import DeepCFRConfig
 from training.deep_cfr.trainer import DeepCFRTrainer
@@ -77,9 +78,8 @@ def test_nfsp_holdem_logs_head_to_head_off_the_clock(tmp_path, slow_measurements
 def test_deep_cfr_holdem_logs_head_to_head_and_lbr_off_the_clock(tmp_path, slow_measurements, algo):
     config = DeepCFRConfig(**(DEEP_CFR_PRESETS["holdem"] | dict(
         game="holdem", algo=algo, iterations=2, traversals=4, traversal_batch=4, width=8, sgd_steps=2, batch_size=16,
-        average_sgd_steps=2, average_batch_size=16, advantage_memory=1000, strategy_memory=1000, strength_hands=2,
-        strength_lbr_hands=1 if algo == "sd-cfr" else 0, threads=1)))  # fmt: skip
-    assert config.strength_every == 1  # the preset's
+        average_sgd_steps=2, average_batch_size=16, advantage_memory=1000, strategy_memory=1000, strength_every=1,
+        strength_hands=2, strength_boards=0, strength_lbr_hands=1 if algo == "sd-cfr" else 0, threads=1)))  # fmt: skip
     records = DeepCFRTrainer.new(config, tmp_path / algo, progress=False).train()
     iterations = [r for r in records if "iteration" in r]
     assert [r["iteration"] for r in iterations] == [1, 2]
@@ -93,6 +93,42 @@ def test_deep_cfr_holdem_logs_head_to_head_and_lbr_off_the_clock(tmp_path, slow_
         assert final["average_h2h_reference"] == "default" and final["average_h2h_hands"] == 4
         assert abs(final["average_h2h_mbb"]) <= MAX_MBB
     assert (tmp_path / algo / "strength.png").stat().st_size > 0
+
+
+def test_deep_cfr_holdem_measures_over_sampled_boards_as_its_preset_does(tmp_path):
+    """The holdem preset measures by sampled boards (exact over hands and actions, both seats):
+    every measurement plays the same boards, and the metrics say how many."""
+    assert (DEEP_CFR_PRESETS["holdem"]["strength_every"], DEEP_CFR_PRESETS["holdem"]["strength_boards"]) == (5, 8)
+    config = DeepCFRConfig(**(DEEP_CFR_PRESETS["holdem"] | dict(
+        game="holdem", algo="sd-cfr", iterations=2, traversals=4, traversal_batch=4, width=8, sgd_steps=2, batch_size=16,
+        advantage_memory=1000, strategy_memory=1000, strength_every=1, strength_boards=2, threads=1)))  # fmt: skip
+    records = [r for r in DeepCFRTrainer.new(config, tmp_path / "run", progress=False).train() if "iteration" in r]
+    assert [r["iteration"] for r in records] == [1, 2]
+    for record in records:
+        assert record["h2h_boards"] == 2 and "h2h_hands" not in record and record["h2h_reference"] == "default"
+        assert abs(record["h2h_mbb"]) <= MAX_MBB and 0 < record["h2h_ci_mbb"] < math.inf
+    assert records[0]["h2h_mbb"] != records[1]["h2h_mbb"]  # the same boards, a different policy
+
+
+def test_a_board_measurement_of_a_policy_against_itself_is_zero_and_repeats():
+    """Duplicate over whole boards: a policy against itself wins in one seat what it loses in the
+    other, on every board, so the estimate is 0; a second measurement plays the same boards."""
+    game = load_game("holdem")
+    settings = StrengthSettings(every=1, hands=0, lbr_hands=0, reference="default", seed=5, boards=3)
+    reference = strength_reference(settings, game)
+    measured = measure_strength(game, reference, reference, settings)
+    assert measured["h2h_boards"] == 3 and measured["h2h_mbb"] == pytest.approx(0.0, abs=1e-9)
+    other = measure_strength(game, resolve_agent("holdem_deep_cfr", game), reference, settings)
+    again = measure_strength(game, resolve_agent("holdem_deep_cfr", game), reference, settings)
+    assert other["h2h_mbb"] == again["h2h_mbb"] and other["h2h_mbb"] < -50  # the network loses to default by ~240
+
+
+def test_a_board_measurement_refuses_a_reference_it_cannot_read_before_training():
+    game = load_game("holdem")
+    settings = StrengthSettings(every=1, hands=0, lbr_hands=0, reference="call", seed=0, boards=2)
+    with pytest.raises(NotAbstractionPolicy, match=r"strength_reference \(strength_boards\) 'call'"):
+        strength_reference(settings, game)
+    assert strength_reference(StrengthSettings(every=1, hands=0, lbr_hands=1, reference="call", seed=0), game) is None
 
 
 def test_measurement_is_the_duplicate_match_of_the_same_deals():
@@ -112,6 +148,8 @@ def test_measurement_is_the_duplicate_match_of_the_same_deals():
 def test_strength_settings_are_checked(tmp_path):
     with pytest.raises(ConfigError, match="strength_hands"):
         DeepCFRConfig(game="holdem", strength_hands=-1)
+    with pytest.raises(ConfigError, match="strength_boards: one board gives no interval"):
+        DeepCFRConfig(game="holdem", strength_boards=1)
     with pytest.raises(ConfigError, match="multiple of eval_every"):
         NFSPConfig(game="holdem", eval_every=1000, strength_every=1500)
     with pytest.raises(AgentNotFound, match="no bot ships for leduc"):
@@ -131,3 +169,6 @@ def test_watch_overview_shows_the_latest_strength_line():
     assert strength_line(model, 1) is None
     assert strength_line(model, 2) == "strength at iteration 2: vs default [b]-42 ± 30[/b] mbb/g (200 hands, duplicate)"
     assert strength_line(model, 3) == "strength at iteration 3: LBR 812 ± 95 mbb/g (40 hands)"
+    boards = SimpleNamespace(records=[{"iteration": 5, "h2h_mbb": -260.2, "h2h_ci_mbb": 70.1, "h2h_boards": 8,
+                                       "h2h_reference": "default"}], kind="deep-cfr")  # fmt: skip
+    assert strength_line(boards, 5) == "strength at iteration 5: vs default [b]-260 ± 70[/b] mbb/g (8 boards, exact over hands)"

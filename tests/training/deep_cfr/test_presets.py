@@ -44,7 +44,7 @@ def test_holdem_defaults_to_the_two_core_preset(algo):
     assert (config.algo, config.width, config.sgd_steps, config.batch_size, config.traversals) == (algo, 64, 1200, 2048, 10_000)
     assert config.average_every == 10
     assert config.canonical_suits and config.normalize_targets and config.lr_schedule == "cosine"
-    assert config.evaluate_every == 0 and config.strength_every == 1
+    assert config.evaluate_every == 0 and (config.strength_every, config.strength_boards) == (5, 8)
     paper = resolve_new(load_trainer(algo), {"game": "holdem", "config_path": str(DOCS / "sd-cfr-holdem-paper.toml")}).config
     assert (paper.width, paper.sgd_steps, paper.batch_size, paper.traversals) == (96, 32_000, 20_000, 10_000)
 

@@ -63,8 +63,10 @@ def strength_line(model: WatchModel, iteration: int) -> str | None:
     record = measured[-1]
     parts = [f"strength at {'step' if model.kind == 'nfsp' else 'iteration'} {int(record['iteration']):,}:"]
     if "h2h_mbb" in record:
+        sample = (f"{record['h2h_boards']:,} boards, exact over hands" if "h2h_boards" in record
+                  else f"{record.get('h2h_hands', 0):,} hands, duplicate")
         parts.append(f"vs {record.get('h2h_reference', '?')} [b]{record['h2h_mbb']:+.0f} ± {record['h2h_ci_mbb']:.0f}[/b] mbb/g "
-                     f"({record.get('h2h_hands', 0):,} hands, duplicate)")
+                     f"({sample})")
     if "lbr_mbb" in record:
         parts.append(f"LBR {record['lbr_mbb']:.0f} ± {record['lbr_ci_mbb']:.0f} mbb/g ({record.get('lbr_hands', 0):,} hands)")
     return " ".join(parts)

@@ -112,10 +112,15 @@ class Convergence:
                 f"mbb/g over {self.boards} boards: {verdict} (the target: within ±{TOLERANCE_MBB:g})")  # fmt: skip
 
 
+class CheckInterrupted(Exception):
+    """The check was stopped (Ctrl-C) before two boards gave an interval; the message says so."""
+
+
 def check(spec: AbstractionSpec, final: Path, run_path: Path, iteration: int, boards: int, seed: int, threads: int,
           bar: Progress | None = None) -> Convergence | None:  # fmt: skip
     """Play the average table at ``final`` against the run's half snapshot on ``boards`` sampled
-    boards (stream ``seed``); None without a snapshot older than ``iteration``."""
+    boards (stream ``seed``); None without a snapshot older than ``iteration``. A Ctrl-C before
+    two boards raises :class:`CheckInterrupted` (after more, the boards played so far count)."""
     taken = snapshot(run_path)
     if taken is None or taken[0] >= iteration or boards < 2:
         return None
@@ -126,7 +131,8 @@ def check(spec: AbstractionSpec, final: Path, run_path: Path, iteration: int, bo
     task = None if bar is None else bar.add_task(f"convergence check: iteration {iteration:,} vs {half:,}", total=boards)
     values, _ = run(match, seed, boards, threads, 4 * threads,
                     lambda n: None if bar is None else bar.advance(task, n))  # fmt: skip
-    if len(values.duplicate) < 2:  # interrupted at once: no interval
-        return None
+    if len(values.duplicate) < 2:  # boards >= 2, so only a Ctrl-C stops it this early
+        raise CheckInterrupted(f"convergence: the check of iteration {iteration:,} against {half:,} was interrupted "
+                               f"after {len(values.duplicate)} of {boards} boards")  # fmt: skip
     result = estimate(values.duplicate * 1000.0 / game.big_blind)
     return Convergence(half, iteration, result.n, result.mean, (result.high - result.low) / 2)

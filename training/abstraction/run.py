@@ -275,9 +275,13 @@ def train(config: AbstractionConfig, run: RunDir, resume: bool = False, stop: St
     published = _publish(run, spec, config, average, state, interrupted=stop.requested)
     console.print(f"{state['iterations']:,} iterations in {state['seconds']:.0f} s; {published}")
     if boards:
-        with progress_bar(console, transient=True) as bar:
-            checked = convergence.check(spec, run.policy_path / AVERAGE_FILE, run.path, state["iterations"], boards,
-                                        config.seed, threads, bar)  # fmt: skip
+        try:
+            with progress_bar(console, transient=True) as bar:
+                checked = convergence.check(spec, run.policy_path / AVERAGE_FILE, run.path, state["iterations"], boards,
+                                            config.seed, threads, bar)  # fmt: skip
+        except convergence.CheckInterrupted as interrupted:
+            console.print(f"{interrupted}; `pokerbot train --algo abstraction --resume {run.path}` checks it again")
+            return average
         if checked is None and not half.passed(state["iterations"], training_seconds()):
             console.print(f"convergence: checked once the run passes half its target ({half.describe()}); "
                           "`--resume` it to get there")  # fmt: skip

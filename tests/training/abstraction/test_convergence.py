@@ -75,6 +75,21 @@ def test_a_run_stopped_before_half_its_target_says_when_it_will_be_checked(tmp_p
     assert "no snapshot" not in said
 
 
+def test_a_check_interrupted_before_two_boards_says_so_not_that_there_is_no_snapshot(tmp_path, capsys, monkeypatch):
+    """A second Ctrl-C during the check (the run already stopped and saved) ends it; the run says
+    the check was interrupted and how to get it, not that half the run left no snapshot."""
+    import training.abstraction.convergence as convergence
+    from training.abstraction.board_match import BoardValues
+
+    config = AbstractionConfig("leduc_merged", iterations=200, batch=20, convergence_boards=40, threads=1)
+    monkeypatch.setattr(convergence, "run", lambda *args: (BoardValues(np.zeros(0), np.zeros(0)), True))
+    train(config, RunDir.create(tmp_path / "r", config, "abstraction"))
+    said = " ".join(capsys.readouterr().err.split())
+    assert "convergence: the check of iteration 200 against 100 was interrupted after 0 of 40 boards" in said
+    assert f"--resume {tmp_path / 'r'}` checks it again" in said and "no snapshot" not in said
+    assert (tmp_path / "r" / "half" / "average.npy").exists() and not any("vs_half_mbb" in r for r in metrics(tmp_path / "r"))
+
+
 def test_games_with_exact_exploitability_skip_it_by_default(tmp_path):
     rows = solve(tmp_path, "r", 100, None)
     assert not any("vs_half_mbb" in r for r in rows) and rows[-1]["exploitability_mbb"] > 0

@@ -8,7 +8,9 @@ from __future__ import annotations
 import math
 import time
 
+import numba
 import pytest
+import torch
 
 import training.contract.strength
 from bot.errors import ConfigError
@@ -118,8 +120,18 @@ def test_a_board_measurement_of_a_policy_against_itself_is_zero_and_repeats():
     reference = strength_reference(settings, game)
     measured = measure_strength(game, reference, reference, settings)
     assert measured["h2h_boards"] == 3 and measured["h2h_mbb"] == pytest.approx(0.0, abs=1e-9)
-    other = measure_strength(game, resolve_agent("holdem_deep_cfr", game), reference, settings)
-    again = measure_strength(game, resolve_agent("holdem_deep_cfr", game), reference, settings)
+    network = resolve_agent("holdem_deep_cfr", game)
+    numba_threads, torch_threads = numba.get_num_threads(), torch.get_num_threads()
+    numba.set_num_threads(numba.config.NUMBA_NUM_THREADS)
+    torch.set_num_threads(3)
+    try:
+        other = measure_strength(game, network, reference, settings)
+        # the match's grids set both pools' threads; the training after the measurement gets its own back
+        assert (numba.get_num_threads(), torch.get_num_threads()) == (numba.config.NUMBA_NUM_THREADS, 3)
+    finally:
+        numba.set_num_threads(numba_threads)
+        torch.set_num_threads(torch_threads)
+    again = measure_strength(game, network, reference, settings)
     assert other["h2h_mbb"] == again["h2h_mbb"] and other["h2h_mbb"] < -50  # the network loses to default by ~240
 
 

@@ -40,6 +40,7 @@ the boards'.
 from __future__ import annotations
 
 import itertools
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -247,7 +248,20 @@ class BoardMatch:
 
     def values(self, boards: np.ndarray, threads: int = 1, first: int = 0) -> BoardValues:
         """A's exact chips per hand on each of ``boards`` (int ``[B, board cards]``; ``first``:
-        the index of the first in its stream, which keys an SD-CFR stack's draws)."""
+        the index of the first in its stream, which keys an SD-CFR stack's draws), on at most
+        ``threads`` threads. numba's and torch's thread counts are put back afterwards, so a
+        caller inside a training run (its strength signal) keeps its own."""
+        numba_threads = numba.get_num_threads()
+        torch = sys.modules.get("torch")
+        torch_threads = None if torch is None else torch.get_num_threads()
+        try:
+            return self._values(boards, threads, first)
+        finally:
+            numba.set_num_threads(numba_threads)
+            if torch_threads is not None:
+                torch.set_num_threads(torch_threads)  # type: ignore[union-attr]
+
+    def _values(self, boards: np.ndarray, threads: int, first: int) -> BoardValues:
         game, hands = self.game, self.hands
         boards = np.asarray(boards, dtype=np.int64).reshape(len(boards), game.total_board_cards)
         count, width = len(boards), len(hands)

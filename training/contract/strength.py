@@ -24,19 +24,14 @@ the same cards and the curve's changes come from the policy, not from the deal.
 
 from __future__ import annotations
 
-import sys
 import time
-from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TypeVar
 
 import numpy as np
 
 from bot.agents.base import Agent
 from bot.errors import ConfigError
 from protocol.gamedef import Game
-
-T = TypeVar("T")
 
 #: Keys a strength measurement adds to a metrics line (plots and ``pokerbot watch`` read them).
 H2H, H2H_CI, LBR, LBR_CI = "h2h_mbb", "h2h_ci_mbb", "lbr_mbb", "lbr_ci_mbb"
@@ -120,10 +115,12 @@ def measure_strength(game: Game, agent: Agent, reference: Agent | None, settings
     started = time.perf_counter()
     out: dict[str, float | int | str] = {}
     if settings.boards and reference is not None:
+        import numba
+
         from training.abstraction.board_match import BoardMatch, sample_boards
 
-        values = _on_the_runs_threads(lambda threads: BoardMatch(game, agent, reference).values(
-            sample_boards(game, settings.seed, 0, settings.boards), threads))  # fmt: skip
+        boards = sample_boards(game, settings.seed, 0, settings.boards)
+        values = BoardMatch(game, agent, reference).values(boards, numba.get_num_threads())  # the run's threads
         both = estimate(values.duplicate * (1000.0 / game.big_blind))
         out |= {H2H: both.mean, H2H_CI: both.half_width, "h2h_boards": settings.boards, "h2h_reference": settings.reference}
     elif settings.hands and reference is not None:
@@ -140,24 +137,6 @@ def measure_strength(game: Game, agent: Agent, reference: Agent | None, settings
         out |= {LBR: lbr.mean, LBR_CI: lbr.half_width, "lbr_hands": 2 * settings.lbr_hands}
     out["strength_s"] = time.perf_counter() - started
     return out
-
-
-def _on_the_runs_threads(measure: Callable[[int], T]) -> T:
-    """``measure(threads)`` on the run's numba thread count, then both thread pools put back as
-    they were: the board match sets numba's and torch's counts for its grids, which must not
-    outlive the measurement and slow the training that follows."""
-    import numba
-
-    threads = numba.get_num_threads()
-    torch = sys.modules.get("torch")
-    torch_threads = torch.get_num_threads() if torch is not None else None
-    try:
-        return measure(threads)
-    finally:
-        numba.set_num_threads(threads)
-        torch = sys.modules.get("torch")
-        if torch is not None and torch_threads is not None:
-            torch.set_num_threads(torch_threads)
 
 
 def strength_summary(record: dict) -> str:

@@ -8,17 +8,27 @@ the command only: torch loads when a run starts, not for ``pokerbot --help``.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import click
 
 from bot.commands.options import NON_NEGATIVE, POSITIVE, SEED
 from bot.errors import PokerbotError
-from bot.run_files import TRAIN_ALGORITHMS
+from bot.run_files import (
+    CONFIG_FILE,
+    SOLVE_ALGO,
+    TRAIN_ALGORITHMS,
+    continue_command,
+    recorded_algo,
+    run_format_problem,
+)
 
 
 @click.command(context_settings={"show_default": True})
 @click.option("--game", help="kuhn, leduc, fhp, holdem, or a gamedef path. Required for a new run (or from the "
               "--config file): no default, as a run's cost differs by hours between games.")
-@click.option("--algo", required=True, help="Training algorithm: " + ", ".join(TRAIN_ALGORITHMS) + ".")
+@click.option("--algo", help="Training algorithm: " + ", ".join(TRAIN_ALGORITHMS) + ". Required for a new run; "
+              "--resume reads it from the run.")
 @click.option("--config", "config_path", type=click.Path(dir_okay=False), help="TOML file of settings (flags override it, it overrides the game's preset).")
 @click.option("--iterations", type=POSITIVE, help="CFR iterations (Deep CFR / SD-CFR / abstraction / flop-cfr) or self-play steps (NFSP).")
 @click.option("--traversals", type=POSITIVE, help="Traversals per player per iteration (Deep CFR / SD-CFR).")
@@ -42,6 +52,8 @@ def train(**options: object) -> None:
     Settings come from the game's preset, then the --config file, then the flags. Ctrl-C (or
     SIGTERM) finishes the step in progress and checkpoints; --resume continues the run.
     """
+    if options["algo"] is None:
+        options["algo"] = algo_to_resume(options["resume"])
     if options["algo"] not in TRAIN_ALGORITHMS:
         raise PokerbotError(f"unknown --algo {options['algo']!r}; known: {', '.join(TRAIN_ALGORITHMS)}")
     if options["resume"] is None and options["game"] is None and options["config_path"] is None:
@@ -54,3 +66,25 @@ def train(**options: object) -> None:
     from training.contract.entry import run_from_cli
 
     run_from_cli(options)
+
+
+def algo_to_resume(resume: object) -> str:
+    """The ``--algo`` of a command that left it out: the one the ``--resume`` run recorded in its
+    ``run.json``, so the continue line every run prints needs nothing but the run. A new run, a
+    tabular solve and a run too old to record its algorithm are one-line errors saying what to
+    give instead."""
+    if resume is None:
+        raise PokerbotError("--algo is required for a new run: " + ", ".join(TRAIN_ALGORITHMS))
+    path = Path(str(resume))
+    if not (path / CONFIG_FILE).is_file():
+        raise PokerbotError(f"{path} is not a run directory (no {CONFIG_FILE})")
+    problem = run_format_problem(path)
+    if problem is not None:
+        raise PokerbotError(problem)
+    algo = recorded_algo(path)
+    if algo is None:
+        raise PokerbotError(f"{path} does not record its algorithm (a run made before run.json): give --algo, one of "
+                            + ", ".join(TRAIN_ALGORITHMS))
+    if algo == SOLVE_ALGO:
+        raise PokerbotError(f"{path} is a solve run; resume it with {continue_command(path, algo)}")
+    return algo

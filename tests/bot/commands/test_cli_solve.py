@@ -163,6 +163,8 @@ def test_train_and_solve_runs_name_their_own_resume_command(tmp_path):
     assert invoke("solve", "--game", "kuhn", "--iterations", "4", "--out", str(out)).exit_code == 0
     result = invoke("train", "--algo", "nfsp", "--resume", str(out))
     assert result.exit_code == 2 and f"is a solve run; resume it with pokerbot solve --resume {out}" in result.output
+    result = invoke("train", "--resume", str(out))
+    assert result.exit_code == 2 and f"is a solve run; resume it with pokerbot solve --resume {out}" in result.output
 
 
 @pytest.mark.parametrize(("args", "message"), [

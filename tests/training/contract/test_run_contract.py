@@ -144,6 +144,29 @@ def test_resume_never_restarts_a_run_silently(tmp_path) -> None:
     assert [r["iteration"] for r in RunDir.open(out).read_metrics()] == [1, 2, 3]
 
 
+def test_resume_reads_the_algorithm_from_the_run(tmp_path) -> None:
+    """``train --resume RUN`` needs no ``--algo``: the run's ``run.json`` names it; where it
+    cannot (no run, a run older than run.json, a new run) the error says what to give."""
+    out = tmp_path / "run"
+    args = ("--game", "kuhn", "--iterations", "20", "--seed", "3")
+    assert invoke("train", "--algo", "nfsp", *args, "--out", str(out)).exit_code == 0
+    resumed = invoke("train", "--resume", str(out), "--iterations", "40")
+    assert resumed.exit_code == 0, resumed.output
+    steps = [r["iteration"] for r in RunDir.open(out).read_metrics()]
+    assert steps[-1] == 40
+    (out / "run.json").unlink()
+    older = invoke("train", "--resume", str(out), "--iterations", "60")
+    assert older.exit_code == 2 and older.output.strip() == (
+        f"error: {out} does not record its algorithm (a run made before run.json): give --algo, one of "
+        + ", ".join(TRAIN_ALGORITHMS))
+    assert [r["iteration"] for r in RunDir.open(out).read_metrics()] == steps  # nothing touched
+    nowhere = invoke("train", "--resume", str(tmp_path / "nowhere"))
+    assert nowhere.exit_code == 2 and nowhere.output.strip() == f"error: {tmp_path / 'nowhere'} is not a run directory (no config.toml)"
+    new = invoke("train", *args, "--out", str(tmp_path / "new"))
+    assert new.exit_code == 2 and new.output.strip() == "error: --algo is required for a new run: " + ", ".join(TRAIN_ALGORITHMS)
+    assert not (tmp_path / "new").exists()
+
+
 def test_checkpoint_clock_by_count_or_time(monkeypatch) -> None:
     now = [100.0]
     monkeypatch.setattr("training.contract.stop.time.monotonic", lambda: now[0])

@@ -12,7 +12,10 @@ the policy's strength measurably. The result goes to ``metrics.jsonl`` (``vs_hal
 
 The snapshot lives in ``<run>/half/`` (``average.npy`` and ``half.json`` with its iteration); a
 ``--resume`` with a larger target takes a new one when the run passes half of that target, and
-the check always names the iteration it compared against.
+the check always names the iteration it compared against. A run stopped well short of its
+target (Ctrl-C at 80 % of an 8-hour budget) holds a snapshot from most of what it did: T against
+0.8 T says nothing about another doubling, so such a run is not checked (the line says from how
+far into the run its snapshot is, and that a ``--resume`` to the target checks it).
 """
 
 from __future__ import annotations
@@ -22,16 +25,24 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+from rich.console import Console
 from rich.progress import Progress
 
 from bot.abstraction.agent import AbstractionAgent
+from bot.abstraction.policy import AVERAGE_FILE
 from bot.abstraction.spec import AbstractionSpec
 from bot.evaluation.statistics import estimate
+from bot.progress import progress_bar
 from protocol.files import atomic_write, atomic_write_text
 from training.abstraction.board_match import BoardMatch, run
+from training.contract.rundir import RunDir
 
 #: The T vs T/2 interval must lie inside +- this many mbb/g (the issue's definition of converged).
 TOLERANCE_MBB = 5.0
+#: The snapshot must come from at most this share of the run (of its iterations or of its
+#: training clock, whichever is smaller: the half mark is passed by either) for a check: about
+#: half, with room for the batch that carries a run past its mark.
+HALF_SHARE_LIMIT = 0.6
 HALF_DIR = "half"
 
 
@@ -136,3 +147,45 @@ def check(spec: AbstractionSpec, final: Path, run_path: Path, iteration: int, bo
                                f"after {len(values.duplicate)} of {boards} boards")  # fmt: skip
     result = estimate(values.duplicate * 1000.0 / game.big_blind)
     return Convergence(half, iteration, result.n, result.mean, (result.high - result.low) / 2)
+
+
+def snapshot_share(taken: tuple[int, float], iteration: int, seconds: float) -> float:
+    """How far into the run the snapshot ``taken`` (iteration, training seconds) is: the smaller
+    of its share of the run's iterations (``iteration``) and of its training clock (``seconds``);
+    a snapshot of the final iteration itself (or a later one) is the whole run."""
+    if taken[0] >= iteration:
+        return taken[0] / iteration
+    return min(taken[0] / iteration, taken[1] / seconds if seconds > 0 else 1.0)
+
+
+def final_check(spec: AbstractionSpec, run_dir: RunDir, iteration: int, seconds: float, half: HalfMark, boards: int,
+                seed: int, threads: int, console: Console) -> None:  # fmt: skip
+    """The check a solve ends with (the run's average at ``iteration`` after ``seconds`` of
+    training against its half snapshot), its line on ``console`` and its ``metrics.jsonl``
+    record; where there is nothing to compare yet, the line says when there will be."""
+    taken = snapshot(run_dir.path)
+    if taken is not None and snapshot_share(taken, iteration, seconds) > HALF_SHARE_LIMIT:
+        if not half.passed(iteration, seconds):  # a snapshot of an earlier, smaller target
+            console.print(f"convergence: checked once the run passes half its target ({half.describe()}); "
+                          "`--resume` it to get there")  # fmt: skip
+        else:
+            console.print(f"convergence: not checked: the snapshot (iteration {taken[0]:,}) is from {taken[0] / iteration:.0%} "
+                          f"of this run's iterations and {taken[1] / seconds:.0%} of its training clock, not half of it "
+                          f"(the run stopped short of its target); `pokerbot train --resume {run_dir.path}` to the target "
+                          "checks it")  # fmt: skip
+        return
+    try:
+        with progress_bar(console, transient=True) as bar:
+            checked = check(spec, run_dir.policy_path / AVERAGE_FILE, run_dir.path, iteration, boards, seed, threads, bar)
+    except CheckInterrupted as interrupted:
+        console.print(f"{interrupted}; `pokerbot train --algo abstraction --resume {run_dir.path}` checks it again")
+        return
+    if checked is None and not half.passed(iteration, seconds):
+        console.print(f"convergence: checked once the run passes half its target ({half.describe()}); "
+                      "`--resume` it to get there")  # fmt: skip
+    elif checked is None:
+        console.print("convergence: no snapshot from half the run to compare with (it passed half its target "
+                      "in no sitting that saved one)")  # fmt: skip
+    else:
+        run_dir.append_metrics({"iteration": iteration, "final": True} | checked.metrics())
+        console.print(checked.line())

@@ -265,6 +265,7 @@ def train(config: AbstractionConfig, run: RunDir, resume: bool = False, stop: St
                     taken = convergence.take_snapshot(run.path, layout.canonical(average), state["iterations"],
                                                       training_seconds())
                 loop.checkpoint_if_due(state["iterations"], lambda: checkpoint_files.write(run, layout, regrets, average, state))
+    trained = training_seconds()  # at the last batch's end, as the half snapshot's clock is
     loop.finish(state["iterations"], lambda: checkpoint_files.write(run, layout, regrets, average, state))
     average = layout.canonical(average)  # the rest of the run reads it in the files' layout
     with progress_bar(console, transient=True) as bar:
@@ -275,22 +276,8 @@ def train(config: AbstractionConfig, run: RunDir, resume: bool = False, stop: St
     published = _publish(run, spec, config, average, state, interrupted=stop.requested)
     console.print(f"{state['iterations']:,} iterations in {state['seconds']:.0f} s; {published}")
     if boards:
-        try:
-            with progress_bar(console, transient=True) as bar:
-                checked = convergence.check(spec, run.policy_path / AVERAGE_FILE, run.path, state["iterations"], boards,
-                                            config.seed, threads, bar)  # fmt: skip
-        except convergence.CheckInterrupted as interrupted:
-            console.print(f"{interrupted}; `pokerbot train --algo abstraction --resume {run.path}` checks it again")
-            return average
-        if checked is None and not half.passed(state["iterations"], training_seconds()):
-            console.print(f"convergence: checked once the run passes half its target ({half.describe()}); "
-                          "`--resume` it to get there")  # fmt: skip
-        elif checked is None:
-            console.print("convergence: no snapshot from half the run to compare with (it passed half its target "
-                          "in no sitting that saved one)")  # fmt: skip
-        else:
-            run.append_metrics({"iteration": state["iterations"], "final": True} | checked.metrics())
-            console.print(checked.line())
+        convergence.final_check(spec, run, state["iterations"], trained, half, boards, config.seed, threads,
+                                console)  # fmt: skip
     return average
 
 

@@ -13,7 +13,13 @@ from bot.abstraction.spec import SPECS
 from bot.cli import main as pokerbot
 from bot.evaluation.statistics import estimate
 from training.abstraction.board_match import BoardMatch, run
-from training.abstraction.convergence import TOLERANCE_MBB, Convergence, half_mark
+from training.abstraction.convergence import (
+    HALF_SHARE_LIMIT,
+    TOLERANCE_MBB,
+    Convergence,
+    half_mark,
+    snapshot_share,
+)
 from training.abstraction.run import AbstractionConfig, train
 from training.contract.rundir import RunDir
 from training.contract.stop import StopRequest
@@ -73,6 +79,42 @@ def test_a_run_stopped_before_half_its_target_says_when_it_will_be_checked(tmp_p
     said = " ".join(capsys.readouterr().err.split())
     assert "convergence: checked once the run passes half its target (iteration 100)" in said
     assert "no snapshot" not in said
+
+
+def test_a_run_stopped_short_of_its_target_is_not_checked_against_most_of_itself(tmp_path, capsys, monkeypatch):
+    """Ctrl-C right after the half snapshot: the final average is the snapshot's own iteration
+    (or a little past it), so T against "T/2" would call anything converged. The run says it was
+    not checked and how to get the check; the resume to the target checks it against that snapshot."""
+    import training.abstraction.convergence as convergence
+
+    stop = StopRequest()
+    take_snapshot = convergence.take_snapshot
+
+    def snapshot_then_stop(*args):
+        taken = take_snapshot(*args)
+        stop.request()  # the Ctrl-C lands just after half the run
+        return taken
+
+    monkeypatch.setattr(convergence, "take_snapshot", snapshot_then_stop)
+    config = AbstractionConfig("leduc_merged", iterations=200, batch=20, convergence_boards=40, threads=1)
+    train(config, RunDir.create(tmp_path / "r", config, "abstraction"), stop=stop)
+    said = " ".join(capsys.readouterr().err.split())
+    assert "convergence: not checked: the snapshot (iteration 100) is from 100% of this run's iterations" in said
+    assert f"pokerbot train --resume {tmp_path / 'r'}` to the target checks it" in said
+    assert not any("vs_half_mbb" in r for r in metrics(tmp_path / "r"))
+    monkeypatch.setattr(convergence, "take_snapshot", take_snapshot)
+    resumed = CliRunner().invoke(pokerbot, ["train", "--resume", str(tmp_path / "r")])
+    assert resumed.exit_code == 0, resumed.output
+    assert "convergence: iteration 200 vs 100" in resumed.output
+    assert [r["half_iteration"] for r in metrics(tmp_path / "r") if "vs_half_mbb" in r] == [100]
+
+
+def test_the_snapshot_share_is_the_smaller_of_iterations_and_training_clock():
+    assert snapshot_share((100, 50.0), 200, 100.0) == 0.5
+    assert snapshot_share((191_755, 14_416.0), 229_787, 21_190.0) > HALF_SHARE_LIMIT  # the 3e8 run stopped at 0.74 of 8 h
+    assert snapshot_share((191_755, 14_416.0), 316_000, 27_000.0) < HALF_SHARE_LIMIT  # the same run at 7.5 h
+    assert snapshot_share((10, 0.0), 20, 0.0) == 0.5
+    assert snapshot_share((20, 1.0), 20, 100.0) == 1.0  # the final iteration itself
 
 
 def test_a_check_interrupted_before_two_boards_says_so_not_that_there_is_no_snapshot(tmp_path, capsys, monkeypatch):

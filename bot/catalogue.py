@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from bot.registry import factory_of, known_names, load_plugins
+from bot.run_files import CONFIG_FILE, RunDirError, read_toml
 from protocol.gamedef import load_game
 
 #: The games ``--game`` accepts here, target games first.
@@ -90,7 +91,7 @@ def _shipped(games: tuple[str, ...]) -> AgentInfo:
 
 
 def abstraction_info(name: str) -> AgentInfo:
-    from bot.abstraction.cost import duration, estimate, size
+    from bot.abstraction.cost import default_solver, duration, estimate, size
     from bot.abstraction.spec import SPECS, policy_path, published_meta, size_name, spec_dir
 
     spec = SPECS[name]
@@ -102,9 +103,10 @@ def abstraction_info(name: str) -> AgentInfo:
     what = f"Card abstraction, buckets per round {buckets}" + (f" ({methods})" if methods else "")
     if solved:
         meta = published_meta(spec)
-        what += f", solved by {_solver_name(meta)}."
+        solver = _solver_name(meta)
+        what += f", solved by {solver}." if solver else ", solved."
         return AgentInfo(name, what, spec.game, status, _abstraction_strength(meta))
-    what += ", solved by ES Linear MCCFR."
+    what += f", solved by {SOLVER_NAMES[default_solver(spec)]}."
     cost = estimate(spec, built=built)
     seconds = cost.feature_seconds + cost.cluster_seconds + cost.solve_seconds
     hours = f"~{duration(seconds)}" if seconds >= 60 else "under a minute"  # start-up included
@@ -114,14 +116,28 @@ def abstraction_info(name: str) -> AgentInfo:
                      f"{size(cost.table_bytes)} RAM, {size(cost.disk_bytes)} disk")
 
 
-def _solver_name(meta: dict) -> str:
+#: The abstraction solvers (``solver`` in an abstraction run's config) by their names in prose.
+SOLVER_NAMES = {"pcs": "public chance sampling", "es-mccfr": "ES Linear MCCFR"}
+
+
+def _solver_name(meta: dict) -> str | None:
     """Which solver wrote the published policy: the full-width flop solve (``fhp_lossless``,
-    training/flop/trainer.py) publishes a meta with ``solver = "flop_cfr"``; the abstraction
-    trainer's meta has none."""
+    training/flop/trainer.py) publishes a meta with ``solver = "flop_cfr"``; an abstraction run's
+    meta names its ``solver`` and ``scheme`` (policies published before it did: the run's
+    ``config.toml``). None when neither records it."""
     if meta.get("solver") == "flop_cfr":
         config = meta.get("config", {})
         return f"full-width {str(config.get('algo', 'cfr')).upper()} over every flop"
-    return "ES Linear MCCFR"
+    settings = meta
+    if "solver" not in meta:
+        try:
+            settings = read_toml(Path(str(meta.get("run", ""))) / CONFIG_FILE)
+        except RunDirError:
+            return None
+    solver = str(settings.get("solver"))
+    if solver == "pcs":
+        return f"{SOLVER_NAMES[solver]} ({str(settings.get('scheme', 'dcfr')).upper()})"
+    return SOLVER_NAMES.get(solver)
 
 
 def _abstraction_strength(meta: dict) -> str:

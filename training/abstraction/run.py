@@ -364,4 +364,6 @@ def _publish(run: RunDir, spec: AbstractionSpec, config: AbstractionConfig, aver
     provenance = {"algorithm": "abstraction", "config": {k: v for k, v in asdict(config).items() if v is not None},
                   "seed": config.seed, "iterations": state["iterations"]}
     write_bundle(run.policy_path, "abstraction", spec.load_game(), [AVERAGE_FILE], provenance, abstraction=spec.name)
-    return publish_named(spec, run, "abstraction", state["iterations"], lambda h: np.save(h, average), interrupted)
+    solver = {"solver": config.solver} | ({"scheme": config.scheme} if config.solver == "pcs" else {})
+    return publish_named(spec, run, "abstraction", state["iterations"], lambda h: np.save(h, average), interrupted,
+                         meta=solver)  # fmt: skip

@@ -60,6 +60,7 @@ def test_agents_game_filter_and_built_abstraction(monkeypatch, tmp_path) -> None
     policy.write_bytes(b"")
     (policy.parent / "meta.json").write_text("{}")
     policy.with_name("policy.json").write_text(json.dumps({"iterations": 9000, "run": str(run)}))
+    (run / "config.toml").write_text('solver = "es-mccfr"\n')  # a policy published before its meta named the solver
     result = invoke("agents", "--game", "leduc")
     assert result.exit_code == 0, result.output
     text = " ".join(result.output.split())
@@ -67,6 +68,15 @@ def test_agents_game_filter_and_built_abstraction(monkeypatch, tmp_path) -> None
     assert ("leduc_lossless [leduc] built Card abstraction, buckets per round lossless/lossless, solved by ES "
             "Linear MCCFR. strength: 9,000 iterations; exploitability 12.3 mbb/g (exact, NashConv/2)") in text
     assert "leduc_merged [leduc] not built" in text
+    policy.with_name("policy.json").write_text(json.dumps({"iterations": 9000, "run": str(run), "solver": "pcs",
+                                                           "scheme": "cfr+"}))
+    text = " ".join(invoke("agents", "--game", "leduc").output.split())
+    assert "lossless/lossless, solved by public chance sampling (CFR+). strength: 9,000 iterations" in text
+    assert "leduc_merged [leduc] not built Card abstraction, buckets per round 2/3 (ehs2/ehs2), solved by public chance sampling." in text
+    (run / "config.toml").unlink()
+    policy.with_name("policy.json").write_text(json.dumps({"iterations": 9000, "run": str(run)}))
+    text = " ".join(invoke("agents", "--game", "leduc").output.split())
+    assert "lossless/lossless, solved. strength: 9,000 iterations" in text  # no record of its solver: none named
 
 
 def test_match_agent_defaults_to_the_shipped_bot() -> None:

@@ -36,6 +36,7 @@ def test_a_finished_run_replaces_the_named_policy_and_says_whose(tmp_path):
     second, output = solve(tmp_path, "second", 2000, 2)
     table, meta = published()
     assert meta["iterations"] == 2000 and np.array_equal(table, np.load(f"{second}/policy/average.npy"))
+    assert meta["solver"] == "es-mccfr" and "scheme" not in meta  # what `pokerbot agents` names as its solver
     assert "replacing" in output and "first (3,000 iterations)" in " ".join(output.split())
     # resuming the first run (already at its target) publishes it again
     result = CliRunner().invoke(pokerbot, ["train", "--algo", "abstraction", "--resume", first])

@@ -162,30 +162,30 @@ def final_check(spec: AbstractionSpec, run_dir: RunDir, iteration: int, seconds:
                 seed: int, threads: int, console: Console) -> None:  # fmt: skip
     """The check a solve ends with (the run's average at ``iteration`` after ``seconds`` of
     training against its half snapshot), its line on ``console`` and its ``metrics.jsonl``
-    record; where there is nothing to compare yet, the line says when there will be."""
+    record; where there is nothing to compare yet, the line says why and what gets a check."""
     taken = snapshot(run_dir.path)
-    if taken is not None and snapshot_share(taken, iteration, seconds) > HALF_SHARE_LIMIT:
-        if not half.passed(iteration, seconds):  # a snapshot of an earlier, smaller target
-            console.print(f"convergence: checked once the run passes half its target ({half.describe()}); "
-                          "`--resume` it to get there")  # fmt: skip
-        else:
-            console.print(f"convergence: not checked: the snapshot (iteration {taken[0]:,}) is from {taken[0] / iteration:.0%} "
-                          f"of this run's iterations and {taken[1] / seconds:.0%} of its training clock, not half of it "
-                          f"(the run stopped short of its target); `pokerbot train --resume {run_dir.path}` to the target "
-                          "checks it")  # fmt: skip
+    if taken is None or snapshot_share(taken, iteration, seconds) > HALF_SHARE_LIMIT:
+        console.print(_why_not_checked(taken, iteration, seconds, half, run_dir.path))
         return
     try:
         with progress_bar(console, transient=True) as bar:
             checked = check(spec, run_dir.policy_path / AVERAGE_FILE, run_dir.path, iteration, boards, seed, threads, bar)
     except CheckInterrupted as interrupted:
-        console.print(f"{interrupted}; `pokerbot train --algo abstraction --resume {run_dir.path}` checks it again")
+        console.print(f"{interrupted}; `pokerbot train --resume {run_dir.path}` checks it again")
         return
-    if checked is None and not half.passed(iteration, seconds):
-        console.print(f"convergence: checked once the run passes half its target ({half.describe()}); "
-                      "`--resume` it to get there")  # fmt: skip
-    elif checked is None:
-        console.print("convergence: no snapshot from half the run to compare with (it passed half its target "
-                      "in no sitting that saved one)")  # fmt: skip
-    else:
+    if checked is not None:  # None only for fewer than two boards, which the config refuses
         run_dir.append_metrics({"iteration": iteration, "final": True} | checked.metrics())
         console.print(checked.line())
+
+
+def _why_not_checked(taken: tuple[int, float] | None, iteration: int, seconds: float, half: HalfMark,
+                     run_path: Path) -> str:  # fmt: skip
+    """The line of a run with no snapshot from about half of it (:func:`final_check`)."""
+    if not half.passed(iteration, seconds):
+        return f"convergence: checked once the run passes half its target ({half.describe()}); `--resume` it to get there"
+    if taken is None:
+        return ("convergence: no snapshot from half the run to compare with (it passed half its target in no sitting "
+                "that saved one)")  # fmt: skip
+    return (f"convergence: not checked: the snapshot (iteration {taken[0]:,}) is from {taken[0] / iteration:.0%} of this "
+            f"run's iterations and {taken[1] / seconds:.0%} of its training clock, not half of it (the run stopped short "
+            f"of its target); `pokerbot train --resume {run_path}` to the target checks it")  # fmt: skip

@@ -140,6 +140,8 @@ class AbstractionConfig:
         if self.batch < 0 or (self.iterations is not None and self.iterations < 1) or self.merge_every < 0 \
                 or (self.convergence_boards or 0) < 0:
             raise ConfigError("iterations must be positive (batch, merge_every, convergence_boards: 0 or more)")
+        if self.convergence_boards == 1:
+            raise ConfigError("convergence_boards = 1 gives no interval: 0 (no check) or at least 2")
         if not 0 <= self.warm_start_weight <= 1:
             raise ConfigError(f"warm_start_weight {self.warm_start_weight}: a fraction between 0 and 1")
         if self.warm_start is not None and self.solver != "es-mccfr":

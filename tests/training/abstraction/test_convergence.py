@@ -6,11 +6,13 @@ from __future__ import annotations
 import json
 
 import numpy as np
+import pytest
 from click.testing import CliRunner
 
 from bot.abstraction.agent import AbstractionAgent
 from bot.abstraction.spec import SPECS
 from bot.cli import main as pokerbot
+from bot.errors import ConfigError
 from bot.evaluation.statistics import estimate
 from training.abstraction.board_match import BoardMatch, run
 from training.abstraction.convergence import (
@@ -145,3 +147,5 @@ def test_converged_means_the_interval_lies_within_the_tolerance():
     mark = half_mark(1000, 60.0)
     assert mark.passed(500, 1.0) and mark.passed(1, 30.0) and not mark.passed(499, 29.9)
     assert not half_mark(None, None).passed(10**9, 1e9)
+    with pytest.raises(ConfigError, match="convergence_boards = 1 gives no interval: 0 \\(no check\\) or at least 2"):
+        AbstractionConfig("leduc_merged", convergence_boards=1)

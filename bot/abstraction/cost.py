@@ -60,6 +60,14 @@ PCS_ITERATIONS_PER_SECOND_OF = {"abstraction_3e8": 16.0}
 #: extrapolation, checked by the run's own convergence line); a finer abstraction is assumed to
 #: need as many updates per bucket.
 PCS_UPDATES_PER_BUCKET = {"holdem": 94_000, "fhp": 1000}
+#: Default PCS solve lengths where a solve of the abstraction itself measured better than the
+#: per-bucket rule above (which asks 4.5M iterations, ~3.3 days here, of abstraction_3e8).
+#: abstraction_3e8's convergence checks (2-core Intel Xeon, two threads, 2026-11-29): +19.4 +- 3.4
+#: mbb/g at 95,177 vs 42,884 iterations, +8.8 +- 2.0 at 185,528 vs 98,530, +4.9 +- 1.4 at 311,743
+#: vs 191,755 (7.4 h; not yet within +-5). The gap fell 0.45-0.6x per doubling, so 450,000 (about
+#: 1.45x the last, ~7.8 h at 16 a second) is where it should be within +-5: an extrapolation the
+#: run's own check confirms or refutes.
+PCS_ITERATIONS_OF = {"abstraction_3e8": 450_000}
 #: A solve's files in units of its two tables' bytes: the checkpoint (both tables) and the
 #: previous one kept beside it, the half-run snapshot, the policy and its published copy (one
 #: table each, i.e. half). An abstraction_3e8 run measured ~28 GB of them at its peak.
@@ -192,7 +200,7 @@ def estimate(spec: AbstractionSpec, iterations: int | None = None, cached_rounds
         live = comb(deck - game.total_board_cards, game.num_hole_cards)
         finest = max(round_sizes(spec)[1:] or round_sizes(spec))
         per_bucket = PCS_UPDATES_PER_BUCKET.get(stem, PCS_UPDATES_PER_BUCKET["fhp"])
-        iterations = iterations or max(1000, ceil(per_bucket * finest / live))
+        iterations = iterations or PCS_ITERATIONS_OF.get(spec.name) or max(1000, ceil(per_bucket * finest / live))
         pairs = 2 * len(tree.decision_ids) * live
         rate = PCS_ITERATIONS_PER_SECOND_OF.get(spec.name) or PCS_PAIRS_PER_SECOND.get(stem, PCS_PAIRS_PER_SECOND["fhp"]) / pairs
     else:

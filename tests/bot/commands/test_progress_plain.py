@@ -118,7 +118,7 @@ def test_match_and_report_print_hands_and_aivat_lines(tmp_path) -> None:
 
 def test_the_eta_stops_at_a_deadline_when_the_count_would_run_past_it() -> None:
     """A run with an iteration target days away and a time budget that ends sooner (the
-    abstraction estimate's 4.5M iterations of abstraction_3e8 with ``--time-budget 4h``)
+    per-bucket estimate of a large abstraction with ``--time-budget 4h``)
     shows the budget's end, not the days."""
     from bot.progress import TickingProgress, time_remaining
 

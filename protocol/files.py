@@ -13,6 +13,7 @@ from __future__ import annotations
 import errno
 import hashlib
 import os
+import shutil
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -31,6 +32,13 @@ class OutputPathError(PokerbotError, OSError):
 #: permission, a read-only or immutable file system. :func:`output_error` turns them into one
 #: line wherever they surface; the CLI shows them so when they escape a writer.
 ENVIRONMENT_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EACCES, errno.EPERM, errno.EROFS, errno.EFBIG})
+
+
+#: ``os.link``'s answers that mean "make a copy instead": another file system, or one (or a
+#: mount) without hard links.
+LINK_REFUSALS = frozenset({errno.EXDEV, errno.EPERM, errno.ENOTSUP, errno.EOPNOTSUPP, errno.EMLINK})
+#: Bytes per read when copying a file (1 MiB blocks, as :func:`sha256_file` reads).
+COPY_BLOCK = 1 << 20
 
 
 def output_error(path: object, error: OSError) -> OutputPathError:
@@ -117,6 +125,38 @@ def atomic_write(path: Path, write: Callable[[BinaryIO], object]) -> None:
             tmp.unlink(missing_ok=True)
             raise
         fsync_dir(path.parent)
+
+
+def atomic_link_or_copy(source: Path, path: Path) -> str:
+    """Make ``path`` hold ``source``'s bytes, atomically: a hard link where both are on one file
+    system (a published multi-GB policy table then costs no second write and no second copy on
+    disk; the names stay independent, since every writer here replaces a file by renaming onto
+    it, never in place), else a copy through :func:`atomic_write`. Returns ``"linked"`` or
+    ``"copied"``."""
+    path = Path(path)
+    with writing(path):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = temporary_name(path)
+        try:
+            os.link(source, tmp)
+        except OSError as error:
+            if error.errno not in LINK_REFUSALS:
+                raise
+        else:
+            try:
+                os.replace(tmp, path)
+            except BaseException:
+                tmp.unlink(missing_ok=True)
+                raise
+            fsync_dir(path.parent)
+            return "linked"
+
+    def copy(handle: BinaryIO) -> None:
+        with open(source, "rb") as raw:
+            shutil.copyfileobj(raw, handle, COPY_BLOCK)
+
+    atomic_write(path, copy)
+    return "copied"
 
 
 def atomic_write_bytes(path: Path, data: bytes) -> None:

@@ -45,6 +45,7 @@ import numpy as np
 
 from bot.agents.base import Agent
 from bot.errors import UnsupportedGameError
+from bot.threads import thread_counts_kept
 from protocol.betting_tree import ACTION_INDEX, DECISION, FOLD_END, BettingTree
 from protocol.evaluator import hand_strength, hand_strength_batch
 from protocol.gamedef import Game
@@ -280,13 +281,10 @@ def aivat_values(
         1: value_function_for(game, (agents[1], agents[0])),
     }
     estimates = np.empty(len(records))
-    threads = numba.get_num_threads()
-    numba.set_num_threads(1)  # thousands of ~17k-row equity batches: threads only contend
-    try:
+    with thread_counts_kept():
+        numba.set_num_threads(1)  # thousands of ~17k-row equity batches: threads only contend
         for i, (record, position) in enumerate(records):
             estimates[i] = aivat_value(record, position, agents[0], values[position])
             if progress is not None:
                 progress()
-    finally:
-        numba.set_num_threads(threads)
     return estimates

@@ -40,7 +40,6 @@ the boards'.
 from __future__ import annotations
 
 import itertools
-import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -54,6 +53,7 @@ from bot.agents.base import Agent
 from bot.errors import PokerbotError
 from bot.evaluation.match_report import Row
 from bot.evaluation.statistics import estimate, hands_for_half_width
+from bot.threads import thread_counts_kept
 from protocol.betting_tree import DECISION, FOLD_END, BettingTree
 from protocol.evaluator import hand_strength_batch
 from protocol.gamedef import Game
@@ -251,15 +251,8 @@ class BoardMatch:
         the index of the first in its stream, which keys an SD-CFR stack's draws), on at most
         ``threads`` threads. numba's and torch's thread counts are put back afterwards, so a
         caller inside a training run (its strength signal) keeps its own."""
-        numba_threads = numba.get_num_threads()
-        torch = sys.modules.get("torch")
-        torch_threads = None if torch is None else torch.get_num_threads()
-        try:
+        with thread_counts_kept():
             return self._values(boards, threads, first)
-        finally:
-            numba.set_num_threads(numba_threads)
-            if torch_threads is not None:
-                torch.set_num_threads(torch_threads)  # type: ignore[union-attr]
 
     def _values(self, boards: np.ndarray, threads: int, first: int) -> BoardValues:
         game, hands = self.game, self.hands

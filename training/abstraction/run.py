@@ -367,5 +367,4 @@ def _publish(run: RunDir, spec: AbstractionSpec, config: AbstractionConfig, aver
                   "seed": config.seed, "iterations": state["iterations"]}
     write_bundle(run.policy_path, "abstraction", spec.load_game(), [AVERAGE_FILE], provenance, abstraction=spec.name)
     solver = {"solver": config.solver} | ({"scheme": config.scheme} if config.solver == "pcs" else {})
-    return publish_named(spec, run, "abstraction", state["iterations"], lambda h: np.save(h, average), interrupted,
-                         meta=solver)  # fmt: skip
+    return publish_named(spec, run, "abstraction", state["iterations"], own, interrupted, meta=solver)

@@ -4,6 +4,7 @@ whose it replaced); a run stopped early keeps the published one."""
 from __future__ import annotations
 
 import json
+import os
 
 import numpy as np
 from click.testing import CliRunner
@@ -37,6 +38,8 @@ def test_a_finished_run_replaces_the_named_policy_and_says_whose(tmp_path):
     table, meta = published()
     assert meta["iterations"] == 2000 and np.array_equal(table, np.load(f"{second}/policy/average.npy"))
     assert meta["solver"] == "es-mccfr" and "scheme" not in meta  # what `pokerbot agents` names as its solver
+    # one file system here: the published table is the run's own file, not a second copy of it
+    assert os.stat(policy_path(SPECS["leduc_lossless"])).st_ino == os.stat(f"{second}/policy/average.npy").st_ino
     assert "replacing" in output and "first (3,000 iterations)" in " ".join(output.split())
     # resuming the first run (already at its target) publishes it again
     result = CliRunner().invoke(pokerbot, ["train", "--algo", "abstraction", "--resume", first])

@@ -36,7 +36,6 @@ per-hand range state; the equities in :mod:`bot.evaluation.lbr_equity`, the exac
 
 from __future__ import annotations
 
-import itertools
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
@@ -44,9 +43,13 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 
 from bot.agents.base import Agent
-from bot.agents.infosets import card_masks
-from bot.errors import PokerbotError
-from bot.evaluation.lbr_equity import EquityCounters, checkdown_equity
+from bot.evaluation.lbr_equity import (
+    EquityCounters,
+    LBRConfig,
+    LBRError,
+    PrivateHands,
+    checkdown_equity,
+)
 from bot.evaluation.match import agent_rng
 from bot.evaluation.statistics import Estimate, estimate, pair_means
 from protocol.dealing import deal_hand
@@ -56,52 +59,8 @@ from protocol.state import ACTIONS, CALL, FOLD, RAISE, State
 
 #: Utilities closer than this (chips) are ties, so rounding never decides between actions.
 TIE = 1e-9
-
-
-class LBRError(PokerbotError, ValueError):
-    """A game, option or agent answer LBR cannot work with."""
-
-
-@dataclass(frozen=True)
-class LBRConfig:
-    """How LBR plays: rounds where it only calls, and how it computes check-down equity."""
-
-    call_rounds: frozenset[int] = frozenset()
-    """Rounds (0 = preflop) in which LBR only checks or calls."""
-    max_enumeration: int = 4_000_000
-    """Enumerate the remaining board when runouts x range hands is at most this; else sample."""
-    runout_samples: int = 1_000
-    """Runouts drawn when enumerating is too costly (HULH preflop, FHP preflop)."""
-
-    def __post_init__(self) -> None:
-        if self.max_enumeration < 0 or self.runout_samples < 1:
-            raise LBRError("--max-enumeration must be >= 0 and --runout-samples >= 1")
-
-    def to_dict(self) -> dict:
-        return asdict(self) | {"call_rounds": sorted(self.call_rounds)}
-
-
-class PrivateHands:
-    """Every private hand of a game (rows of card codes, descending), with bit masks."""
-
-    def __init__(self, game: Game) -> None:
-        combos = list(itertools.combinations(sorted(game.deck, reverse=True), game.num_hole_cards))
-        self.cards = np.array(combos, dtype=np.int64).reshape(len(combos), game.num_hole_cards)
-        self.masks = card_masks(self.cards)
-        self._row = {frozenset(h): i for i, h in enumerate(combos)}
-
-    def __len__(self) -> int:
-        return len(self.cards)
-
-    def row(self, hand: tuple[int, ...]) -> int:
-        return self._row[frozenset(hand)]
-
-    def disjoint(self, cards: tuple[int, ...] | np.ndarray) -> np.ndarray:
-        """bool ``[H]``: hands sharing no card with ``cards``."""
-        mask = 0
-        for card in cards:
-            mask |= 1 << int(card)
-        return (self.masks & np.int64(mask)) == 0
+#: LBR with no call-only rounds and the default equity limits.
+DEFAULT_CONFIG = LBRConfig()
 
 
 # -- one decision -----------------------------------------------------------------------------
@@ -157,7 +116,7 @@ class Responder:
     """LBR's queries and decisions against one agent; shared by the sampled runner and the
     exact evaluator (:mod:`bot.evaluation.lbr_exact`), so both play exactly the same strategy."""
 
-    def __init__(self, game: Game, agent: Agent, config: LBRConfig = LBRConfig()) -> None:
+    def __init__(self, game: Game, agent: Agent, config: LBRConfig = DEFAULT_CONFIG) -> None:
         check_game(game)
         self.game, self.agent, self.config = game, agent, config
         self.hands = PrivateHands(game)
@@ -311,7 +270,7 @@ class LBRResult:
         }
 
 
-def run_lbr(game: Game, agent: Agent, deals: int, seed: int, config: LBRConfig = LBRConfig(),
+def run_lbr(game: Game, agent: Agent, deals: int, seed: int, config: LBRConfig = DEFAULT_CONFIG,
             result: LBRResult | None = None, progress: Callable[[int], None] | None = None) -> LBRResult:
     """Play deals ``result.deals .. deals - 1`` (continuing ``result`` when given), each with
     LBR in position 0 and then 1. Ctrl-C stops after the last whole deal (``interrupted``)."""

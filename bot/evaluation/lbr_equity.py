@@ -13,19 +13,23 @@ over numba's threads when the block is large (flop and preflop equities in hold'
 Known cards are fixed (LBR sees one hole), so no sort is needed here: comparing every range
 hand with one strength is already linear. The all-hands-against-all sweep (Johanson et al.
 2011) is what the agent's bucket features use (:mod:`bot.abstraction.range_buckets`).
+
+LBR's options (:class:`LBRConfig`) and its index of private hands (:class:`PrivateHands`) live
+here too: the equities read both, and :mod:`bot.evaluation.lbr` builds on this module, not the
+other way round.
 """
 
 from __future__ import annotations
 
 import itertools
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from math import comb
-from typing import TYPE_CHECKING
 
 import numpy as np
 from numba import get_num_threads, njit, prange
 
 from bot.agents.infosets import card_masks
+from bot.errors import PokerbotError
 from bot.pair_strengths import (
     CODES,
     evaluator_tables,
@@ -37,11 +41,54 @@ from protocol.cards import NUM_RANKS
 from protocol.evaluator import _eval_row
 from protocol.gamedef import Game
 
-if TYPE_CHECKING:
-    from bot.evaluation.lbr import LBRConfig, PrivateHands
-
 #: Hand x runout comparisons from which the runouts are split over threads.
 PARALLEL_MIN = 1 << 15
+
+
+class LBRError(PokerbotError, ValueError):
+    """A game, option or agent answer LBR cannot work with."""
+
+
+@dataclass(frozen=True)
+class LBRConfig:
+    """How LBR plays: rounds where it only calls, and how it computes check-down equity."""
+
+    call_rounds: frozenset[int] = frozenset()
+    """Rounds (0 = preflop) in which LBR only checks or calls."""
+    max_enumeration: int = 4_000_000
+    """Enumerate the remaining board when runouts x range hands is at most this; else sample."""
+    runout_samples: int = 1_000
+    """Runouts drawn when enumerating is too costly (HULH preflop, FHP preflop)."""
+
+    def __post_init__(self) -> None:
+        if self.max_enumeration < 0 or self.runout_samples < 1:
+            raise LBRError("--max-enumeration must be >= 0 and --runout-samples >= 1")
+
+    def to_dict(self) -> dict:
+        return asdict(self) | {"call_rounds": sorted(self.call_rounds)}
+
+
+class PrivateHands:
+    """Every private hand of a game (rows of card codes, descending), with bit masks."""
+
+    def __init__(self, game: Game) -> None:
+        combos = list(itertools.combinations(sorted(game.deck, reverse=True), game.num_hole_cards))
+        self.cards = np.array(combos, dtype=np.int64).reshape(len(combos), game.num_hole_cards)
+        self.masks = card_masks(self.cards)
+        self._row = {frozenset(h): i for i, h in enumerate(combos)}
+
+    def __len__(self) -> int:
+        return len(self.cards)
+
+    def row(self, hand: tuple[int, ...]) -> int:
+        return self._row[frozenset(hand)]
+
+    def disjoint(self, cards: tuple[int, ...] | np.ndarray) -> np.ndarray:
+        """bool ``[H]``: hands sharing no card with ``cards``."""
+        mask = 0
+        for card in cards:
+            mask |= 1 << int(card)
+        return (self.masks & np.int64(mask)) == 0
 
 
 @dataclass

@@ -20,7 +20,7 @@ traversal or per SGD step (PokerRL's parameter server did the latter).
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import numpy as np
 import torch
@@ -29,11 +29,18 @@ from bot.agents.encoding import InfosetEncoder
 from bot.agents.network import DeepCFRNetwork, regret_matching
 from protocol.gamedef import load_game
 from training.contract.cluster import DEFAULT_TIMEOUT_S, ActorPool, Cluster, Worker, shares, start
+from training.deep_cfr.config import DeepCFRConfig
 from training.deep_cfr.streams import Stream
 from training.deep_cfr.traversal import TraversalResult, deal_batch, traverse
 
-if TYPE_CHECKING:
-    from training.deep_cfr.trainer import DeepCFRTrainer
+
+class Learner(Protocol):
+    """What the driver reads of the learner it serves (:class:`training.deep_cfr.trainer.DeepCFRTrainer`):
+    the run's config, the iteration in progress and the two value networks."""
+
+    config: DeepCFRConfig
+    iteration: int
+    nets: list[DeepCFRNetwork | None]
 
 def worker_rng(seed: int, iteration: int, player: int, worker: int) -> np.random.Generator:
     """The random stream of one worker's share of one iteration's traversals for ``player``
@@ -92,7 +99,7 @@ class TraversalWorker(Worker):
 class RayTraversals:
     """The driver's side: N worker actors, network hand-off, shares and retries."""
 
-    def __init__(self, trainer: DeepCFRTrainer, cluster: Cluster, timeout_s: float = DEFAULT_TIMEOUT_S) -> None:
+    def __init__(self, trainer: Learner, cluster: Cluster, timeout_s: float = DEFAULT_TIMEOUT_S) -> None:
         self.ray = start(cluster)
         cfg = trainer.config
         self.pool = ActorPool(TraversalWorker, cluster.workers,
@@ -103,7 +110,7 @@ class RayTraversals:
     def __len__(self) -> int:
         return len(self.pool)
 
-    def results(self, trainer: DeepCFRTrainer, player: int) -> Iterator[tuple[TraversalResult, int]]:
+    def results(self, trainer: Learner, player: int) -> Iterator[tuple[TraversalResult, int]]:
         """Run the trainer's iteration's K traversals for ``player`` on the workers; yields each
         batch's result with the number of traversals done so far (the single-process loop's
         contract, see ``DeepCFRTrainer.traversal_results``)."""
@@ -121,7 +128,7 @@ class RayTraversals:
     def metrics(self) -> dict:
         return {"workers": len(self.pool), "worker_restarts": self.pool.restarts}
 
-    def _sync(self, trainer: DeepCFRTrainer, iteration: int, player: int) -> None:
+    def _sync(self, trainer: Learner, iteration: int, player: int) -> None:
         """Send each network that changed since the workers last got it. Player ``q``'s network
         in use now was fitted at ``iteration`` if ``q`` traversed before ``player`` this
         iteration, else at ``iteration - 1`` (the loop fits player 0, then player 1)."""

@@ -24,8 +24,9 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 #: ``bot``'s top-level helpers (its top-level modules but the CLI's, the registry and the catalogue): the lowest
-#: layer (``pair_strengths`` serves both the abstraction's range buckets and LBR's equities).
-HELPERS = {"__init__", "errors", "progress", "run_files", "pair_strengths"}
+#: layer (``pair_strengths`` serves both the abstraction's range buckets and LBR's equities; ``threads`` the
+#: board match and AIVAT).
+HELPERS = {"__init__", "errors", "progress", "run_files", "pair_strengths", "threads"}
 #: Groups of ``bot`` (a sub-package or a top-level module), lowest layer first.
 LAYERS: list[set[str]] = [HELPERS, {"agents"}, {"shipped"}, {"abstraction", "evaluation"}, {"flop"},
                           {"registry"}, {"catalogue"}, {"cli"}, {"commands"}, {"__main__"}]

@@ -127,12 +127,11 @@ def atomic_write(path: Path, write: Callable[[BinaryIO], object]) -> None:
         fsync_dir(path.parent)
 
 
-def atomic_link_or_copy(source: Path, path: Path) -> str:
+def atomic_link_or_copy(source: Path, path: Path) -> None:
     """Make ``path`` hold ``source``'s bytes, atomically: a hard link where both are on one file
     system (a published multi-GB policy table then costs no second write and no second copy on
     disk; the names stay independent, since every writer here replaces a file by renaming onto
-    it, never in place), else a copy through :func:`atomic_write`. Returns ``"linked"`` or
-    ``"copied"``."""
+    it, never in place), else a copy through :func:`atomic_write`."""
     path = Path(path)
     with writing(path):
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -149,14 +148,13 @@ def atomic_link_or_copy(source: Path, path: Path) -> str:
                 tmp.unlink(missing_ok=True)
                 raise
             fsync_dir(path.parent)
-            return "linked"
+            return
 
     def copy(handle: BinaryIO) -> None:
         with open(source, "rb") as raw:
             shutil.copyfileobj(raw, handle, COPY_BLOCK)
 
     atomic_write(path, copy)
-    return "copied"
 
 
 def atomic_write_bytes(path: Path, data: bytes) -> None:

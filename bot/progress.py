@@ -84,8 +84,14 @@ class PlainTicker:
 def time_remaining(task: Task) -> float | None:
     """Seconds until ``task`` ends: rich's estimate from its speed, but never past the task's
     ``deadline`` field (rich's clock, e.g. when a run's ``--time-budget`` runs out), so a solve
-    whose iteration target is days away and whose budget ends in an hour says an hour."""
+    whose iteration target is days away and whose budget ends in an hour says an hour.
+
+    rich measures speed only over its last 30 s of updates, so a task that advances in steps
+    further apart (a board match's chunks of boards on a busy machine, a minute each) has no
+    speed and would show no ETA at all; it then gets the rate since the task started."""
     remaining = task.time_remaining if task.total is not None else None
+    if remaining is None and task.total is not None and task.completed > 0 and task.elapsed:
+        remaining = max(0.0, task.total - task.completed) * task.elapsed / task.completed
     deadline = task.fields.get("deadline")
     if deadline is not None:
         left = max(0.0, deadline - task.get_time())

@@ -139,3 +139,20 @@ def test_the_eta_stops_at_a_deadline_when_the_count_would_run_past_it() -> None:
     assert time_remaining(tasks[free]) == tasks[free].time_remaining > 900_000
     now[0] = 200.0
     assert time_remaining(tasks[slow]) == 0.0  # past the deadline: the run is stopping
+
+
+def test_a_task_that_advances_less_often_than_riches_speed_window_still_has_an_eta() -> None:
+    """A board match on a busy machine advances a chunk of boards a minute; rich keeps 30 s of
+    samples, so its own estimate is None at every update. The ETA is then the rate so far."""
+    from bot.progress import TickingProgress, time_remaining
+
+    now = [0.0]
+    bar = TickingProgress(console=Console(file=io.StringIO()), get_time=lambda: now[0])
+    boards = bar.add_task("boards", total=300)
+    bar.start_task(boards)
+    task = bar.tasks[0]
+    assert time_remaining(task) is None  # nothing done yet: no rate to go by
+    for now[0] in (60.0, 120.0, 180.0):
+        bar.advance(boards, 4)
+    assert task.time_remaining is None  # rich's own estimate: one sample in its window
+    assert time_remaining(task) == pytest.approx((300 - 12) * 15.0)  # 4 boards a minute

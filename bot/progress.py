@@ -88,10 +88,13 @@ def time_remaining(task: Task) -> float | None:
 
     rich measures speed only over its last 30 s of updates, so a task that advances in steps
     further apart (a board match's chunks of boards on a busy machine, a minute each) has no
-    speed and would show no ETA at all; it then gets the rate since the task started."""
+    speed and would show no ETA at all; it then gets the rate since the task started (counted
+    from the ``first_completed`` field :class:`TickingProgress` records, so a resumed run's
+    earlier iterations do not pass for this sitting's)."""
     remaining = task.time_remaining if task.total is not None else None
-    if remaining is None and task.total is not None and task.completed > 0 and task.elapsed:
-        remaining = max(0.0, task.total - task.completed) * task.elapsed / task.completed
+    done_here = task.completed - task.fields.get("first_completed", 0)
+    if remaining is None and task.total is not None and done_here > 0 and task.elapsed:
+        remaining = max(0.0, task.total - task.completed) * task.elapsed / done_here
     deadline = task.fields.get("deadline")
     if deadline is not None:
         left = max(0.0, deadline - task.get_time())
@@ -128,6 +131,7 @@ class TickingProgress(Progress):
         self._finished: set[TaskID] = set()
 
     def add_task(self, description: str, *args, **kwargs) -> TaskID:
+        kwargs.setdefault("first_completed", kwargs.get("completed", 0))  # for time_remaining's rate
         task_id = super().add_task(description, *args, **kwargs)
         if self.plain:
             self._tickers[task_id] = PlainTicker()

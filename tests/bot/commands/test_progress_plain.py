@@ -156,3 +156,10 @@ def test_a_task_that_advances_less_often_than_riches_speed_window_still_has_an_e
         bar.advance(boards, 4)
     assert task.time_remaining is None  # rich's own estimate: one sample in its window
     assert time_remaining(task) == pytest.approx((300 - 12) * 15.0)  # 4 boards a minute
+    # a resumed run starts at its earlier count: the rate is this sitting's, not 300k in 3 minutes
+    resumed = bar.add_task("solve", total=525_000, completed=311_743)
+    bar.start_task(resumed)
+    for now[0] in (240.0, 300.0):
+        bar.advance(resumed, 600)
+    task = next(t for t in bar.tasks if t.id == resumed)
+    assert time_remaining(task) == pytest.approx((525_000 - 312_943) * 120.0 / 1_200)

@@ -68,10 +68,13 @@ PCS_UPDATES_PER_BUCKET = {"holdem": 94_000, "fhp": 1000}
 #: 1.45x the last, ~7.8 h at 16 a second) is where it should be within +-5: an extrapolation the
 #: run's own check confirms or refutes.
 PCS_ITERATIONS_OF = {"abstraction_3e8": 450_000}
+#: The published policy's share of a solve's files, in units of its two tables' bytes (one
+#: table): a copy where the cache is on another file system, a hard link (no bytes) on the same.
+PUBLISHED_COPY_PER_TABLE_BYTE = 0.5
 #: A solve's files in units of its two tables' bytes: the checkpoint (both tables) and the
 #: previous one kept beside it, the half-run snapshot, the policy and its published copy (one
 #: table each, i.e. half). An abstraction_3e8 run measured ~28 GB of them at its peak.
-RUN_FILES_PER_TABLE_BYTE = 2 + 3 * 0.5
+RUN_FILES_PER_TABLE_BYTE = 2 + 2 * 0.5 + PUBLISHED_COPY_PER_TABLE_BYTE
 #: Iterations per abstract infoset that a default ES solve runs (each infoset then sees ~100s of
 #: regret updates; exploitability of ES-MCCFR falls roughly as 1/sqrt(iterations)).
 DEFAULT_ITERATIONS_PER_INFOSET = 30

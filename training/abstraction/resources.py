@@ -12,7 +12,7 @@ import os
 import shutil
 from pathlib import Path
 
-from bot.abstraction.cost import RUN_FILES_PER_TABLE_BYTE, size
+from bot.abstraction.cost import PUBLISHED_COPY_PER_TABLE_BYTE, RUN_FILES_PER_TABLE_BYTE, size
 from bot.errors import ConfigError
 
 
@@ -27,12 +27,23 @@ def available_memory() -> int:
     return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
 
 
-def free_disk(path: Path) -> int:
-    """Free bytes on the file system that holds (or will hold) ``path``."""
+def _existing(path: Path) -> Path:
+    """``path``, or its nearest ancestor that exists (where a file not yet written will live)."""
     path = Path(path).absolute()
     while not path.exists():
         path = path.parent
-    return shutil.disk_usage(path).free
+    return path
+
+
+def free_disk(path: Path) -> int:
+    """Free bytes on the file system that holds (or will hold) ``path``."""
+    return shutil.disk_usage(_existing(path)).free
+
+
+def same_file_system(a: Path, b: Path) -> bool:
+    """Whether ``a`` and ``b`` (or where they will be written) share a file system, so that one can
+    be a hard link to the other (:func:`protocol.files.atomic_link_or_copy`)."""
+    return _existing(a).stat().st_dev == _existing(b).stat().st_dev
 
 
 def check_tables_fit(name: str, table_bytes: int, mmap_dir: Path | None) -> None:
@@ -60,11 +71,21 @@ def _bytes_under(path: Path) -> int:
 
 
 def check_run_fits(name: str, table_bytes: int, run_dir: Path, published: Path) -> None:
-    """ConfigError unless the solve's files (:data:`RUN_FILES_PER_TABLE_BYTE`) fit on ``run_dir``'s
-    disk, counting what the run directory and the ``published`` policy already hold (a resume
-    rewrites them in place)."""
-    need = int(RUN_FILES_PER_TABLE_BYTE * table_bytes) - _bytes_under(run_dir) - (published.stat().st_size if published.exists() else 0)
+    """ConfigError unless the solve's files (:data:`RUN_FILES_PER_TABLE_BYTE`) fit, less what they
+    already hold (a resume replaces them one at a time).
+
+    The published policy is a hard link to the run's where the cache shares ``run_dir``'s file
+    system, and costs no bytes; elsewhere it is a copy, checked against the cache's own disk (the
+    old published file stays until the new one replaces it, so it is not counted as free)."""
+    run_files = int((RUN_FILES_PER_TABLE_BYTE - PUBLISHED_COPY_PER_TABLE_BYTE) * table_bytes)
+    need = run_files - _bytes_under(run_dir)
     free = free_disk(run_dir)
     if need > free:
-        raise ConfigError(f"{name}: this solve's files (checkpoint and the previous one, half-run snapshot, policy and "
-                          f"its published copy) need {size(need)} more of disk; {size(free)} free at {run_dir}")  # fmt: skip
+        raise ConfigError(f"{name}: this solve's files (checkpoint and the previous one, half-run snapshot, policy) "
+                          f"need {size(need)} more of disk; {size(free)} free at {run_dir}")  # fmt: skip
+    if same_file_system(run_dir, published):
+        return
+    copy = int(PUBLISHED_COPY_PER_TABLE_BYTE * table_bytes)
+    free = free_disk(published)
+    if copy > free:
+        raise ConfigError(f"{name}: its published policy needs {size(copy)} of disk; {size(free)} free at {published.parent}")

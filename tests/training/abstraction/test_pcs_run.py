@@ -4,6 +4,7 @@ disk and cost checks around it."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import numpy as np
 from click.testing import CliRunner
@@ -73,12 +74,29 @@ def test_a_solve_whose_files_do_not_fit_on_disk_is_refused_before_it_starts(tmp_
     assert first.exit_code == 0, first.output  # built, so only the solve's own files are checked below
     monkeypatch.setattr(resources, "free_disk", lambda path: 1_000)
     result = runner.invoke(pokerbot, BASE + ["--size", "merged", "--iterations", "10", "--out", str(tmp_path / "b")])
-    need = int(resources.RUN_FILES_PER_TABLE_BYTE * estimate(SPECS["leduc_merged"]).table_bytes)
+    table_bytes = estimate(SPECS["leduc_merged"]).table_bytes
     assert result.exit_code == 2 and "Traceback" not in result.output
     assert "leduc_merged: this solve's files" in result.output and "1.0 KB free" in result.output
     assert not (tmp_path / "b" / "checkpoint").exists()
-    monkeypatch.setattr(resources, "free_disk", lambda path: need)  # exactly enough, even before counting the published copy
-    assert runner.invoke(pokerbot, BASE + ["--size", "merged", "--iterations", "10", "--out", str(tmp_path / "c")]).exit_code == 0
+    # One file system (tmp_path holds the run and the cache): the published policy is a hard link, no bytes.
+    run_files = int((resources.RUN_FILES_PER_TABLE_BYTE - resources.PUBLISHED_COPY_PER_TABLE_BYTE) * table_bytes)
+    monkeypatch.setattr(resources, "free_disk", lambda path: run_files // 2)
+    assert runner.invoke(pokerbot, BASE + ["--size", "merged", "--iterations", "10", "--out", str(tmp_path / "c")]).exit_code == 2
+    monkeypatch.setattr(resources, "free_disk", lambda path: run_files)  # enough (a copy would need a third more)
+    assert runner.invoke(pokerbot, BASE + ["--size", "merged", "--iterations", "10", "--out", str(tmp_path / "d")]).exit_code == 0
+
+
+def test_a_published_copy_on_another_disk_is_checked_against_that_disk(tmp_path, monkeypatch):
+    cache = tmp_path / "cache"
+    runner = CliRunner()
+    assert runner.invoke(pokerbot, BASE + ["--size", "merged", "--iterations", "10", "--out", str(tmp_path / "a")]).exit_code == 0
+    copy = int(resources.PUBLISHED_COPY_PER_TABLE_BYTE * estimate(SPECS["leduc_merged"]).table_bytes)
+    monkeypatch.setattr(resources, "same_file_system", lambda a, b: False)
+    monkeypatch.setattr(resources, "free_disk", lambda path: copy - 1 if cache in Path(path).absolute().parents else 10**12)
+    result = runner.invoke(pokerbot, BASE + ["--size", "merged", "--iterations", "10", "--out", str(tmp_path / "b")])
+    assert result.exit_code == 2 and "Traceback" not in result.output
+    assert "leduc_merged: its published policy needs" in result.output and str(cache) in result.output
+    assert not (tmp_path / "b" / "checkpoint").exists()
 
 
 def test_each_game_defaults_to_its_measured_solver():

@@ -165,6 +165,11 @@ def _abstraction_strength(meta: dict) -> str:
     return text
 
 
+#: What an NFSP run costs and reaches, measured (docs/algorithms/nfsp.md, docs/benchmarks/hulh-deep-cfr.md).
+NFSP_COST = ("Leduc: 37 mbb/g exact after ~20 min of one core; hold'em: LBR +2,781 mbb/g after 2 h of one core "
+             "(Deep CFR given the same CPU beats it by +475 ± 45); FHP: not measured")
+
+
 def _nfsp(games: tuple[str, ...]) -> AgentInfo:
     from bot.agents.nfsp import default_run_dir, policy_file
 
@@ -174,7 +179,7 @@ def _nfsp(games: tuple[str, ...]) -> AgentInfo:
     build = (f"pokerbot train --algo nfsp --game {missing[0]} --out runs/nfsp-{missing[0]}" if missing else "")
     return AgentInfo("nfsp", "Neural Fictitious Self-Play (Heinrich & Silver 2016): the average policy of "
                      "runs/nfsp-<game> ($POKERBOT_RUNS overrides runs/).", ", ".join(games), status, "",
-                     build, "Leduc: 37 mbb/g after ~20 min on 2 cores; hold'em/FHP: many hours" if build else "")
+                     build, NFSP_COST if build else "")
 
 
 def _shipped_networks(games: tuple[str, ...]) -> list[AgentInfo]:

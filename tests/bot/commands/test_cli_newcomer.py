@@ -44,6 +44,7 @@ def test_agents_lists_status_strength_and_cost_in_80_columns(monkeypatch, tmp_pa
     assert "build: pokerbot train --algo abstraction --game fhp --size 4e4 --out runs/fhp_abstraction_4e4" in text
     assert "call [any game] built in Baseline: Always checks or calls" in text
     assert "runs/sd-cfr-leduc (absent)" in text
+    assert "build: pokerbot train --algo nfsp --game" in text and "hold'em: LBR +2,781 mbb/g after 2 h of one core" in text
 
 
 def test_agents_game_filter_and_built_abstraction(monkeypatch, tmp_path) -> None:

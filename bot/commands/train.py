@@ -41,8 +41,8 @@ from bot.run_files import (
 @click.option("--threads", type=NON_NEGATIVE, help="CPU threads; 0 = all cores  [default: the preset's]")
 @click.option("--out", type=click.Path(file_okay=False), help="Run directory to create.")
 @click.option("--resume", type=click.Path(file_okay=False), help="Continue the run in this directory (may change --iterations, --time-budget, --device, --threads).")
-@click.option("--workers", type=POSITIVE, help="Ray workers for traversals (deep-cfr, sd-cfr) or MCCFR batches "
-              "(abstraction); > 1 starts a local Ray with that many CPUs (needs pip install \"pokerbot[ray]\")  [default: 1, no Ray]")
+@click.option("--workers", type=POSITIVE, help="Ray workers for traversals (deep-cfr, sd-cfr) or solver batches "
+              "(abstraction: PCS or ES MCCFR); > 1 starts a local Ray with that many CPUs (needs pip install \"pokerbot[ray]\")  [default: 1, no Ray]")
 @click.option("--ray-address", help="Join this Ray cluster (e.g. 10.0.0.5:6379) instead of starting a local one.")
 @click.option("--force", is_flag=True, help="With --resume: start the run over when it has no usable checkpoint.")
 @click.option("--watch", is_flag=True, help="Train in the background and follow the run in `pokerbot watch`.")

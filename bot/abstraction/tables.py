@@ -42,8 +42,9 @@ def train_command(spec: AbstractionSpec) -> str:
 def missing_message(spec: AbstractionSpec) -> str:
     """One line for an abstraction agent that cannot play yet: exactly which files are missing,
     what building and solving costs on this machine, and the command for a bigger one (the
-    build's numba kernels and the solver's traversals use every core, so time falls about
-    linearly with cores; the tables can live on disk instead of in RAM)."""
+    build's numba kernels and the solver's batches use every core; two threads ran a hold'em PCS
+    solve 1.89x one, and nothing wider was measured, so the bigger machine's figure is labelled
+    an extrapolation; the tables can live on disk instead of in RAM)."""
     directory = spec_dir(spec)
     built = (directory / "meta.json").exists()
     cost = estimate(spec, built=built)
@@ -55,7 +56,8 @@ def missing_message(spec: AbstractionSpec) -> str:
     return (f"agent {spec.name!r} is {state}. Cost here: {cost.summary()}. Build and solve with "
             f"`{train_command(spec)}` (add `--time-budget 2h` to stop within a sitting: the policy is published "
             f"and its convergence line says how far it is); on a bigger machine the same command with `--threads {bigger}` "
-            f"(solve ~{duration(cost.solve_seconds * 2 / bigger)} on {bigger} cores; tables {size(cost.table_bytes)} of RAM, "
+            f"(~{duration(cost.solve_seconds * 2 / bigger)} of solving if time fell linearly with cores, which only 1 to 2 "
+            f"cores measured here; tables {size(cost.table_bytes)} of RAM, "
             "or `mmap_tables = true` in a `--config` TOML to keep them on disk)")  # fmt: skip
 
 

@@ -75,8 +75,9 @@ def check_run_fits(name: str, table_bytes: int, run_dir: Path, published: Path) 
     already hold (a resume replaces them one at a time).
 
     The published policy is a hard link to the run's where the cache shares ``run_dir``'s file
-    system, and costs no bytes; elsewhere it is a copy, checked against the cache's own disk (the
-    old published file stays until the new one replaces it, so it is not counted as free)."""
+    system, and costs no bytes (one that refuses hard links gets a copy this check does not
+    count); elsewhere it is a copy, checked against the cache's own disk (the old published
+    file stays until the new one replaces it, so it is not counted as free)."""
     run_files = int((RUN_FILES_PER_TABLE_BYTE - PUBLISHED_COPY_PER_TABLE_BYTE) * table_bytes)
     need = run_files - _bytes_under(run_dir)
     free = free_disk(run_dir)

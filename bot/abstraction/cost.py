@@ -71,10 +71,11 @@ PCS_ITERATIONS_OF = {"abstraction_3e8": 525_000}
 #: The published policy's share of a solve's files, in units of its two tables' bytes (one
 #: table): a copy where the cache is on another file system, a hard link (no bytes) on the same.
 PUBLISHED_COPY_PER_TABLE_BYTE = 0.5
-#: A solve's files in units of its two tables' bytes: the checkpoint (both tables) and the
-#: previous one kept beside it, the half-run snapshot, the policy and its published copy (one
-#: table each, i.e. half). An abstraction_3e8 run measured ~28 GB of them at its peak.
-RUN_FILES_PER_TABLE_BYTE = 2 + 2 * 0.5 + PUBLISHED_COPY_PER_TABLE_BYTE
+#: The run directory's files in units of its two tables' bytes: the checkpoint (both tables) and
+#: the previous one kept beside it, the half-run snapshot and the policy (one table each, i.e. half).
+RUN_DIR_FILES_PER_TABLE_BYTE = 2 + 2 * 0.5
+#: A solve's files with its published copy: an abstraction_3e8 run measured ~28 GB at its peak.
+RUN_FILES_PER_TABLE_BYTE = RUN_DIR_FILES_PER_TABLE_BYTE + PUBLISHED_COPY_PER_TABLE_BYTE
 #: Iterations per abstract infoset that a default ES solve runs (each infoset then sees ~100s of
 #: regret updates; exploitability of ES-MCCFR falls roughly as 1/sqrt(iterations)).
 DEFAULT_ITERATIONS_PER_INFOSET = 30

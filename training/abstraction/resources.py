@@ -12,7 +12,7 @@ import os
 import shutil
 from pathlib import Path
 
-from bot.abstraction.cost import PUBLISHED_COPY_PER_TABLE_BYTE, RUN_FILES_PER_TABLE_BYTE, size
+from bot.abstraction.cost import PUBLISHED_COPY_PER_TABLE_BYTE, RUN_DIR_FILES_PER_TABLE_BYTE, size
 from bot.errors import ConfigError
 
 
@@ -71,14 +71,14 @@ def _bytes_under(path: Path) -> int:
 
 
 def check_run_fits(name: str, table_bytes: int, run_dir: Path, published: Path) -> None:
-    """ConfigError unless the solve's files (:data:`RUN_FILES_PER_TABLE_BYTE`) fit, less what they
+    """ConfigError unless the run directory's files (:data:`RUN_DIR_FILES_PER_TABLE_BYTE`) fit, less what they
     already hold (a resume replaces them one at a time).
 
     The published policy is a hard link to the run's where the cache shares ``run_dir``'s file
     system, and costs no bytes (one that refuses hard links gets a copy this check does not
     count); elsewhere it is a copy, checked against the cache's own disk (the old published
     file stays until the new one replaces it, so it is not counted as free)."""
-    run_files = int((RUN_FILES_PER_TABLE_BYTE - PUBLISHED_COPY_PER_TABLE_BYTE) * table_bytes)
+    run_files = int(RUN_DIR_FILES_PER_TABLE_BYTE * table_bytes)
     need = run_files - _bytes_under(run_dir)
     free = free_disk(run_dir)
     if need > free:

@@ -79,7 +79,7 @@ def test_a_solve_whose_files_do_not_fit_on_disk_is_refused_before_it_starts(tmp_
     assert "leduc_merged: this solve's files" in result.output and "1.0 KB free" in result.output
     assert not (tmp_path / "b" / "checkpoint").exists()
     # One file system (tmp_path holds the run and the cache): the published policy is a hard link, no bytes.
-    run_files = int((resources.RUN_FILES_PER_TABLE_BYTE - resources.PUBLISHED_COPY_PER_TABLE_BYTE) * table_bytes)
+    run_files = int(resources.RUN_DIR_FILES_PER_TABLE_BYTE * table_bytes)
     monkeypatch.setattr(resources, "free_disk", lambda path: run_files // 2)
     assert runner.invoke(pokerbot, BASE + ["--size", "merged", "--iterations", "10", "--out", str(tmp_path / "c")]).exit_code == 2
     monkeypatch.setattr(resources, "free_disk", lambda path: run_files)  # enough (a copy would need a third more)

@@ -21,6 +21,7 @@ far into the run its snapshot is, and that a ``--resume`` to the target checks i
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -84,6 +85,33 @@ def due(taken: tuple[int, float] | None, mark: HalfMark, iteration: int, seconds
     or :func:`take_snapshot`) was taken before it: a resume with a larger target snapshots
     again, one with the same target keeps the one it has."""
     return mark.passed(iteration, seconds) and (taken is None or not mark.passed(*taken))
+
+
+def refused_ahead(taken: tuple[int, float] | None, mark: HalfMark, iteration: int, seconds: float,
+                  target_iterations: int, time_budget: float | None) -> str | None:  # fmt: skip
+    """The warning a resumed run prints at its start when, at its rate so far, its final check
+    will be refused, or None. A resume to a new target keeps a snapshot taken past the new half
+    mark and otherwise snapshots at its first batch end, and either may be over
+    :data:`HALF_SHARE_LIMIT` of the new target (the 3e8 run at 537,452 iterations, resumed to
+    875,000, would have snapshotted at 61 %); telling it now saves the hours before the refusal.
+    The end of the run is projected from ``seconds`` per ``iteration`` so far: the run stops at
+    its iteration target or its time budget, whichever that rate reaches first."""
+    kept = taken is not None and mark.passed(*taken)  # then no later snapshot is taken
+    if not kept and not mark.passed(iteration, seconds):
+        return None  # the snapshot comes at the mark itself
+    at = taken if kept else (iteration, seconds)  # else it is taken at this sitting's first batch end
+    per_iteration = seconds / max(iteration, 1)
+    final = target_iterations
+    if time_budget is not None and per_iteration > 0:
+        final = min(final, int(time_budget / per_iteration))
+    if at[0] / max(final, 1) <= HALF_SHARE_LIMIT:
+        return None
+    needed = math.ceil(at[0] / HALF_SHARE_LIMIT)
+    budget = "" if time_budget is None or time_budget >= needed * per_iteration else " and a --time-budget that covers them"
+    return (f"convergence: at the rate so far, the check at the end will be refused: the half snapshot (iteration "
+            f"{at[0]:,}{'' if kept else ' or later'}) will be {at[0] / final:.0%} of the run, over the "
+            f"{HALF_SHARE_LIMIT:.0%} a check allows; --iterations {needed:,}{budget} (about "
+            f"{needed * per_iteration / 3600:,.1f} h of training in all) gets a check")  # fmt: skip
 
 
 def take_snapshot(run_path: Path, average: np.ndarray, iteration: int, seconds: float) -> tuple[int, float]:
@@ -159,13 +187,14 @@ def snapshot_share(taken: tuple[int, float], iteration: int, seconds: float) -> 
 
 
 def final_check(spec: AbstractionSpec, run_dir: RunDir, iteration: int, seconds: float, half: HalfMark, boards: int,
-                seed: int, threads: int, console: Console) -> None:  # fmt: skip
+                seed: int, threads: int, console: Console, interrupted: bool) -> None:  # fmt: skip
     """The check a solve ends with (the run's average at ``iteration`` after ``seconds`` of
     training against its half snapshot), its line on ``console`` and its ``metrics.jsonl``
-    record; where there is nothing to compare yet, the line says why and what gets a check."""
+    record; where there is nothing to compare yet, the line says why and what gets a check
+    (``interrupted``: the run stopped short of its target)."""
     taken = snapshot(run_dir.path)
     if taken is None or snapshot_share(taken, iteration, seconds) > HALF_SHARE_LIMIT:
-        console.print(_why_not_checked(taken, iteration, seconds, half, run_dir.path))
+        console.print(_why_not_checked(taken, iteration, seconds, half, run_dir.path, interrupted))
         return
     try:
         with progress_bar(console, transient=True) as bar:
@@ -179,13 +208,16 @@ def final_check(spec: AbstractionSpec, run_dir: RunDir, iteration: int, seconds:
 
 
 def _why_not_checked(taken: tuple[int, float] | None, iteration: int, seconds: float, half: HalfMark,
-                     run_path: Path) -> str:  # fmt: skip
+                     run_path: Path, interrupted: bool) -> str:  # fmt: skip
     """The line of a run with no snapshot from about half of it (:func:`final_check`)."""
     if not half.passed(iteration, seconds):
         return f"convergence: checked once the run passes half its target ({half.describe()}); `--resume` it to get there"
     if taken is None:
         return ("convergence: no snapshot from half the run to compare with (it passed half its target in no sitting "
                 "that saved one)")  # fmt: skip
-    return (f"convergence: not checked: the snapshot (iteration {taken[0]:,}) is from {taken[0] / iteration:.0%} of this "
-            f"run's iterations and {taken[1] / seconds:.0%} of its training clock, not half of it (the run stopped short "
-            f"of its target); `pokerbot train --resume {run_path}` to the target checks it")  # fmt: skip
+    share = (f"convergence: not checked: the snapshot (iteration {taken[0]:,}) is from {taken[0] / iteration:.0%} of "
+             f"this run's iterations and {taken[1] / seconds:.0%} of its training clock, not half of it")  # fmt: skip
+    if interrupted:
+        return f"{share} (the run stopped short of its target); `pokerbot train --resume {run_path}` to the target checks it"
+    return (f"{share} (a resume took it past half of a target too near); `pokerbot train --resume {run_path} "
+            f"--iterations {math.ceil(taken[0] / HALF_SHARE_LIMIT):,}` or more checks it")  # fmt: skip

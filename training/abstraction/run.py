@@ -228,6 +228,9 @@ def train(config: AbstractionConfig, run: RunDir, resume: bool = False, stop: St
     boards = config.convergence_boards
     boards = (0 if has_exact_exploitability(ag) else DEFAULT_CONVERGENCE_BOARDS) if boards is None else boards
     half, taken = convergence.half_mark(target, config.time_budget), convergence.snapshot(run.path)
+    if boards and (refused := convergence.refused_ahead(taken, half, state["iterations"], state["seconds"], target,
+                                                        config.time_budget)):  # fmt: skip
+        console.print(refused)
 
     def training_seconds() -> float:
         """The run's training clock: earlier sittings' solve seconds plus this one's, so a
@@ -279,7 +282,7 @@ def train(config: AbstractionConfig, run: RunDir, resume: bool = False, stop: St
     console.print(f"{state['iterations']:,} iterations in {state['seconds']:.0f} s; {published}")
     if boards:
         convergence.final_check(spec, run, state["iterations"], trained, half, boards, config.seed, threads,
-                                console)  # fmt: skip
+                                console, interrupted=stop.requested)  # fmt: skip
     return average
 
 

@@ -4,6 +4,7 @@ average against the one from half the run, head to head by sampled boards."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -19,7 +20,9 @@ from training.abstraction.convergence import (
     HALF_SHARE_LIMIT,
     TOLERANCE_MBB,
     Convergence,
+    _why_not_checked,
     half_mark,
+    refused_ahead,
     snapshot_share,
 )
 from training.abstraction.run import AbstractionConfig, train
@@ -149,3 +152,40 @@ def test_converged_means_the_interval_lies_within_the_tolerance():
     assert not half_mark(None, None).passed(10**9, 1e9)
     with pytest.raises(ConfigError, match="convergence_boards = 1 gives no interval: 0 \\(no check\\) or at least 2"):
         AbstractionConfig("leduc_merged", convergence_boards=1)
+
+
+def test_a_resume_whose_check_is_bound_to_be_refused_says_so_at_its_start():
+    """The slip of the 3e8 run: at 537,452 iterations, resumed to 875,000, the new half mark
+    (437,500) is passed, so the snapshot is taken at the first batch end, 61 % of the target."""
+    mark = half_mark(875_000, 86_400.0)
+    said = refused_ahead((312_222, 24_000.0), mark, 537_452, 42_677.0, 875_000, 86_400.0)
+    assert said is not None and "iteration 537,452 or later" in said and "61%" in said
+    assert "--iterations 895,754 (about 19.8 h of training in all)" in said and "--time-budget" not in said
+    assert refused_ahead((312_222, 24_000.0), half_mark(900_000, 86_400.0), 537_452, 42_677.0, 900_000, 86_400.0) is None
+    # a snapshot past the new mark is kept, and 525,479 is 60.05 % of 875,000
+    kept = refused_ahead((525_479, 41_900.0), mark, 537_452, 42_677.0, 875_000, None)
+    assert kept is not None and "(iteration 525,479)" in kept
+    assert refused_ahead(None, half_mark(200, None), 50, 1.0, 200, None) is None  # before the mark: snapshot at it
+    # a time budget that the rate so far exhausts first ends the run early: 550 of a projected 800
+    short = refused_ahead(None, half_mark(1_000, 80.0), 550, 55.0, 1_000, 80.0)
+    assert short is not None and "69% of the run" in short and "--iterations 917 and a --time-budget" in short
+    assert refused_ahead(None, half_mark(1_000, 100.0), 550, 55.0, 1_000, 100.0) is None  # 55 %: checked
+    # the refusal at the end of such a run names the target that checks it, not a stop short
+    refused = _why_not_checked((537_900, 42_700.0), 875_000, 69_500.0, mark, Path("RUN"), interrupted=False)
+    assert "is from 61% of this run's iterations" in refused and "stopped short" not in refused
+    assert "`pokerbot train --resume RUN --iterations 896,500` or more checks it" in refused
+
+
+def test_a_resume_to_a_target_too_near_its_snapshot_is_warned_at_its_start_and_told_what_checks_it(tmp_path):
+    solve(tmp_path, "r", 200, 40)
+    runner = CliRunner()
+    args = ["train", "--algo", "abstraction", "--threads", "1", "--resume", str(tmp_path / "r"), "--iterations"]
+    short = runner.invoke(pokerbot, args + ["300"])  # half mark 150: snapshot at 200 or later, 67 %
+    assert short.exit_code == 0, short.output
+    said = " ".join(short.output.split())
+    assert "the check at the end will be refused: the half snapshot (iteration 200 or later) will be 67% of the run" in said
+    assert "--iterations 334" in said
+    longer = runner.invoke(pokerbot, args + ["700"])  # half mark 350: no warning, a new snapshot at 360
+    assert longer.exit_code == 0, longer.output
+    assert "will be refused" not in longer.output, longer.output
+    assert "convergence: iteration 700 vs 360" in " ".join(longer.output.split()), longer.output

@@ -167,7 +167,7 @@ def _abstraction_strength(meta: dict) -> str:
 
 #: What an NFSP run costs and reaches, measured (docs/algorithms/nfsp.md, docs/benchmarks/hulh-deep-cfr.md).
 NFSP_COST = ("Leduc: 37 mbb/g exact after ~20 min of one core; hold'em: LBR +2,781 mbb/g after 2 h of one core "
-             "(Deep CFR given the same CPU beats it by +475 ± 45); FHP: not measured")
+             "(Deep CFR given the same CPU beats it by +469 ± 25 over 450 sampled boards); FHP: not measured")
 
 
 def _nfsp(games: tuple[str, ...]) -> AgentInfo:

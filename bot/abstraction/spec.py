@@ -86,6 +86,9 @@ SPECS: dict[str, AbstractionSpec] = {
                         "over those turn buckets; river E[HS] percentiles (abstraction_3e6's)"),
         AbstractionSpec("abstraction_1.1e7_ke", "holdem", (None, 518, 518, 1950), ("lossless", "ke", "ke", "ehs2"),
                         "abstraction_3e6_ke's KE flop and turn; river: one bucket per distinct E[HS] value (1,950)"),
+        AbstractionSpec("abstraction_1.4e7_ke", "holdem", (None, 5180, 5180, 1950), ("lossless", "ke", "ke", "ehs2"),
+                        "flop and turn: KE at 5,180 buckets each (ten times abstraction_1.1e7_ke's); river: one "
+                        "bucket per distinct E[HS] value (1,950)"),
         AbstractionSpec("abstraction_3e7", "holdem", (None, 5180, 5180, 5180), ("lossless", "ehs2", "ehs2", "ochs"),
                         "river: k-means on OCHS-8 (E[HS] has only 1,950 river values)"),
         AbstractionSpec("abstraction_3e8", "holdem", (None, 51800, 51800, 51800), ("lossless", "ehs2", "ehs2", "ochs"),
@@ -106,6 +109,7 @@ SIZE_NAMES: dict[tuple[str, str], str] = {
     ("holdem", "3e6-pa"): "abstraction_3e6_pa",
     ("holdem", "3e6-pa2"): "abstraction_3e6_pa2",
     ("holdem", "1.1e7-ke"): "abstraction_1.1e7_ke",
+    ("holdem", "1.4e7-ke"): "abstraction_1.4e7_ke",
     ("holdem", "3e7"): "abstraction_3e7",
     ("holdem", "3e8"): "abstraction_3e8",
     ("fhp", "4e4"): "fhp_abstraction_4e4",

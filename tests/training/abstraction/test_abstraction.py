@@ -185,7 +185,7 @@ def test_cli_resume_extends_a_run_and_errors_are_one_line(tmp_path):
     policy = "policy/average.npy"
     assert np.array_equal(np.load(tmp_path / "run" / policy), np.load(tmp_path / "once" / policy))
     bad = runner.invoke(pokerbot, base + ["--game", "holdem", "--size", "9e9", "--out", str(tmp_path / "x")])
-    assert bad.exit_code == 2 and "sizes: 3e6, 3e6-ke, 3e6-pa, 3e6-pa2, 1.1e7-ke, 3e7, 3e8" in bad.output
+    assert bad.exit_code == 2 and "sizes: 3e6, 3e6-ke, 3e6-pa, 3e6-pa2, 1.1e7-ke, 1.4e7-ke, 3e7, 3e8" in bad.output
 
 
 def test_missing_abstraction_names_the_build_command():

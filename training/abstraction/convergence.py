@@ -142,7 +142,9 @@ class Convergence:
         return abs(self.mbb) + self.ci95 <= TOLERANCE_MBB
 
     def metrics(self) -> dict:
-        return {"vs_half_mbb": round(self.mbb, 2), "vs_half_ci95": round(self.ci95, 2), "vs_half_boards": self.boards,
+        # three decimals: `pokerbot agents` prints these to one, and two could land on a tie the
+        # console's line broke the other way (a 1.1549 interval stored as 1.15 read back "1.1")
+        return {"vs_half_mbb": round(self.mbb, 3), "vs_half_ci95": round(self.ci95, 3), "vs_half_boards": self.boards,
                 "half_iteration": self.half_iteration, "converged": self.converged}  # fmt: skip
 
     def line(self) -> str:

@@ -56,8 +56,8 @@ def test_the_final_average_is_played_against_the_snapshot_from_half_the_run(tmp_
     half = AbstractionAgent(game, "leduc_merged", tmp_path / "r" / "half" / "average.npy")
     values, _ = run(BoardMatch(game, final, half), 0, 40, 1, 4)
     expected = estimate(values.duplicate * 1000.0 / game.big_blind)
-    assert check["vs_half_mbb"] == round(expected.mean, 2)
-    assert check["vs_half_ci95"] == round((expected.high - expected.low) / 2, 2)
+    assert check["vs_half_mbb"] == round(expected.mean, 3)
+    assert check["vs_half_ci95"] == round((expected.high - expected.low) / 2, 3)
     assert check["converged"] == (abs(expected.mean) + (expected.high - expected.low) / 2 <= TOLERANCE_MBB)
     assert not np.array_equal(np.load(tmp_path / "r" / "half" / "average.npy"), np.load(tmp_path / "r" / "policy" / "average.npy"))
 
@@ -189,3 +189,15 @@ def test_a_resume_to_a_target_too_near_its_snapshot_is_warned_at_its_start_and_t
     assert longer.exit_code == 0, longer.output
     assert "will be refused" not in longer.output, longer.output
     assert "convergence: iteration 700 vs 360" in " ".join(longer.output.split()), longer.output
+
+
+def test_pokerbot_agents_reads_back_the_figures_the_console_printed(tmp_path):
+    """The abstraction_1.4e7_ke check printed +4.9 ± 1.2 and `pokerbot agents` showed ± 1.1: the
+    interval 1.1549 was stored as 1.15, whose float is just under it."""
+    from bot.catalogue import _abstraction_strength
+
+    checked = Convergence(180, 360, 200, 4.9149, 1.1549)
+    assert "+4.9 ± 1.2 mbb/g" in checked.line()
+    (tmp_path / "metrics.jsonl").write_text(json.dumps({"iteration": 360, "final": True} | checked.metrics()) + "\n")
+    assert "+4.9 ± 1.2 mbb/g against its average at 180 iterations (not converged)" in _abstraction_strength(
+        {"iterations": 360, "run": str(tmp_path)})

@@ -96,22 +96,31 @@ def refused_ahead(taken: tuple[int, float] | None, mark: HalfMark, iteration: in
     875,000, would have snapshotted at 61 %); telling it now saves the hours before the refusal.
     The end of the run is projected from ``seconds`` per ``iteration`` so far: the run stops at
     its iteration target or its time budget, whichever that rate reaches first."""
-    kept = taken is not None and mark.passed(*taken)  # then no later snapshot is taken
-    if not kept and not mark.passed(iteration, seconds):
+    if due(taken, mark, iteration, seconds):
+        at, kept = (iteration, seconds), False  # the run loop snapshots at this sitting's first batch end
+    elif taken is not None and mark.passed(*taken):
+        at, kept = taken, True  # kept: no later snapshot is taken
+    else:
         return None  # the snapshot comes at the mark itself
-    at = taken if kept else (iteration, seconds)  # else it is taken at this sitting's first batch end
     per_iteration = seconds / max(iteration, 1)
     final = target_iterations
     if time_budget is not None and per_iteration > 0:
         final = min(final, int(time_budget / per_iteration))
-    if at[0] / max(final, 1) <= HALF_SHARE_LIMIT:
+    share = snapshot_share(at, max(final, 1), final * per_iteration)  # the rule final_check applies
+    if share <= HALF_SHARE_LIMIT:
         return None
-    needed = math.ceil(at[0] / HALF_SHARE_LIMIT)
+    needed = iterations_to_check(at[0])
     budget = "" if time_budget is None or time_budget >= needed * per_iteration else " and a --time-budget that covers them"
     return (f"convergence: at the rate so far, the check at the end will be refused: the half snapshot (iteration "
-            f"{at[0]:,}{'' if kept else ' or later'}) will be {at[0] / final:.0%} of the run, over the "
+            f"{at[0]:,}{'' if kept else ' or later'}) will be {share:.0%} of the run, over the "
             f"{HALF_SHARE_LIMIT:.0%} a check allows; --iterations {needed:,}{budget} (about "
             f"{needed * per_iteration / 3600:,.1f} h of training in all) gets a check")  # fmt: skip
+
+
+def iterations_to_check(snapshot_iteration: int) -> int:
+    """The smallest target whose check a snapshot at ``snapshot_iteration`` is close enough to
+    half of (:data:`HALF_SHARE_LIMIT`)."""
+    return math.ceil(snapshot_iteration / HALF_SHARE_LIMIT)
 
 
 def take_snapshot(run_path: Path, average: np.ndarray, iteration: int, seconds: float) -> tuple[int, float]:
@@ -222,4 +231,4 @@ def _why_not_checked(taken: tuple[int, float] | None, iteration: int, seconds: f
     if interrupted:
         return f"{share} (the run stopped short of its target); `pokerbot train --resume {run_path}` to the target checks it"
     return (f"{share} (a resume took it past half of a target too near); `pokerbot train --resume {run_path} "
-            f"--iterations {math.ceil(taken[0] / HALF_SHARE_LIMIT):,}` or more checks it")  # fmt: skip
+            f"--iterations {iterations_to_check(taken[0]):,}` or more checks it")  # fmt: skip

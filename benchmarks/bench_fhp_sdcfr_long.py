@@ -4,6 +4,8 @@ abstraction curves ([FHP Figure 2](docs/benchmarks/fhp-figure2.md)).
 
     nice -n 19 pokerbot train --algo sd-cfr --game fhp --time-budget 2h --seed 0 --out runs/sdcfr_fhp
     python benchmarks/bench_fhp_sdcfr_long.py --run runs/sdcfr_fhp          # while it runs, or after
+    # or measured beside the run on the other core (config.toml: evaluate_every = 0):
+    pokerbot exploit runs/sdcfr_fhp --follow --every 5
     python benchmarks/bench_fhp_sdcfr_long.py --run runs/sdcfr_fhp --run runs/deepcfr_fhp
 
 Each ``--run`` is a ``pokerbot train`` run directory of the SD-CFR family (``sd-cfr``,
@@ -32,8 +34,10 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from benchmarks.bench_cfr_leduc import machine  # noqa: E402
-from bot.run_files import ELAPSED_METRIC, canonical_metrics, read_toml  # noqa: E402
+from bot.run_files import ELAPSED_METRIC, canonical_metrics, parse_metrics, read_toml  # noqa: E402
 from training.contract import plots  # noqa: E402
+from training.flop.follow import CURVE as FOLLOW_CURVE  # noqa: E402
+from training.flop.follow import FOLDER as FOLLOW_FOLDER  # noqa: E402
 
 #: (label, nodes touched, training seconds, exploitability mbb/g NashConv/2) recorded by
 #: ``nice python benchmarks/bench_fhp_figure2.py`` on 2026-11-25 (commit a8ab5dc, 2-core AMD
@@ -57,11 +61,15 @@ METRICS = {"sdcfr_exploitability_mbb": "SD-CFR average", "average_exploitability
 
 
 def curve(run: Path, metric: str) -> list[dict]:
-    """One measured point per metrics line that has ``metric``: iteration, training seconds,
-    cumulative nodes touched, exploitability and the evaluation's wall seconds."""
+    """One measured point per metrics line that has ``metric``, or whose iteration ``pokerbot
+    exploit RUN --follow`` measured (``evaluation-follow/curve.jsonl``): iteration, training
+    seconds, cumulative nodes touched, exploitability and the evaluation's wall seconds."""
+    followed_path = run / FOLLOW_FOLDER / FOLLOW_CURVE
+    followed = {r["iteration"]: r for r in parse_metrics(followed_path)} if followed_path.exists() else {}
     rows, touched, elapsed = [], 0.0, 0.0
     for line in (run / "metrics.jsonl").read_text().splitlines():
         record = canonical_metrics(json.loads(line))
+        record = followed.get(record.get("iteration"), {}) | record
         touched += record.get("infosets_per_s", 0.0) * record.get("traversal_s", 0.0)
         elapsed = record.get(ELAPSED_METRIC, elapsed)
         if metric in record:

@@ -372,7 +372,13 @@ def path_policy(game: Game, spec: str) -> tuple[FlopGame, FlopPolicy] | None:
     path = Path(spec)
     if not path.exists():
         return None
+    return bundle_policy(game, path, network_device())
+
+
+def network_device() -> str:
+    """The torch device :data:`bot.flop.policies.NETWORK_DEVICE` asks for (``auto``: cuda when
+    torch sees a GPU); a one-line error for ``cuda`` without one."""
     choice = NETWORK_DEVICE.get()
     if choice == "cuda" and not torch.cuda.is_available():
         raise NetworkPolicyError("--device cuda: torch sees no GPU here (use --device cpu)")
-    return bundle_policy(game, path, "cuda" if choice == "cuda" or (choice == "auto" and torch.cuda.is_available()) else "cpu")
+    return "cuda" if choice == "cuda" or (choice == "auto" and torch.cuda.is_available()) else "cpu"

@@ -93,3 +93,21 @@ def describe(text: str) -> str:
         return f"pid {int(data['pid'])} on {data['host']} ({str(data['command'])[:120]}, since {since})"
     except (ValueError, KeyError, TypeError):
         return "another process"
+
+
+def is_held(folder: Path) -> bool:
+    """Whether some process holds the run's lock now, asked without taking it for longer than
+    the probe: a shared ``flock`` that fails at once means a writer holds it. (A trainer that
+    starts during the microseconds of a probe is refused as if another writer held the run.)"""
+    path = Path(folder) / LOCK_FILE
+    try:
+        handle = open(path)
+    except OSError:
+        return False
+    with handle:
+        try:
+            fcntl.flock(handle.fileno(), fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return True
+        fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
+        return False

@@ -39,11 +39,12 @@ FOLDER = "evaluation"
 class FlopRunEvaluation:
     """The incremental exact SD-CFR average of one run (see the module docstring)."""
 
-    def __init__(self, game: Game, run_path: Path, canonical: bool, argmax_fallback: bool, device: str = "cpu") -> None:
+    def __init__(self, game: Game, run_path: Path, canonical: bool, argmax_fallback: bool, device: str = "cpu",
+                 folder: str = FOLDER) -> None:
         self.fg = flop_game_for(game, canonical)
         self.grid = NetworkGrid(self.fg, device)
         self.argmax_fallback = argmax_fallback
-        self.folder = Path(run_path) / FOLDER
+        self.folder = Path(run_path) / folder
         fg = self.fg
         self.shape = (fg.num_flops, fg.flop.num_decisions, fg.num_hands, 3)
         self.stored = int(np.prod(self.shape)) * 4 <= MAX_STORED_BYTES
@@ -57,6 +58,12 @@ class FlopRunEvaluation:
     def _write_state(self, state: dict) -> None:
         self.folder.mkdir(parents=True, exist_ok=True)
         atomic_write_text(self.folder / "state.json", json.dumps(state))
+
+    def forget(self) -> None:
+        """Drop the stored numerators' claim on any stack: the next evaluation rebuilds them
+        (the stack entries they summed were trained again)."""
+        if (self.folder / "state.json").exists():
+            self._write_state({"entries": 0})
 
     def evaluate(self, stack: list[dict], nets_of: Callable[[dict], NetPair], progress: Progress | None = None) -> dict:
         """Exact exploitability of the average of ``stack`` (entries as the bundle lists them;

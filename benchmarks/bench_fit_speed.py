@@ -69,12 +69,17 @@ def real_memory(game_path: Path, folder: Path, iterations: int) -> tuple[DeepCFR
                                                     checkpoint_every=10_000)))
     trainer = DeepCFRTrainer.new(config, folder / "run", progress=False)
     trainer.train()
-    rows = trainer.advantage[0].stored()
+    return (trainer, *split_memory(trainer.advantage[0]))
+
+
+def split_memory(memory: Reservoir, held_share: float = 0.1) -> tuple[Reservoir, dict]:
+    """A memory's rows as (fitted rows, held-out rows), ``held_share`` of them held out at random (seed 0)."""
+    rows = memory.stored()
     rng = np.random.default_rng(0)
-    held = rng.random(len(rows["node"])) < 0.1
+    held = rng.random(len(rows["node"])) < held_share
     fitted = Reservoir(int((~held).sum()), {name: (array.shape[1:], array.dtype) for name, array in rows.items()})
     fitted.add({name: array[~held] for name, array in rows.items()}, rng)
-    return trainer, fitted, {name: array[held] for name, array in rows.items()}
+    return fitted, {name: array[held] for name, array in rows.items()}
 
 
 def held_out_loss(net: DeepCFRNetwork, rows: dict, encoder: InfosetEncoder, divisor: float) -> float:

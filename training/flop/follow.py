@@ -115,10 +115,14 @@ class RunFollower:
         if due > done and (running or done <= last):
             return False
         target = min(due, done)
+        clock = self._training_clock(target)
+        if clock is None and running:
+            return False  # the network is on disk before the iteration's metrics line: wait for its clock
         entries = bundle.stack[: target + 1]
-        record = {"iteration": target, "elapsed_s": self._training_clock(target)}
+        digest = stack_digest(bundle, entries)  # before reading the networks: a file rewritten meanwhile shows next time
+        record = {"iteration": target, "elapsed_s": clock}
         record.update(self.evaluation.evaluate(entries, lambda entry: stack_nets(bundle, entry), progress))
-        record["stack_digest"] = stack_digest(bundle, entries)
+        record["stack_digest"] = digest
         self.curve.append(record)
         self._write_curve()
         self.log(f"iteration {target}: {record['sdcfr_exploitability_mbb']:.2f} mbb/g (exact, NashConv/2), "

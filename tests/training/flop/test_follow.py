@@ -56,6 +56,9 @@ def test_follow_measures_every_kth_prefix_then_the_last_and_resumes(tmp_path):
     assert follower.follow(0.1, running=lambda: False) == 1  # stopped: its last iteration, 3
     curve = [json.loads(line) for line in follower.curve_path.read_text().splitlines()]
     assert [r["iteration"] for r in curve] == [2, 3]
+    clock = {r["iteration"]: r["elapsed_s"] for r in map(json.loads, (run / "metrics.jsonl").read_text().splitlines())
+             if "iteration" in r}
+    assert [r["elapsed_s"] for r in curve] == [clock[2], clock[3]]  # the run's training clock at each point
     for record in curve:
         assert record["sdcfr_exploitability_mbb"] == pytest.approx(brute_force(run, record["iteration"]), abs=1e-3)
     assert RunFollower(run, 2, TINY_FHP).follow(0.1, running=lambda: False) == 0  # restarted: nothing new

@@ -84,6 +84,17 @@ def bundle_root(path: Path) -> Path | None:
     return None
 
 
+def stack_root(path: Path) -> Path | None:
+    """The bundle folder holding the SD-CFR stack at ``path``: the bundle itself (a bundle
+    folder, an SD-CFR run's ``policy/``), or, for a Deep CFR run, whose policy is its average
+    network, the value networks' bundle in ``policy/stack``; None when there is no bundle."""
+    path = Path(path)
+    root = bundle_root(path)
+    if (root is None or read_bundle(root, verify=False).kind == "deep-cfr") and (path / "policy" / "stack").is_dir():
+        return path / "policy" / "stack"
+    return root
+
+
 def manifest(kind: str, game: Game, files: dict[str, str], provenance: dict[str, Any], **fields: Any) -> dict[str, Any]:
     """The ``bundle.json`` content of a bundle (``files``: relative name -> sha256)."""
     return {"format": BUNDLE_FORMAT, "kind": kind, "encoder_version": ENCODER_VERSION,

@@ -31,7 +31,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from bot.agents.bundle import bundle_root, read_bundle, write_bundle
+from bot.agents.bundle import read_bundle, stack_root, write_bundle
 from bot.agents.deep_cfr import DeepCFRBundle
 from bot.agents.encoding import InfosetEncoder
 from bot.agents.network import DeepCFRNetwork
@@ -113,9 +113,7 @@ def teacher_bundle(path: str | Path, game: str) -> DeepCFRBundle:
     """The ``sd-cfr`` bundle at ``path`` (a bundle folder, an SD-CFR run, or a Deep CFR run's
     ``policy/stack``), trained on ``game``."""
     path = Path(path)
-    root = bundle_root(path)
-    if (root is None or read_bundle(root, verify=False).kind == "deep-cfr") and (path / "policy" / "stack").is_dir():
-        root = path / "policy" / "stack"
+    root = stack_root(path)
     bundle = read_bundle(root if root is not None else path)
     if bundle.kind != "sd-cfr":
         raise ConfigError(f"{path}: a {bundle.kind} policy; --teacher needs an sd-cfr stack (a Deep CFR run's policy/stack)")

@@ -23,9 +23,10 @@ from __future__ import annotations
 import hashlib
 import json
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from pathlib import Path
 
+from bot.agents.bundle import stack_root
 from bot.agents.deep_cfr import DeepCFRBundle
 from bot.errors import PokerbotError
 from bot.flop.best_response import Progress
@@ -50,24 +51,24 @@ def stack_bundle(run: Path) -> DeepCFRBundle:
     policy = run / "policy"
     if not (policy / "bundle.json").exists():
         raise FollowError(f"{run}: no policy/bundle.json yet (an SD-CFR family run writes it after its first iteration)")
-    bundle = DeepCFRBundle.load(policy)
-    if bundle.kind == "deep-cfr" and (policy / "stack" / "bundle.json").exists():
-        bundle = DeepCFRBundle.load(policy / "stack")
+    bundle = DeepCFRBundle.load(stack_root(run))
     if bundle.kind != "sd-cfr":
         raise FollowError(f"{run}: a {bundle.kind} policy has no SD-CFR stack to follow")
     return bundle
 
 
-def stack_digest(bundle: DeepCFRBundle, entries: Iterable[dict]) -> str:
-    """A digest of entries' weights and network files (name, size, modification time): it
-    changes when a resume trains one of those iterations again."""
-    digest = hashlib.sha1()
-    for entry in entries:
+def prefix_digests(bundle: DeepCFRBundle) -> list[str]:
+    """``digests[t]``: a digest of the stack's first ``t + 1`` entries' weights and network files
+    (name, size, modification time), one pass over the stack; it changes when a resume trains one
+    of those iterations again."""
+    digest, digests = hashlib.sha1(), []
+    for entry in bundle.stack:
         digest.update(repr(entry.get("weight")).encode())
         for name in entry.get("files", ()):
             stat = (bundle.root / name).stat()
             digest.update(f"{name}:{stat.st_size}:{stat.st_mtime_ns};".encode())
-    return digest.hexdigest()
+        digests.append(digest.hexdigest())
+    return digests
 
 
 class RunFollower:
@@ -87,10 +88,9 @@ class RunFollower:
         self.curve_path.parent.mkdir(parents=True, exist_ok=True)
         atomic_write_text(self.curve_path, "".join(json.dumps(record) + "\n" for record in self.curve))
 
-    def _drop_stale(self, bundle: DeepCFRBundle) -> None:
+    def _drop_stale(self, digests: list[str]) -> None:
         """Records whose stack entries changed since (or are gone) are dropped, numerators rebuilt."""
-        kept = [r for r in self.curve if r["iteration"] < len(bundle.stack)
-                and r["stack_digest"] == stack_digest(bundle, bundle.stack[: r["iteration"] + 1])]
+        kept = [r for r in self.curve if r["iteration"] < len(digests) and r["stack_digest"] == digests[r["iteration"]]]
         if len(kept) < len(self.curve):
             first = self.curve[len(kept)]["iteration"]
             self.log(f"{self.run}: the stack changed from iteration {first} on (a resume trained it again): "
@@ -108,7 +108,8 @@ class RunFollower:
         """Measure the next due iteration if the stack has it (or, once training has stopped,
         the last one); False when there is nothing to do now."""
         bundle = stack_bundle(self.run)
-        self._drop_stale(bundle)
+        digests = prefix_digests(bundle)  # before reading the networks: a file rewritten meanwhile shows next time
+        self._drop_stale(digests)
         done = len(bundle.stack) - 1
         last = self.curve[-1]["iteration"] if self.curve else 0
         due = last + self.every - last % self.every
@@ -118,11 +119,9 @@ class RunFollower:
         clock = self._training_clock(target)
         if clock is None and running:
             return False  # the network is on disk before the iteration's metrics line: wait for its clock
-        entries = bundle.stack[: target + 1]
-        digest = stack_digest(bundle, entries)  # before reading the networks: a file rewritten meanwhile shows next time
         record = {"iteration": target, "elapsed_s": clock}
-        record.update(self.evaluation.evaluate(entries, lambda entry: stack_nets(bundle, entry), progress))
-        record["stack_digest"] = digest
+        record.update(self.evaluation.evaluate(bundle.stack[: target + 1], lambda entry: stack_nets(bundle, entry), progress))
+        record["stack_digest"] = digests[target]
         self.curve.append(record)
         self._write_curve()
         self.log(f"iteration {target}: {record['sdcfr_exploitability_mbb']:.2f} mbb/g (exact, NashConv/2), "

@@ -7,6 +7,7 @@ left narrowed, the rest of that run would slow down without a word.
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -27,3 +28,16 @@ def thread_counts_kept() -> Iterator[None]:
         numba.set_num_threads(numba_threads)
         if torch_threads is not None:
             torch.set_num_threads(torch_threads)  # type: ignore[union-attr]
+
+
+def use_threads(threads: int) -> int:
+    """Size numba's pool and torch's to ``threads`` (0: every core; numba's count capped by its
+    launch-time maximum) for the rest of the process; the count used. For commands that share the
+    machine with a run, e.g. ``exploit --follow`` on the core a one-thread trainer leaves free.
+    torch is imported here because its pool must be sized before the work that uses it starts."""
+    import torch
+
+    wanted = threads or os.cpu_count() or 1
+    numba.set_num_threads(min(wanted, numba.config.NUMBA_NUM_THREADS))
+    torch.set_num_threads(wanted)
+    return wanted

@@ -3,6 +3,7 @@ presets (Brown et al. 2019, sec. 5.1 for FHP and HULH; Kuhn and Leduc scaled to 
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from bot.errors import ConfigError
@@ -42,7 +43,15 @@ class DeepCFRConfig(StrengthOptions):
     strategy_memory: int = 1_000_000
     """Capacity of the strategy memory (paper: 40M)."""
     sgd_steps: int = 300
-    """Adam steps per value-network training (paper: FHP 4,000, HULH 32,000)."""
+    """Adam steps per value-network training (paper: FHP 4,000, HULH 32,000); the floor when
+    ``sgd_epochs`` is set."""
+    sgd_epochs: float = 0.0
+    """Grow each value-network fit with its memory: ``max(sgd_steps, ceil(sgd_epochs * rows /
+    batch_size))`` Adam steps, rows being the player's advantage memory at the fit (0: always
+    ``sgd_steps``). A fixed step count that fits an early memory well underfits the full one:
+    on FHP, 1,200 steps of 2,048 left the curve flat at ~53 mbb/g with a 16M-row memory (0.15
+    epochs a fit), and 4,800 (0.6 epochs) took the same run to 36 (docs/benchmarks/fhp-sd-cfr.md,
+    "The plateau, diagnosed"). Cheap fits while the memory is small, full ones when it is full."""
     batch_size: int = 2048
     """Minibatch size of value-network training (paper: FHP 10,000, HULH 20,000)."""
     average_sgd_steps: int = 2000
@@ -134,6 +143,8 @@ class DeepCFRConfig(StrengthOptions):
             raise ConfigError(f"lr_schedule must be constant or cosine, got {self.lr_schedule!r}")
         if self.fit_backend not in ("auto", "torch", "fused", "bf16"):
             raise ConfigError(f"fit_backend must be auto, torch, fused or bf16, got {self.fit_backend!r}")
+        if not self.sgd_epochs >= 0:
+            raise ConfigError(f"sgd_epochs must be 0 or positive, got {self.sgd_epochs}")
         if self.fit_backend == "fused" and not runs_on_cpu(self.device):
             raise ConfigError("fit_backend = fused runs on the CPU: use --device cpu, or fit_backend = torch for cuda")
         resolve_device(self.device)
@@ -145,6 +156,10 @@ class DeepCFRConfig(StrengthOptions):
             if getattr(self, name) <= 0:
                 raise ConfigError(f"{name} must be positive, got {getattr(self, name)}")
         return self
+
+    def value_fit_steps(self, rows: int) -> int:
+        """Adam steps of a value-network fit on a memory of ``rows`` rows (see ``sgd_epochs``)."""
+        return max(self.sgd_steps, math.ceil(self.sgd_epochs * rows / self.batch_size))
 
 
 #: Overrides that put a preset back on external-sampling targets (the benchmarks that measured

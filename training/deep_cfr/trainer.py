@@ -244,7 +244,8 @@ class DeepCFRTrainer(RunFiles):
             optimizer = self.make_optimizer(net)
         else:
             net, optimizer = self.nets[player], self.optimizers[player]
-        fitted = self.fit.fit(net, optimizer, self.advantage[player], cfg.sgd_steps, cfg.batch_size,
+        memory = self.advantage[player]
+        fitted = self.fit.fit(net, optimizer, memory, cfg.value_fit_steps(len(memory)), cfg.batch_size,
                               self.rng(self.iteration, player, Stream.VALUE_BATCHES), average=False, iteration=self.iteration,
                               label=f"iteration {self.iteration}: SGD p{player}")
         self.nets[player], self.optimizers[player] = net, optimizer
@@ -276,6 +277,7 @@ class DeepCFRTrainer(RunFiles):
             traversal_s += time.perf_counter() - started
             started = time.perf_counter()
             self.run.write_status(t, f"fitting p{player}")
+            record[f"sgd_steps_p{player}"] = cfg.value_fit_steps(len(self.advantage[player]))
             record[f"loss_p{player}"], record[f"batch_form_p{player}"] = self.train_value_net(player)
             record[f"target_scale_p{player}"] = self.fit.target_scale
             self.refresh_strategy(player)

@@ -270,3 +270,30 @@ def test_traversal_strategy_table_equals_the_networks(tmp_path) -> None:
         np.testing.assert_allclose(trainer.strategy_fn(player, space.node[rows], cards[rows]), expected, atol=1e-6)
     with pytest.raises(RuntimeError, match="not an infoset"):
         trainer.strategy_fn(0, space.node[:1], np.full((1, cards.shape[1]), 5))  # hole card 5 twice: impossible
+
+
+def test_sgd_epochs_grows_each_fit_with_its_memory(tmp_path) -> None:
+    """With ``sgd_epochs`` a value fit takes max(sgd_steps, ceil(epochs x rows / batch)) Adam steps,
+    rows being the player's memory at that fit: the floor while the memory is small, then more
+    steps as it fills, and the count each fit ran is in ``metrics.jsonl``."""
+    config = kuhn_config(algo="sd-cfr", iterations=4, sgd_steps=3, sgd_epochs=0.5, batch_size=16, traversals=40)
+    trainer = DeepCFRTrainer.new(config, tmp_path / "r", progress=False)
+    ran: list[tuple[int, int]] = []
+    fit = trainer.fit.fit
+
+    def counting_fit(net, optimizer, memory, steps, *args, **kwargs):
+        ran.append((len(memory), steps))
+        return fit(net, optimizer, memory, steps, *args, **kwargs)
+
+    trainer.fit.fit = counting_fit
+    records = trainer.train()
+    assert len(ran) == 8
+    for player in (0, 1):
+        rows = [r for r, _ in ran[player::2]]
+        assert rows == sorted(rows) and rows[0] < rows[-1]  # each player's memory grows
+    for rows, steps in ran:
+        assert steps == max(3, -(-rows // 32))  # ceil(0.5 * rows / 16)
+    assert ran[-1][1] > 3  # the memory outgrew the floor
+    assert [r[f"sgd_steps_p{p}"] for r in records for p in (0, 1)] == [steps for _, steps in ran]
+    with pytest.raises(ValueError, match="sgd_epochs must be 0 or positive"):
+        kuhn_config(sgd_epochs=-1.0)

@@ -8,13 +8,16 @@ import gc
 import json
 import os
 
+import numba
 import pytest
+import torch
 from click.testing import CliRunner
 
 from bot.agents.deep_cfr import DeepCFRBundle, InfosetBatch, StackAverage
 from bot.cli import main
 from bot.evaluation.best_response import exploitability
 from bot.flop.network_policies import stack_nets
+from bot.threads import thread_counts_kept
 from tests.training.flop.test_flop_solver import TINY_FHP
 from training.deep_cfr.config import DeepCFRConfig
 from training.deep_cfr.trainer import DeepCFRTrainer
@@ -80,11 +83,22 @@ def test_follow_drops_records_of_iterations_trained_again(tmp_path):
 
 
 def test_exploit_follow_from_the_cli(tmp_path):
+    """It measures, and by default leaves one core to the run it follows (``--threads`` overrides)."""
     run = trained_run(tmp_path, iterations=2)
-    result = CliRunner().invoke(main, ["exploit", str(run), "--follow", "--every", "2", "--poll", "0.1"])
+    with thread_counts_kept():
+        result = CliRunner().invoke(main, ["exploit", str(run), "--follow", "--every", "2", "--poll", "0.1"])
+        pools = numba.get_num_threads(), torch.get_num_threads()
     assert result.exit_code == 0, result.output
     assert "iteration 2: " in result.output and "1 new measurement(s)" in result.output
     assert stack_bundle(run).kind == "sd-cfr"
+    spare = max(1, (os.cpu_count() or 1) - 1)
+    assert pools == (min(spare, numba.config.NUMBA_NUM_THREADS), spare)
+    with thread_counts_kept():
+        result = CliRunner().invoke(main, ["exploit", str(run), "--follow", "--threads", "1"])
+        assert result.exit_code == 0 and "0 new measurement(s)" in result.output  # resumed: nothing left to do
+        assert (numba.get_num_threads(), torch.get_num_threads()) == (1, 1)
+    result = CliRunner().invoke(main, ["exploit", str(run), "--follow", "--threads", "-1"])
+    assert result.exit_code == 2 and result.output.strip().splitlines()[-1].startswith("error: --threads -1")
 
 
 @pytest.mark.parametrize("make, message", [

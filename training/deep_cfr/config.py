@@ -162,9 +162,10 @@ class DeepCFRConfig(StrengthOptions):
         return max(self.sgd_steps, math.ceil(self.sgd_epochs * rows / self.batch_size))
 
 
-#: Overrides that put a preset back on external-sampling targets (the benchmarks that measured
-#: the ES-era candidates, and any config that compares against them).
-SAMPLED: dict = {"targets": "sampled"}
+#: Overrides that put a preset back on external-sampling targets with the fixed-step fits and 4M-row
+#: memories of that era (the benchmarks that measured the ES-era candidates, and any config that
+#: compares against them).
+SAMPLED: dict = {"targets": "sampled", "sgd_epochs": 0.0, "advantage_memory": 4_000_000}
 
 #: Shared by the paper's FHP and HULH runs (sec. 5.1: 40M memories, 10,000 traversals). Targets
 #: are normalised (``normalize_targets``): regrets in chips run to hundreds (FHP's big blind is
@@ -202,20 +203,22 @@ PRESETS: dict[str, dict] = {
     # FHP on 2 CPU cores (docs/benchmarks/fhp-sd-cfr.md has its exact curves): width-64 networks on
     # suit-canonical inputs (each infoset's suits relabelled, so the policy is suit-invariant and
     # its exact evaluation walks the 1,755 canonical flops), exact exploitability every 5
-    # iterations (off the training clock, training/flop/evaluation.py). The targets are exact per
-    # sampled flop (targets = "board", training/deep_cfr/board_targets.py): on external-sampling
-    # targets (4,000 traversals, 300 Adam steps of 1,024, chosen on the 24-card FHP) the curve
-    # flattened at ~185 mbb/g, the targets' noise ("Fit error"); on board targets with the same
-    # fits at ~143-147, now the fits' limit; 128 boards x 4,000 rows per player an iteration with
-    # 1,200 cosine-decayed steps of 2,048 reached 80.2 at iteration 20 after 624 s of training and
-    # 52.8 at 95 (2,421 s), then stayed at ~53-58
-    # ("Exact targets per sampled flop"). The paper's settings: PAPER_PRESETS["fhp"]
+    # iterations (off the training clock, training/flop/evaluation.py; `pokerbot exploit RUN
+    # --follow` measures it on the other core instead). The targets are exact per sampled flop
+    # (targets = "board", training/deep_cfr/board_targets.py): on external-sampling targets the
+    # curve flattened at ~185 mbb/g, the targets' noise ("Fit error"); on board targets with
+    # fixed 1,200-step fits at ~53 ("Exact targets per sampled flop"), which was the fits' Adam
+    # steps, not the boards, the memory or the width ("The plateau, diagnosed"). So each player
+    # stores 512 boards x 1,000 rows an iteration in a 16M-row memory, and each fit grows with it
+    # (sgd_epochs = 0.6: 1,200 cosine-decayed steps of 2,048 while the memory is small, 4,688 once
+    # it is full at iteration 32): from scratch, two hours of training reached 37.66 mbb/g at
+    # iteration 87 where fixed fits stayed at ~53-55 ("A fit that grows with the memory"). The paper's settings: PAPER_PRESETS["fhp"]
     # (docs/sd-cfr-fhp-paper.toml).
-    "fhp": dict(iterations=10_000, traversals=4000, width=64, sgd_steps=1200, batch_size=2048, learning_rate=2e-3,
-                lr_schedule="cosine", advantage_memory=4_000_000, strategy_memory=4_000_000, average_sgd_steps=2000,
-                average_batch_size=2048, traversal_batch=1000, threads=1, normalize_targets=True, canonical_suits=True,
-                evaluate_every=5, checkpoint_every=5, checkpoint_seconds=300.0, targets="board", boards=128,
-                rows_per_board=4000, board_batch=32),
+    "fhp": dict(iterations=10_000, traversals=4000, width=64, sgd_steps=1200, sgd_epochs=0.6, batch_size=2048,
+                learning_rate=2e-3, lr_schedule="cosine", advantage_memory=16_000_000, strategy_memory=4_000_000,
+                average_sgd_steps=2000, average_batch_size=2048, traversal_batch=1000, threads=1, normalize_targets=True,
+                canonical_suits=True, evaluate_every=5, checkpoint_every=5, checkpoint_seconds=300.0, targets="board",
+                boards=512, rows_per_board=1000, board_batch=32),
     # HULH on 2 CPU cores, built from what FHP taught (above): width-64 networks on suit-canonical
     # inputs and normalised targets, each fit 1,200 cosine-decayed Adam steps of 2,048 (FHP: 4x
     # the steps on 2x the batch took the curve from ~143 to ~53 mbb/g at equal targets; compiled

@@ -50,14 +50,18 @@ def test_holdem_defaults_to_the_two_core_preset(algo):
 
 
 def test_fhp_preset_is_the_measured_winner():
-    """The ``fhp`` preset is width 64 with 1,200 Adam steps of 2,048 on exact per-flop targets,
-    128 boards a player an iteration (docs/benchmarks/fhp-sd-cfr.md); DREAM and
-    OS-SD-CFR keep the width-32, 200-step networks and sampled targets their FHP figures were
-    measured with."""
+    """The ``fhp`` preset is width 64 on exact per-flop targets, 512 boards of 1,000 rows a player
+    an iteration into a 16M-row memory, with fits that grow with it (1,200 Adam steps of 2,048 at
+    least, 0.6 epochs of the memory: ~4,700 once full; docs/benchmarks/fhp-sd-cfr.md); DREAM and
+    OS-SD-CFR keep the width-32, 200-step networks, 4M-row memories and sampled targets their FHP
+    figures were measured with."""
     config = resolve_new(load_trainer("sd-cfr"), {"game": "fhp"}).config
-    assert (config.width, config.sgd_steps, config.batch_size, config.canonical_suits, config.evaluate_every) == (
-        64, 1200, 2048, True, 5)
-    assert (config.targets, config.boards, config.rows_per_board) == ("board", 128, 4000)
+    assert (config.width, config.sgd_steps, config.sgd_epochs, config.batch_size, config.canonical_suits,
+            config.evaluate_every) == (64, 1200, 0.6, 2048, True, 5)
+    assert (config.targets, config.boards, config.rows_per_board, config.advantage_memory) == (
+        "board", 512, 1000, 16_000_000)
+    assert (config.value_fit_steps(512_000), config.value_fit_steps(16_000_000)) == (1200, 4688)
     dream = resolve_new(load_trainer("dream"), {"game": "fhp"}).config
     assert (dream.width, dream.sgd_steps, dream.batch_size, dream.traversals, dream.targets) == (
         32, 200, 1024, 2_500, "sampled")
+    assert (dream.sgd_epochs, dream.advantage_memory) == (0.0, 4_000_000)

@@ -30,9 +30,9 @@ def thread_counts_kept() -> Iterator[None]:
             torch.set_num_threads(torch_threads)  # type: ignore[union-attr]
 
 
-def use_threads(threads: int) -> int:
+def use_threads(threads: int) -> None:
     """Size numba's pool and torch's to ``threads`` (0: every core; numba's count capped by its
-    launch-time maximum) for the rest of the process; the count used. For commands that share the
+    launch-time maximum) for the rest of the process. For commands that share the
     machine with a run, e.g. ``exploit --follow`` on the core a one-thread trainer leaves free.
     torch is imported here because its pool must be sized before the work that uses it starts."""
     import torch
@@ -40,4 +40,3 @@ def use_threads(threads: int) -> int:
     wanted = threads or os.cpu_count() or 1
     numba.set_num_threads(min(wanted, numba.config.NUMBA_NUM_THREADS))
     torch.set_num_threads(wanted)
-    return wanted

@@ -212,8 +212,8 @@ PRESETS: dict[str, dict] = {
     # stores 512 boards x 1,000 rows an iteration in a 16M-row memory, and each fit grows with it
     # (sgd_epochs = 0.6: 1,200 cosine-decayed steps of 2,048 while the memory is small, 4,688 once
     # it is full at iteration 32): from scratch, two hours of training reached 37.66 mbb/g at
-    # iteration 87 where fixed fits stayed at ~53-55 ("A fit that grows with the memory"). The paper's settings: PAPER_PRESETS["fhp"]
-    # (docs/sd-cfr-fhp-paper.toml).
+    # iteration 87 where fixed fits stayed at ~53-55 ("A fit that grows with the memory"). The
+    # paper's settings: PAPER_PRESETS["fhp"] (docs/sd-cfr-fhp-paper.toml).
     "fhp": dict(iterations=10_000, traversals=4000, width=64, sgd_steps=1200, sgd_epochs=0.6, batch_size=2048,
                 learning_rate=2e-3, lr_schedule="cosine", advantage_memory=16_000_000, strategy_memory=4_000_000,
                 average_sgd_steps=2000, average_batch_size=2048, traversal_batch=1000, threads=1, normalize_targets=True,

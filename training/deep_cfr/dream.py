@@ -101,9 +101,9 @@ PRESETS: dict[str, dict] = {
                                           q_memory=20_000, q_sgd_steps=100, q_batch_size=256),
     "leduc": SD_CFR_PRESETS["leduc"] | dict(iterations=1000, traversals=25_000, traversal_batch=25_000,
                                             advantage_memory=10_000_000, q_sgd_steps=100, q_batch_size=512),
-    # FHP on 2 CPU cores: the SD-CFR FHP preset (width 32, suit-canonical inputs, exact
-    # exploitability every 5 iterations off the clock) with 2,500 trajectories, Leduc's ratio to
-    # the SD-CFR preset's external-sampling traversals, and Leduc's short Q fine-tuning.
+    # FHP on 2 CPU cores: the SD-CFR FHP preset's suit-canonical inputs and exact exploitability
+    # every 5 iterations off the clock, with width-32 networks, 2,500 trajectories (Leduc's ratio
+    # to the SD-CFR preset's external-sampling traversals of the time) and Leduc's short Q fine-tuning.
     # Its networks, fits and memory stay as it was measured (docs/benchmarks/dream-fhp.md); it
     # samples trajectories (outcome sampling), not the SD-CFR preset's exact per-flop targets.
     "fhp": SD_CFR_PRESETS["fhp"] | dict(width=32, sgd_steps=200, sgd_epochs=0.0, traversals=2_500, traversal_batch=2_500,

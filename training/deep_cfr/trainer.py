@@ -54,6 +54,7 @@ from bot.errors import ConfigError
 from bot.flop.game import FlopGame, flop_shape_error
 from bot.registry import resolve_agent
 from bot.run_files import ELAPSED_METRIC
+from bot.threads import use_threads
 from protocol.gamedef import Game, load_game
 from training.common.reservoir import FieldSpec, Reservoir
 from training.contract import cluster as distributed
@@ -64,7 +65,6 @@ from training.contract.entry import (
     StopRequest,
     Trainer,
     resolve_device,
-    worker_threads,
 )
 from training.contract.loop import StepLoop
 from training.contract.rundir import Progress, RunDir, load_torch
@@ -104,11 +104,7 @@ class DeepCFRTrainer(RunFiles):
         self.game: Game = load_game(config.game)
         self.encoder = InfosetEncoder(self.game)
         self.device = torch.device(resolve_device(config.device))
-        threads = worker_threads(config.threads)
-        torch.set_num_threads(threads)
-        import numba
-
-        numba.set_num_threads(min(threads, numba.config.NUMBA_NUM_THREADS))
+        use_threads(config.threads)
         fields = self.memory_fields()
         self.advantage = [Reservoir(config.advantage_memory, fields, config.memory_mode) for _ in (0, 1)]
         self.strategy_memory = Reservoir(config.strategy_memory, fields, config.memory_mode)
@@ -235,8 +231,9 @@ class DeepCFRTrainer(RunFiles):
 
     # -- training ---------------------------------------------------------------------------------
 
-    def train_value_net(self, player: int) -> tuple[float, str]:
-        """Fit ``player``'s value network on its advantage memory; (tail loss, batch form)."""
+    def train_value_net(self, player: int, steps: int) -> tuple[float, str]:
+        """Fit ``player``'s value network on its advantage memory for ``steps`` Adam steps; (tail
+        loss, batch form)."""
         cfg = self.config
         torch.manual_seed(int(self.rng(self.iteration, player, Stream.VALUE_INIT).integers(2**62)))
         if cfg.from_scratch or self.nets[player] is None:
@@ -244,8 +241,7 @@ class DeepCFRTrainer(RunFiles):
             optimizer = self.make_optimizer(net)
         else:
             net, optimizer = self.nets[player], self.optimizers[player]
-        memory = self.advantage[player]
-        fitted = self.fit.fit(net, optimizer, memory, cfg.value_fit_steps(len(memory)), cfg.batch_size,
+        fitted = self.fit.fit(net, optimizer, self.advantage[player], steps, cfg.batch_size,
                               self.rng(self.iteration, player, Stream.VALUE_BATCHES), average=False, iteration=self.iteration,
                               label=f"iteration {self.iteration}: SGD p{player}")
         self.nets[player], self.optimizers[player] = net, optimizer
@@ -277,8 +273,8 @@ class DeepCFRTrainer(RunFiles):
             traversal_s += time.perf_counter() - started
             started = time.perf_counter()
             self.run.write_status(t, f"fitting p{player}")
-            record[f"sgd_steps_p{player}"] = cfg.value_fit_steps(len(self.advantage[player]))
-            record[f"loss_p{player}"], record[f"batch_form_p{player}"] = self.train_value_net(player)
+            steps = record[f"sgd_steps_p{player}"] = cfg.value_fit_steps(len(self.advantage[player]))
+            record[f"loss_p{player}"], record[f"batch_form_p{player}"] = self.train_value_net(player, steps)
             record[f"target_scale_p{player}"] = self.fit.target_scale
             self.refresh_strategy(player)
             training_s += time.perf_counter() - started

@@ -177,7 +177,15 @@ def buckets_of(buckets: RoundBuckets, ehs2: np.ndarray, hist: np.ndarray) -> np.
         return np.searchsorted(buckets.upper, ehs2, side="left").astype(np.int64)
     if isinstance(buckets, CentreBuckets):
         points = cdf_vectors(hist)
-        out = nearest_centres(points, buckets.centres)
+        if buckets.coarse_centres is None or buckets.coarse_offsets is None:  # one level
+            out = nearest_centres(points, buckets.centres)
+        else:
+            coarse = nearest_centres(points, buckets.coarse_centres)
+            out = np.empty(len(points), dtype=np.int64)
+            for c in np.unique(coarse):
+                rows = coarse == c
+                first, stop = int(buckets.coarse_offsets[c]), int(buckets.coarse_offsets[c + 1])
+                out[rows] = first + nearest_centres(points[rows], buckets.centres[first:stop])
         for source, moved, target in zip(buckets.move_source, buckets.move_point, buckets.move_target, strict=True):
             out[(out == source) & (points == moved).all(axis=1)] = target
         return out

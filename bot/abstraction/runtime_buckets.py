@@ -232,12 +232,26 @@ class PercentileBuckets(RoundBuckets):
 class CentreBuckets(RoundBuckets):
     """k-means buckets of final-HS histograms (``ke``): the nearest centre of the histogram's
     CDF, then the build's empty-cluster moves (:class:`training.abstraction.kmeans.KMeansFit`)
-    replayed in order."""
+    replayed in order. A two-level fit (thousands of buckets: the build clusters into ~sqrt(k)
+    coarse clusters, then each of those apart) also carries the coarse centres and each coarse
+    cluster's first bucket: the nearest coarse centre picks the slice of ``centres`` searched."""
 
     centres: np.ndarray  # float32 [buckets, bins]
     move_source: np.ndarray  # int64 [moves]
     move_point: np.ndarray  # float32 [moves, bins]
     move_target: np.ndarray  # int64 [moves]
+    coarse_centres: np.ndarray | None = None  # float32 [coarse, bins] of a two-level fit
+    coarse_offsets: np.ndarray | None = None  # int64 [coarse + 1]
+
+    def __post_init__(self) -> None:
+        if (self.coarse_centres is None) != (self.coarse_offsets is None):
+            raise ValueError("two-level k-means buckets need both the coarse centres and their offsets")
+        if self.coarse_offsets is not None:
+            offsets = np.asarray(self.coarse_offsets)
+            if (len(offsets) != len(self.coarse_centres) + 1 or offsets[0] != 0 or offsets[-1] != len(self.centres)
+                    or np.any(np.diff(offsets) < 1)):  # fmt: skip
+                raise ValueError(f"coarse offsets {offsets[:4].tolist()}... do not split {len(self.centres)} centres "
+                                 f"among {len(self.coarse_centres)} coarse clusters")  # fmt: skip
 
     @property
     def bins(self) -> int:  # type: ignore[override]
@@ -245,7 +259,12 @@ class CentreBuckets(RoundBuckets):
 
     def bucket_of(self, ehs: float, ehs2: float, hist: np.ndarray) -> int:
         point = cdf_vectors(hist[None, :])[0]
-        bucket = nearest_centre(point, self.centres)
+        if self.coarse_offsets is None:
+            bucket = nearest_centre(point, self.centres)
+        else:
+            c = nearest_centre(point, self.coarse_centres)
+            first = int(self.coarse_offsets[c])
+            bucket = first + nearest_centre(point, self.centres[first : int(self.coarse_offsets[c + 1])])
         for source, moved, target in zip(self.move_source, self.move_point, self.move_target, strict=True):
             if bucket == source and np.array_equal(point, moved):
                 bucket = int(target)

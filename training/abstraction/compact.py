@@ -5,9 +5,11 @@ against the built table on *every* class before anything is written:
 
 * percentile rounds (``ehs2``): the largest cached feature value of each bucket, and that the
   buckets' value ranges do not overlap (so a binary search reproduces the table);
-* ``ke`` rounds: the k-means centres and empty-cluster moves, obtained by running the build's
-  seeded k-means again on the cached histograms (:func:`training.abstraction.kmeans.kmeans_fit`;
-  deterministic), and that its buckets equal the built table's.
+* ``ke`` rounds: the k-means centres (and, for a two-level fit of thousands of buckets, the
+  coarse centres and how the buckets split among them) and empty-cluster moves, obtained by
+  running the build's seeded k-means again on the cached histograms
+  (:func:`training.abstraction.kmeans.kmeans_fit`; deterministic), and that its buckets equal
+  the built table's.
 
 Usage (the shipped hold'em bot)::
 
@@ -75,19 +77,24 @@ def centre_buckets(spec: AbstractionSpec, r: int, table: np.ndarray, fit: KMeans
     cache = spec_dir(spec) / f"centres_r{r}.npz"
     if cache.exists():
         with np.load(cache) as data:
-            return CentreBuckets(data["centres"], data["move_source"], data["move_point"], data["move_target"])
+            two_level = "coarse_centres" in data.files
+            return CentreBuckets(data["centres"], data["move_source"], data["move_point"], data["move_target"],
+                                 data["coarse_centres"] if two_level else None,
+                                 data["coarse_offsets"] if two_level else None)  # fmt: skip
     fit = fit if fit is not None else refit(spec, r)
-    if fit.centres is None:
-        raise ValueError(f"{spec.name} round {r}: a two-level k-means has no single centre table to ship")
     differ = int(np.count_nonzero(fit.buckets != np.asarray(table)))
     if differ:
         raise ValueError(f"{spec.name} round {r}: the refitted k-means gives {differ:,} of {len(table):,} classes another bucket")
+    coarse = None if fit.coarse_centres is None else np.asarray(fit.coarse_centres, dtype=np.float32)
     buckets = CentreBuckets(np.asarray(fit.centres, dtype=np.float32), np.array([m[0] for m in fit.moves], dtype=np.int64),
                             np.array([m[1] for m in fit.moves], dtype=np.float32).reshape(len(fit.moves), HIST_BINS),
-                            np.array([m[2] for m in fit.moves], dtype=np.int64))  # fmt: skip
+                            np.array([m[2] for m in fit.moves], dtype=np.int64), coarse, fit.coarse_offsets)  # fmt: skip
+    arrays = dict(centres=buckets.centres, move_source=buckets.move_source, move_point=buckets.move_point,
+                  move_target=buckets.move_target)  # fmt: skip
+    if coarse is not None:
+        arrays |= dict(coarse_centres=coarse, coarse_offsets=np.asarray(fit.coarse_offsets, dtype=np.int64))
     tmp = cache.with_name(f"{cache.stem}.tmp.npz")
-    np.savez(tmp, centres=buckets.centres, move_source=buckets.move_source, move_point=buckets.move_point,
-             move_target=buckets.move_target)  # fmt: skip
+    np.savez(tmp, **arrays)
     os.replace(tmp, cache)
     return buckets
 

@@ -58,15 +58,19 @@ def l2_metric(dim: int, prepare: Callable[[np.ndarray], np.ndarray]) -> Metric:
 
 @dataclass(frozen=True)
 class KMeansFit:
-    """A clustering and what assigns any other point the same bucket: for a one-level fit the
-    centres (bucket = nearest centre, first on ties, as :func:`_l2_assign` picks it) and the
-    reassignments that filled empty clusters, in the order they were made: a point equal to
-    ``point`` in bucket ``source`` went to ``target``. A shipped bot replays these at play time
+    """A clustering and what assigns any other point the same bucket: the centres (bucket =
+    nearest centre, first on ties, as :func:`_l2_assign` picks it; for a two-level fit, nearest
+    coarse centre ``c`` first, then ``coarse_offsets[c]`` + the nearest of that coarse cluster's
+    centres ``centres[coarse_offsets[c]:coarse_offsets[c + 1]]``) and the reassignments that
+    filled empty clusters, in the order they were made: a point equal to ``point`` in bucket
+    ``source`` went to ``target``. A shipped bot replays these at play time
     (:mod:`bot.abstraction.runtime_buckets`) instead of carrying the table."""
 
     buckets: np.ndarray  # uint16 (uint32 above 65,536 clusters) [rows]
-    centres: np.ndarray | None  # float32 [k, centre_dim] of a one-level fit; None for two levels
+    centres: np.ndarray  # float32 [k, centre_dim], in bucket order
     moves: tuple[tuple[int, np.ndarray, int], ...]  # (source, prepared point, target)
+    coarse_centres: np.ndarray | None = None  # float32 [coarse, centre_dim] of a two-level fit
+    coarse_offsets: np.ndarray | None = None  # int64 [coarse + 1]: each coarse cluster's first bucket
 
 
 def kmeans_buckets(features: np.ndarray, weight: np.ndarray, k: int, metric: Metric, **schedule) -> np.ndarray:
@@ -98,29 +102,31 @@ def kmeans_fit(
     labels = np.empty(n, dtype=np.int64)
     dist = np.empty(n, dtype=np.float64)
     report = progress or (lambda done, total: None)
-    centres = None
+    coarse_centres = coarse_offsets = None
     if coarse == 1:
         centres = _one_level(features, weight, k, metric, rng, batch, steps, chunk, labels, dist, report)
     else:
-        _one_level(features, weight, coarse, metric, rng, batch, steps, chunk, labels, dist, lambda d, t: None)
+        coarse_centres = _one_level(features, weight, coarse, metric, rng, batch, steps, chunk, labels, dist,
+                                    lambda d, t: None)  # fmt: skip
         order = np.argsort(labels, kind="stable")
         bounds = np.searchsorted(labels[order], np.arange(coarse + 1))
         shares = _shares(np.bincount(labels, weights=weight, minlength=coarse), np.diff(bounds), k)
         grouped = np.asarray(features[order])  # one pass, so each coarse cluster is contiguous
-        offset = 0
+        coarse_offsets = np.concatenate([[0], np.cumsum(shares)]).astype(np.int64)
+        fine: list[np.ndarray] = []
         for c in range(coarse):
             rows = order[bounds[c] : bounds[c + 1]]
             sub = np.empty(len(rows), dtype=np.int64)
             sub_dist = np.empty(len(rows), dtype=np.float64)
-            _one_level(grouped[bounds[c] : bounds[c + 1]], weight[rows], int(shares[c]), metric, rng, batch, steps,
-                       chunk, sub, sub_dist, lambda d, t: None)  # fmt: skip
-            labels[rows] = offset + sub
+            fine.append(_one_level(grouped[bounds[c] : bounds[c + 1]], weight[rows], int(shares[c]), metric, rng, batch,
+                                   steps, chunk, sub, sub_dist, lambda d, t: None))  # fmt: skip
+            labels[rows] = coarse_offsets[c] + sub
             dist[rows] = sub_dist
-            offset += int(shares[c])
             report(c + 1, coarse)
         del grouped
+        centres = np.concatenate(fine)
     moves = _fill_empty(features, labels, dist, k, metric, chunk)
-    return KMeansFit(labels.astype(np.uint16 if k <= 65536 else np.uint32), centres, moves)
+    return KMeansFit(labels.astype(np.uint16 if k <= 65536 else np.uint32), centres, moves, coarse_centres, coarse_offsets)
 
 
 def _shares(mass: np.ndarray, sizes: np.ndarray, k: int) -> np.ndarray:

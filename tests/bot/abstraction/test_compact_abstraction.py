@@ -158,6 +158,44 @@ def test_kmeans_centres_reproduce_the_built_table(tmp_path, monkeypatch):
     assert_flop_buckets_match_the_table(spec, rounds, seed=4)
 
 
+def test_two_level_kmeans_centres_reproduce_the_built_table(tmp_path, monkeypatch):
+    """Thousands of buckets are clustered in two levels (abstraction_1.4e7_ke's 5,180): here
+    forced at 40 buckets on the 5-rank flop game (6 coarse clusters). The refit's coarse centres
+    and per-coarse slices reproduce the built table on every class, and play-time buckets of
+    hands equal the table's, from the fit and from the cached centres alike."""
+    from bot.abstraction import cost
+
+    monkeypatch.setattr(cost, "TWO_LEVEL_MIN_K", 16)
+    path = tmp_path / "small.game"
+    path.write_text(load_game("fhp").to_text().replace("numRanks = 13", "numRanks = 5"))
+    spec = AbstractionSpec("small_ke_two_level", str(path), (None, 40), ("lossless", "ke"))
+    monkeypatch.setitem(SPECS, spec.name, spec)
+    build_abstraction(spec)
+    for source in ("refit", "cache"):
+        rounds = compact_rounds(spec, log=lambda line: None)
+        kmeans = rounds[1]
+        assert isinstance(kmeans, CentreBuckets) and kmeans.centres.shape == (40, 50), source
+        assert kmeans.coarse_centres.shape == (6, 50) and kmeans.coarse_offsets.tolist()[::6] == [0, 40]
+        assert_flop_buckets_match_the_table(spec, rounds, seed=5)
+
+
+def test_two_level_centre_buckets_search_the_nearest_coarse_clusters_slice():
+    """The bucket is the nearest fine centre *within* the nearest coarse cluster, even when a
+    fine centre of another coarse cluster is nearer."""
+    hist = np.array([0, 0, 3, 1])
+    assert cdf_vectors(hist[None])[0].tolist() == [0, 0, 0.75, 1]
+    centres = np.array([[0, 0, 0.7, 1], [0, 0, 0.2, 1], [0, 0, 0.75, 1]], dtype=np.float32)
+    coarse = np.array([[0, 0, 0.55, 1], [0, 0, 1.0, 1]], dtype=np.float32)
+    none = (np.zeros(0, np.int64), np.zeros((0, 4), np.float32), np.zeros(0, np.int64))
+    assert CentreBuckets(centres, *none).bucket_of(0, 0, hist) == 2
+    two_level = CentreBuckets(centres, *none, coarse, np.array([0, 2, 3]))
+    assert two_level.bucket_of(0, 0, hist) == 0  # coarse 0 ([0, 2)) is nearer than coarse 1
+    with pytest.raises(ValueError, match="do not split 3 centres"):
+        CentreBuckets(centres, *none, coarse, np.array([0, 3, 3]))
+    with pytest.raises(ValueError, match="both"):
+        CentreBuckets(centres, *none, coarse, None)
+
+
 def test_centre_buckets_replay_empty_cluster_moves_in_order():
     hist = np.zeros(4, dtype=np.int64)
     hist[1] = 3

@@ -162,14 +162,20 @@ def test_compact_holdem_range_probabilities_equal_one_by_one(tmp_path, flop_kind
     assert seen == {0, 1, 2, 3}
 
 
-@pytest.mark.parametrize("spec_name", ["fhp_abstraction_4e4", "small_ke"])
+@pytest.mark.parametrize("spec_name", ["fhp_abstraction_4e4", "small_ke", "small_ke_two_level"])
 def test_compact_built_abstraction_range_probabilities_equal_one_by_one(tmp_path, monkeypatch, spec_name):
     """Compact bots of built abstractions (FHP E[HS^2] percentiles; k-means on a 5-rank FHP-like
-    game, as tests/bot/abstraction/test_compact_abstraction.py builds them): batched = hand by hand."""
-    if spec_name == "small_ke":
+    game, as tests/bot/abstraction/test_compact_abstraction.py builds them, in one level and in
+    two): batched = hand by hand."""
+    if spec_name.startswith("small_ke"):
+        from bot.abstraction import cost
+
+        two_level = spec_name.endswith("two_level")
+        monkeypatch.setattr(cost, "TWO_LEVEL_MIN_K", 16 if two_level else cost.TWO_LEVEL_MIN_K)
         path = tmp_path / "small.game"
         path.write_text(load_game("fhp").to_text().replace("numRanks = 13", "numRanks = 5"))
-        monkeypatch.setitem(SPECS, spec_name, AbstractionSpec(spec_name, str(path), (None, 8), ("lossless", "ke")))
+        buckets = 40 if two_level else 8
+        monkeypatch.setitem(SPECS, spec_name, AbstractionSpec(spec_name, str(path), (None, buckets), ("lossless", "ke")))
     spec = SPECS[spec_name]
     game = spec.load_game()
     build_abstraction(spec)

@@ -67,7 +67,7 @@ def test_the_shipped_holdem_notice_is_one_short_line() -> None:
     holdem = load_game("holdem")
     notice = play.shipped_notice(holdem)
     first_key, first_value = next(iter(shipped_manifest(holdem)["strength"].items()))
-    assert notice.line.startswith("Opponent: pokerbot-hulh-1.1e7 (shipped), ")
+    assert notice.line.startswith("Opponent: pokerbot-hulh-1.4e7 (shipped), ")
     assert notice.line.endswith(f"{first_key} {first_value.split(' (')[0]}") and len(notice.line) <= 80
     assert "\n" not in notice.line and len(notice.details) > 4 * len(notice.line)
 

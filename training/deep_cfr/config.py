@@ -231,6 +231,9 @@ PRESETS: dict[str, dict] = {
     # boards, each exact over hands and actions (200 dealt hands a measurement gave +-360-780
     # mbb/g); Deep CFR trains its average network every 10 iterations. Curves and matches: docs/benchmarks/hulh-deep-cfr.md. 450 iterations is the
     # paper's count; --time-budget is the usual stop.
+    # Fits that grow with the memory (FHP's sgd_epochs = 0.6) played level per iteration here and
+    # lost at equal training clock (-13.4 +- 8.9 mbb/g): HULH's external-sampling targets, not its
+    # fits, are the limit, so the fixed 1,200 steps stay.
     "holdem": dict(PAPER_PRESETS["holdem"], traversals=10_000, traversal_batch=1000, width=64, sgd_steps=1200,
                    batch_size=2048, learning_rate=2e-3, lr_schedule="cosine", advantage_memory=20_000_000,
                    strategy_memory=20_000_000, average_sgd_steps=3000, average_batch_size=2048, average_every=10,

@@ -120,10 +120,7 @@ def write_compact(folder: Path, game: Game, rounds: tuple[RoundBuckets | None, .
         if isinstance(buckets, PercentileBuckets):
             arrays[f"r{r}_upper"] = np.asarray(buckets.upper, dtype=np.float32)
         elif isinstance(buckets, CentreBuckets):
-            arrays |= {f"r{r}_centres": buckets.centres, f"r{r}_move_source": buckets.move_source,
-                       f"r{r}_move_point": buckets.move_point, f"r{r}_move_target": buckets.move_target}  # fmt: skip
-            if buckets.coarse_centres is not None and buckets.coarse_offsets is not None:
-                arrays |= {f"r{r}_coarse_centres": buckets.coarse_centres, f"r{r}_coarse_offsets": buckets.coarse_offsets}
+            arrays |= buckets.to_arrays(f"r{r}_")
     np.savez_compressed(folder / BUCKETS_FILE, **arrays)
     (folder / POLICY_FILE).write_bytes(pack_policy(tree, num_buckets, quantise_policy(tree, num_buckets, average)))
     body = {"kind": KIND, "game": game.name, **manifest,
@@ -156,9 +153,7 @@ def read_rounds(folder: Path, methods: list[str]) -> tuple[RoundBuckets | None, 
             elif method == "ehs2":
                 rounds.append(PercentileBuckets(arrays[f"r{r}_upper"]))
             elif method == "ke":
-                rounds.append(CentreBuckets(arrays[f"r{r}_centres"], arrays[f"r{r}_move_source"],
-                                            arrays[f"r{r}_move_point"], arrays[f"r{r}_move_target"],
-                                            arrays.get(f"r{r}_coarse_centres"), arrays.get(f"r{r}_coarse_offsets")))  # fmt: skip
+                rounds.append(CentreBuckets.from_arrays(arrays, f"r{r}_"))
             else:
                 raise ShippedBotError(f"{path}: round {r} method {method!r} cannot be bucketed at play time")
         except KeyError as missing:

@@ -177,7 +177,7 @@ def buckets_of(buckets: RoundBuckets, ehs2: np.ndarray, hist: np.ndarray) -> np.
         return np.searchsorted(buckets.upper, ehs2, side="left").astype(np.int64)
     if isinstance(buckets, CentreBuckets):
         points = cdf_vectors(hist)
-        if buckets.coarse_centres is None or buckets.coarse_offsets is None:  # one level
+        if buckets.coarse_centres is None or buckets.coarse_offsets is None:  # one level (both or neither)
             out = nearest_centres(points, buckets.centres)
         else:
             coarse = nearest_centres(points, buckets.coarse_centres)

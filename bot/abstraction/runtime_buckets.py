@@ -28,6 +28,7 @@ against the cached tables.
 from __future__ import annotations
 
 import itertools
+from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cache
 
@@ -252,6 +253,23 @@ class CentreBuckets(RoundBuckets):
                     or np.any(np.diff(offsets) < 1)):  # fmt: skip
                 raise ValueError(f"coarse offsets {offsets[:4].tolist()}... do not split {len(self.centres)} centres "
                                  f"among {len(self.coarse_centres)} coarse clusters")  # fmt: skip
+
+    #: Array names of :meth:`to_arrays`; the coarse pair only for a two-level fit.
+    FIELDS = ("centres", "move_source", "move_point", "move_target")
+    COARSE_FIELDS = ("coarse_centres", "coarse_offsets")
+
+    def to_arrays(self, prefix: str = "") -> dict[str, np.ndarray]:
+        """The arrays that rebuild these buckets (:meth:`from_arrays`), named ``prefix`` + field:
+        what a compact bot's ``buckets.npz`` and the build's centre cache store."""
+        names = self.FIELDS + (self.COARSE_FIELDS if self.coarse_offsets is not None else ())
+        return {prefix + name: getattr(self, name) for name in names}
+
+    @classmethod
+    def from_arrays(cls, arrays: Mapping[str, np.ndarray], prefix: str = "") -> CentreBuckets:
+        """The buckets :meth:`to_arrays` stored; KeyError names a missing array, ValueError an
+        inconsistent two-level pair."""
+        coarse = [arrays.get(prefix + name) for name in cls.COARSE_FIELDS]
+        return cls(*(arrays[prefix + name] for name in cls.FIELDS), *coarse)
 
     @property
     def bins(self) -> int:  # type: ignore[override]

@@ -77,10 +77,7 @@ def centre_buckets(spec: AbstractionSpec, r: int, table: np.ndarray, fit: KMeans
     cache = spec_dir(spec) / f"centres_r{r}.npz"
     if cache.exists():
         with np.load(cache) as data:
-            two_level = "coarse_centres" in data.files
-            return CentreBuckets(data["centres"], data["move_source"], data["move_point"], data["move_target"],
-                                 data["coarse_centres"] if two_level else None,
-                                 data["coarse_offsets"] if two_level else None)  # fmt: skip
+            return CentreBuckets.from_arrays({name: data[name] for name in data.files})
     fit = fit if fit is not None else refit(spec, r)
     differ = int(np.count_nonzero(fit.buckets != np.asarray(table)))
     if differ:
@@ -89,12 +86,8 @@ def centre_buckets(spec: AbstractionSpec, r: int, table: np.ndarray, fit: KMeans
     buckets = CentreBuckets(np.asarray(fit.centres, dtype=np.float32), np.array([m[0] for m in fit.moves], dtype=np.int64),
                             np.array([m[1] for m in fit.moves], dtype=np.float32).reshape(len(fit.moves), HIST_BINS),
                             np.array([m[2] for m in fit.moves], dtype=np.int64), coarse, fit.coarse_offsets)  # fmt: skip
-    arrays = dict(centres=buckets.centres, move_source=buckets.move_source, move_point=buckets.move_point,
-                  move_target=buckets.move_target)  # fmt: skip
-    if coarse is not None:
-        arrays |= dict(coarse_centres=coarse, coarse_offsets=np.asarray(fit.coarse_offsets, dtype=np.int64))
     tmp = cache.with_name(f"{cache.stem}.tmp.npz")
-    np.savez(tmp, **arrays)
+    np.savez(tmp, **buckets.to_arrays())
     os.replace(tmp, cache)
     return buckets
 

@@ -171,7 +171,8 @@ def test_compact_built_abstraction_range_probabilities_equal_one_by_one(tmp_path
         from bot.abstraction import cost
 
         two_level = spec_name.endswith("two_level")
-        monkeypatch.setattr(cost, "TWO_LEVEL_MIN_K", 16 if two_level else cost.TWO_LEVEL_MIN_K)
+        if two_level:
+            monkeypatch.setattr(cost, "TWO_LEVEL_MIN_K", 16)
         path = tmp_path / "small.game"
         path.write_text(load_game("fhp").to_text().replace("numRanks = 13", "numRanks = 5"))
         buckets = 40 if two_level else 8

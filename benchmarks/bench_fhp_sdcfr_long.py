@@ -12,7 +12,8 @@ Each ``--run`` is a ``pokerbot train`` run directory of the SD-CFR family (``sd-
 ``deep-cfr``, ``dream``, ``os-sd-cfr``) on FHP: its ``metrics.jsonl`` holds the exact
 exploitability (NashConv/2 over the canonical flops, measured off the training clock) of the
 SD-CFR average (``sdcfr_exploitability_mbb``, every ``evaluate_every`` iterations) and, for a
-Deep CFR run, of its average network (``average_exploitability_mbb``, every ``average_every``).
+Deep CFR run, of its average network (``average_exploitability_mbb``, every ``average_every``);
+a run followed with ``--average-exponent E`` adds the SD-CFR average under weights ``t^E``.
 Training seconds are the run's ``elapsed_s`` (wall clock of traversals and fits: it depends on
 the load); nodes touched are the infosets its traversals evaluated (``infosets_per_s x
 traversal_s``, as bench_fhp_figure2.py counts them). For each curve it prints every point, the
@@ -25,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 from pathlib import Path
 
@@ -58,6 +60,16 @@ RECORDED = (
 PAPER_MBB = 18.5
 #: metrics key -> what it measures.
 METRICS = {"sdcfr_exploitability_mbb": "SD-CFR average", "average_exploitability_mbb": "Deep CFR average network"}
+#: A weighting's key in a followed curve (``pokerbot exploit RUN --follow --average-exponent E``).
+WEIGHTED = re.compile(r"sdcfr_t([0-9.]+)_exploitability_mbb")
+
+
+def metrics_of(run: Path) -> dict[str, str]:
+    """:data:`METRICS` plus every other weighting of the SD-CFR average the run's follower measured."""
+    followed_path = run / FOLLOW_FOLDER / FOLLOW_CURVE
+    keys = {key for record in parse_metrics(followed_path) for key in record} if followed_path.exists() else set()
+    weighted = sorted((float(m.group(1)), key) for key in keys if (m := WEIGHTED.fullmatch(key)))
+    return METRICS | {key: f"SD-CFR average, weights t^{exponent:g}" for exponent, key in weighted}
 
 
 def curve(run: Path, metric: str) -> list[dict]:
@@ -92,7 +104,7 @@ def report(run: Path) -> dict[str, list[dict]]:
     config = read_toml(run / "config.toml")
     name = f"{config.get('targets', 'sampled')} targets, width {config.get('width')}, {config.get('sgd_steps')} steps"
     found = {}
-    for metric, label in METRICS.items():
+    for metric, label in metrics_of(run).items():
         rows = curve(run, metric)
         if not rows:
             continue
@@ -109,6 +121,20 @@ def report(run: Path) -> dict[str, list[dict]]:
     return found
 
 
+def weightings_side_by_side(run: Path) -> None:
+    """The SD-CFR average under each weighting the follower measured, a column each (the same
+    networks, so the columns differ only by how the iterations are weighted)."""
+    labels = {key: label for key, label in metrics_of(run).items() if key.startswith("sdcfr")}
+    if len(labels) < 2:
+        return
+    columns = {key: {r["iteration"]: r["mbb"] for r in curve(run, key)} for key in labels}
+    names = ["t" if key == "sdcfr_exploitability_mbb" else label.rsplit(" ", 1)[-1] for key, label in labels.items()]
+    print(f"\n{run}: the SD-CFR average by weighting (mbb/g, exact)")
+    print(f"{'iteration':>9s} " + " ".join(f"{name:>9s}" for name in names))
+    for iteration in sorted(columns["sdcfr_exploitability_mbb"]):
+        print(f"{iteration:9d} " + " ".join(f"{columns[key].get(iteration, float('nan')):9.2f}" for key in labels))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--run", action="append", default=[], help="a run directory (repeatable; default runs/sdcfr_fhp)")
@@ -120,6 +146,8 @@ def main() -> None:
             parser.error(f"{run} is not a training run directory (no metrics.jsonl and config.toml)")
     print(f"machine: {machine()}")
     measured = {label: rows for run in runs for label, rows in report(run).items()}
+    for run in runs:
+        weightings_side_by_side(run)
     if not measured:
         parser.error("no exact exploitability in these runs yet (the first comes at iteration evaluate_every)")
     panels = []

@@ -12,7 +12,8 @@ the sha256 of every file and the run's provenance) whose kind-specific fields ar
 **SD-CFR** (Steinberger 2019; DREAM paper sec. 4.4): the stack lists every iteration's value
 networks per position; strategy ``sigma^t`` comes from regret matching on them. Playing samples
 one stack entry per hand with probability proportional to its weight (linear CFR: the
-iteration), which plays exactly the linear average strategy. Its exact average policy at an
+iteration; ``t^e`` for a run trained with ``average_exponent`` e, :mod:`bot.agents.stack_weights`),
+which plays exactly that average strategy. Its exact average policy at an
 infoset is the reach-weighted average ``sum_t w_t pi_p^t(I) sigma^t(I) / sum_t w_t pi_p^t(I)``
 (:class:`StackAverage`). Networks are loaded one at a time, so a stack need not fit in memory.
 **Deep CFR** plays the average-strategy network (masked softmax over legal actions).

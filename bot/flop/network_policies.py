@@ -9,7 +9,8 @@ per-flop best response (:mod:`bot.flop.best_response`) a :class:`FlopPolicy`:
   (Steinberger 2019, "Single Deep Counterfactual Regret Minimization", sec. 3): at infoset I of
   player p, ``sum_t w_t pi_p^t(I) sigma^t(I) / sum_t w_t pi_p^t(I)``, with ``sigma^t`` regret
   matching on iteration t's value network, ``pi_p^t(I)`` p's own reach to I under ``sigma^t``
-  (its preflop and flop actions) and ``w_t`` the stack's linear weights; infosets no entry
+  (its preflop and flop actions) and ``w_t`` the stack's weights (``t``, or ``t^e`` for a run's
+  ``average_exponent`` e; :mod:`bot.agents.stack_weights`); infosets no entry
   reaches play uniformly. This is :class:`bot.agents.deep_cfr.StackAverage`'s convention, per
   flop: the numerator is accumulated, and the best response's regret matching (a normalisation
   of non-negative weights, uniform where all are 0) divides it by the denominator.
@@ -275,10 +276,11 @@ class FlopStackAverage:
     numerator is summed as entries are added; the flop numerator of a chunk of flops is summed
     on request over every entry added (:meth:`flop_numerator`), so memory stays one chunk."""
 
-    def __init__(self, grid: NetworkGrid, argmax_fallback: bool = True) -> None:
+    def __init__(self, grid: NetworkGrid, argmax_fallback: bool = True, exponents: Sequence[float] = (1.0,)) -> None:
         self.grid, self.fg = grid, grid.fg
         self.argmax_fallback = argmax_fallback
-        self.preflop = np.zeros((self.fg.preflop.num_decisions, self.fg.num_hands, 3))
+        self.exponents = tuple(float(e) for e in exponents)
+        self.preflops = [np.zeros((self.fg.preflop.num_decisions, self.fg.num_hands, 3)) for _ in self.exponents]
         self.entries: list[tuple[float, NetPair, np.ndarray]] = []
         self._pre_nodes = _decision_locals(self.fg.preflop)
         self._flop_nodes = _decision_locals(self.fg.flop)
@@ -290,29 +292,47 @@ class FlopStackAverage:
         strategy = self.grid.strategies(nets, "value", self.argmax_fallback, 0)[0].astype(np.float64)
         _, reach = fg.preflop_reach(strategy)
         own = reach[self._pre_nodes, fg.tree.actor[fg.preflop.decision_nodes]]  # [D0, H]
-        self.preflop += weight * own[..., None] * strategy
+        for preflop, exponent in zip(self.preflops, self.exponents, strict=True):
+            preflop += weight**exponent * own[..., None] * strategy
         self.entries.append((weight, nets, leaf_reach(fg.preflop, reach)))
 
+    @property
+    def preflop(self) -> np.ndarray:
+        """The preflop numerator of the first weighting (``exponents[0]``)."""
+        return self.preflops[0]
+
     def flop_numerator(self, lo: int, hi: int, entries: Sequence[int] | None = None,
-                       out: np.ndarray | None = None) -> np.ndarray:
-        """``sum_t w_t pi_p^t sigma^t`` ``[hi - lo, D1, H, 3]`` on flops ``lo..hi-1`` over the
-        entries ``entries`` (default: all), added into ``out`` when given."""
+                       out: np.ndarray | None = None, weighting: int = 0) -> np.ndarray:
+        """``sum_t w_t^e pi_p^t sigma^t`` ``[hi - lo, D1, H, 3]`` (``e = exponents[weighting]``) on
+        flops ``lo..hi-1`` over the entries ``entries`` (default: all), added into ``out`` when given."""
+        return self.flop_numerators(lo, hi, entries, None if out is None else [out], [weighting])[0]
+
+    def flop_numerators(self, lo: int, hi: int, entries: Sequence[int] | None = None,
+                        outs: Sequence[np.ndarray] | None = None,
+                        weightings: Sequence[int] | None = None) -> list[np.ndarray]:
+        """:meth:`flop_numerator` for several weightings (default: every one) at once, added into
+        ``outs`` (one a weighting) when given: each entry's networks are read once over the
+        chunk, so another weighting costs only its reach-weighted sums and its best response."""
         fg = self.fg
-        if out is None:
-            out = np.zeros((hi - lo, fg.flop.num_decisions, fg.num_hands, 3), np.float32)
+        chosen = list(range(len(self.exponents)) if weightings is None else weightings)
+        if outs is None:
+            outs = [np.zeros((hi - lo, fg.flop.num_decisions, fg.num_hands, 3), np.float32) for _ in chosen]
         for index in range(len(self.entries)) if entries is None else entries:
             weight, nets, root_reach = self.entries[index]
             rows = self.grid.shared_rows(nets, "value", self.argmax_fallback, 1, lo, hi)
-            _add_reach_weighted(fg.flop.arrays, rows.strategies, rows.rows_of, rows.node_group, rows.node_row, root_reach,
-                                fg.valid, lo, float(weight), self._flop_nodes, self._flop_actor, out)
-        return out
+            for out, k in zip(outs, chosen, strict=True):
+                _add_reach_weighted(fg.flop.arrays, rows.strategies, rows.rows_of, rows.node_group, rows.node_row,
+                                    root_reach, fg.valid, lo, float(weight) ** self.exponents[k], self._flop_nodes,
+                                    self._flop_actor, out)
+        return list(outs)
 
     @property
     def suit_invariant(self) -> bool:
         return _suit_invariant([net for _, nets, _ in self.entries for net in nets])
 
-    def policy(self) -> FlopPolicy:
-        """The average as a policy (numerators; the best response normalises them)."""
+    def policy(self, weighting: int = 0) -> FlopPolicy:
+        """The average under ``exponents[weighting]`` as a policy (numerators; the best response
+        normalises them)."""
         total = max(1, len(self.entries))
         buffer = ChunkBuffer()
 
@@ -320,12 +340,12 @@ class FlopStackAverage:
             out = buffer.get((hi - lo, self.fg.flop.num_decisions, self.fg.num_hands, 3))
             out.fill(0.0)
             for index in range(len(self.entries)):
-                self.flop_numerator(lo, hi, [index], out)
+                self.flop_numerator(lo, hi, [index], out, weighting)
                 report("SD-CFR stack over flops (networks x flops)", lo * total + (hi - lo) * (index + 1),
                        total * self.fg.num_flops)
             return out
 
-        return FlopPolicy(self.preflop.astype(np.float32), tables, self.suit_invariant)
+        return FlopPolicy(self.preflops[weighting].astype(np.float32), tables, self.suit_invariant)
 
 
 def stack_nets(bundle: DeepCFRBundle, entry: dict) -> NetPair:

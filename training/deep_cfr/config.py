@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from bot.agents.stack_weights import MAX_AVERAGE_EXPONENT
 from bot.errors import ConfigError
 from training.contract.entry import parse_duration, resolve_device, runs_on_cpu, worker_threads
 from training.contract.strength import StrengthOptions, StrengthSettings
@@ -89,6 +90,13 @@ class DeepCFRConfig(StrengthOptions):
     """``reservoir`` or ``window`` (the sliding-window ablation)."""
     linear_weighting: bool = True
     """Linear CFR: weight samples by their iteration, batch weights rescaled by 2/T."""
+    average_exponent: float = 1.0
+    """SD-CFR: stack entry t (the policy of iteration t) weighs ``t^average_exponent`` in the
+    average that plays and is measured (1: linear CFR's weights, Steinberger 2019; 2: DCFR's
+    average weighting, Brown & Sandholm 2019), so later, better-fitted iterations count for more.
+    The value networks and their training are the same whatever it is; with
+    ``linear_weighting = false`` every entry weighs 1. ``pokerbot exploit RUN --follow
+    --average-exponent E`` measures other exponents on a run as it trains."""
     normalize_targets: bool = False
     """Divide the value network's targets by their weighted RMS before each fit. Regret matching
     is invariant to scaling advantages, so the policy means the same; Adam then fits every
@@ -145,6 +153,8 @@ class DeepCFRConfig(StrengthOptions):
             raise ConfigError(f"fit_backend must be auto, torch, fused or bf16, got {self.fit_backend!r}")
         if not self.sgd_epochs >= 0:
             raise ConfigError(f"sgd_epochs must be 0 or positive, got {self.sgd_epochs}")
+        if not 0 <= self.average_exponent <= MAX_AVERAGE_EXPONENT:
+            raise ConfigError(f"average_exponent must be from 0 to {MAX_AVERAGE_EXPONENT:g}, got {self.average_exponent}")
         if self.fit_backend == "fused" and not runs_on_cpu(self.device):
             raise ConfigError("fit_backend = fused runs on the CPU: use --device cpu, or fit_backend = torch for cuda")
         resolve_device(self.device)

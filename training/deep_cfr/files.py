@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from bot.agents.bundle import write_bundle
+from bot.agents.stack_weights import stack_weight
 from protocol.files import sha256_file
 from training.common.reservoir import Reservoir
 from training.contract.rundir import RunDirError, load_torch, save_torch
@@ -62,7 +63,7 @@ class RunFiles:
         Deep CFR run the SD-CFR policy of the same value networks (Steinberger 2019 compares the
         two on one run), a bundle of its own there (:meth:`write_stack_bundle`)."""
         t = self.iteration
-        weight = t + 1 if self.config.linear_weighting else 1
+        weight = stack_weight(t + 1, self.config.average_exponent) if self.config.linear_weighting else 1
         files = [f"stack/p{p}_t{t:06d}.pt" for p in (0, 1)]
         (self.run.policy_path / "stack").mkdir(parents=True, exist_ok=True)
         for p, file in enumerate(files):

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -36,14 +36,31 @@ MAX_STORED_BYTES = 4 << 30
 FOLDER = "evaluation"
 
 
+def weighting_tag(exponent: float) -> str:
+    """The suffix of a weighting's metric keys and numerator files: ``""`` for the linear
+    weights (exponent 1, the keys every earlier run wrote), ``"_t2"`` for ``t^2``."""
+    return "" if exponent == 1.0 else f"_t{exponent:g}"
+
+
+def weights_name(exponent: float) -> str:
+    """How a weighting reads in a log line: ``weights t``, ``weights t^2``."""
+    return "weights t" if exponent == 1.0 else f"weights t^{exponent:g}"
+
+
 class FlopRunEvaluation:
-    """The incremental exact SD-CFR average of one run (see the module docstring)."""
+    """The incremental exact SD-CFR average of one run (see the module docstring), under one or
+    more weightings of its entries: ``exponents`` e weight iteration t by ``t^e`` (1: linear
+    CFR's weights, Steinberger's average; 2: DCFR's average weighting, Brown & Sandholm 2019),
+    the networks read once for all of them."""
 
     def __init__(self, game: Game, run_path: Path, canonical: bool, argmax_fallback: bool, device: str = "cpu",
-                 folder: str = FOLDER) -> None:
+                 folder: str = FOLDER, exponents: Sequence[float] = (1.0,)) -> None:
         self.fg = flop_game_for(game, canonical)
         self.grid = NetworkGrid(self.fg, device)
         self.argmax_fallback = argmax_fallback
+        self.exponents = tuple(float(e) for e in exponents)
+        if not self.exponents or len(set(self.exponents)) < len(self.exponents):
+            raise ValueError(f"weighting exponents {list(self.exponents)}: give at least one, each once")
         self.folder = Path(run_path) / folder
         fg = self.fg
         self.shape = (fg.num_flops, fg.flop.num_decisions, fg.num_hands, 3)
@@ -57,7 +74,7 @@ class FlopRunEvaluation:
 
     def _write_state(self, state: dict) -> None:
         self.folder.mkdir(parents=True, exist_ok=True)
-        atomic_write_text(self.folder / "state.json", json.dumps(state))
+        atomic_write_text(self.folder / "state.json", json.dumps(dict(state, exponents=list(self.exponents))))
 
     def forget(self) -> None:
         """Drop the stored numerators' claim on any stack: the next evaluation rebuilds them
@@ -66,28 +83,35 @@ class FlopRunEvaluation:
             self._write_state({"entries": 0})
 
     def evaluate(self, stack: list[dict], nets_of: Callable[[dict], NetPair], progress: Progress | None = None) -> dict:
-        """Exact exploitability of the average of ``stack`` (entries as the bundle lists them;
-        ``nets_of`` loads one entry's networks): metrics for the run's ``metrics.jsonl``.
-        ``progress(flops done, flops)`` follows the pass."""
+        """Exact exploitability of the average of ``stack`` under each weighting (entries as the
+        bundle lists them; ``nets_of`` loads one entry's networks): metrics for the run's
+        ``metrics.jsonl``. ``progress(flops done, flops)`` follows each pass."""
         started = time.perf_counter()
         state = self._state()
         held = int(state.get("entries", 0)) if self.stored else 0
-        consistent = "updating_to" not in state and held <= len(stack)
-        if self.stored and not consistent:
+        stored_exponents = [float(e) for e in state.get("exponents", [1.0])]
+        if self.stored and held and stored_exponents != list(self.exponents):
+            print(f"{self.folder}: the stored SD-CFR numerators were summed under other weightings "
+                  f"({', '.join(weights_name(e) for e in stored_exponents)}): rebuilding them from the whole stack")
+            held = 0
+        elif self.stored and ("updating_to" in state or held > len(stack)):
             print(f"{self.folder}: the stored SD-CFR numerators match no stack (interrupted evaluation or an "
                   "older checkpoint): rebuilding them from the whole stack")
             held = 0
-        average = FlopStackAverage(self.grid, self.argmax_fallback)
+        average = FlopStackAverage(self.grid, self.argmax_fallback, self.exponents)
         for entry in stack[held:]:
             average.add(float(entry["weight"]), nets_of(entry))
         suit_invariant = average.suit_invariant if average.entries else True
         if self.fg.canonical and not suit_invariant:
             raise ValueError("a run evaluated on canonical flops must have suit-canonical networks")
-        report = self._best_response(average, held, len(stack), progress)
-        elapsed = time.perf_counter() - started
-        return {"sdcfr_exploitability_mbb": report.mbb(report.exploitability),
-                "sdcfr_nashconv_mbb": report.mbb(report.nash_conv),
-                "flop_evaluation_s": elapsed, "flop_evaluation_flops": self.fg.num_flops}
+        reports = self._best_responses(average, held, len(stack), progress)
+        metrics: dict = {}
+        for exponent, report in zip(self.exponents, reports, strict=True):
+            tag = weighting_tag(exponent)
+            metrics[f"sdcfr{tag}_exploitability_mbb"] = report.mbb(report.exploitability)
+            metrics[f"sdcfr{tag}_nashconv_mbb"] = report.mbb(report.nash_conv)
+        metrics.update(flop_evaluation_s=time.perf_counter() - started, flop_evaluation_flops=self.fg.num_flops)
+        return metrics
 
     def evaluate_average(self, net: DeepCFRNetwork) -> dict:
         """Deep CFR: exact exploitability of the average-strategy network (read at both seats)."""
@@ -98,25 +122,37 @@ class FlopRunEvaluation:
                 "average_nashconv_mbb": report.mbb(report.nash_conv),
                 "flop_evaluation_s": time.perf_counter() - started, "flop_evaluation_flops": fg.num_flops}
 
-    def _best_response(self, average: FlopStackAverage, held: int, total: int,
-                       progress: Progress | None) -> ExploitabilityReport:
+    def _best_responses(self, average: FlopStackAverage, held: int, total: int,
+                        progress: Progress | None) -> list[ExploitabilityReport]:
+        """One best response a weighting. With stored numerators the first pass adds the new
+        entries to every weighting's numerators (their networks read once) and the others read
+        theirs back; otherwise every pass sums its weighting over the whole stack."""
         if not self.stored:
-            return flop_exploitability(self.fg, average.policy(), progress)
+            return [flop_exploitability(self.fg, average.policy(k), progress) for k in range(len(self.exponents))]
         self.folder.mkdir(parents=True, exist_ok=True)
-        numerator_path, preflop_path = self.folder / "flop_numerator.f32", self.folder / "preflop_numerator.npy"
         fresh = held == 0
-        numerator = np.memmap(numerator_path, dtype=np.float32, mode="w+" if fresh else "r+", shape=self.shape)
-        preflop = average.preflop + (0.0 if fresh else np.load(preflop_path))
+        numerators, preflops = [], []
+        for exponent, preflop in zip(self.exponents, average.preflops, strict=True):
+            tag = weighting_tag(exponent)
+            numerators.append(np.memmap(self.folder / f"flop_numerator{tag}.f32", dtype=np.float32,
+                                        mode="w+" if fresh else "r+", shape=self.shape))
+            preflops.append(preflop + (0.0 if fresh else np.load(self.folder / f"preflop_numerator{tag}.npy")))
         self._write_state({"entries": held, "updating_to": total})
 
-        def tables(lo: int, hi: int) -> np.ndarray:
-            chunk = np.zeros(numerator[lo:hi].shape, np.float32) if fresh else np.array(numerator[lo:hi])
-            average.flop_numerator(lo, hi, out=chunk)
-            numerator[lo:hi] = chunk
-            return chunk
+        def updated(lo: int, hi: int) -> np.ndarray:
+            chunks = [np.zeros(n[lo:hi].shape, np.float32) if fresh else np.array(n[lo:hi]) for n in numerators]
+            average.flop_numerators(lo, hi, outs=chunks)
+            for numerator, chunk in zip(numerators, chunks, strict=True):
+                numerator[lo:hi] = chunk
+            return chunks[0]
 
-        report = flop_exploitability(self.fg, FlopPolicy(preflop.astype(np.float32), tables, self.fg.canonical), progress)
-        numerator.flush()
-        np.save(preflop_path, preflop)
+        reports = []
+        for k, preflop in enumerate(preflops):
+            tables = updated if k == 0 else (lambda lo, hi, n=numerators[k]: np.array(n[lo:hi]))
+            reports.append(flop_exploitability(self.fg, FlopPolicy(preflop.astype(np.float32), tables, self.fg.canonical),
+                                               progress))
+        for exponent, numerator, preflop in zip(self.exponents, numerators, preflops, strict=True):
+            numerator.flush()
+            np.save(self.folder / f"preflop_numerator{weighting_tag(exponent)}.npy", preflop)
         self._write_state({"entries": total})
-        return report
+        return reports

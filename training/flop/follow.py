@@ -11,7 +11,9 @@ numerators, :class:`training.flop.evaluation.FlopRunEvaluation`, kept in their o
 
 Records go to ``RUN/evaluation-follow/curve.jsonl``, one line an evaluation: the iteration, the
 run's training clock at it (``elapsed_s`` from ``metrics.jsonl``), the exploitability and the
-evaluation's own wall seconds, and a digest of the stack entries it averaged. The follower can be
+evaluation's own wall seconds, and a digest of the stack entries it averaged. ``--average-exponent`` measures the average under
+other weightings of the same networks beside the linear one (iteration t weighted ``t^e``; keys
+``sdcfr_t2_exploitability_mbb`` and so on), reading each network once for all of them. The follower can be
 stopped and started again at any time: it goes on after the last record. If the run was resumed
 from a checkpoint older than some records (the entries after it trained again, so their files
 changed), those records are dropped and the numerators rebuilt, announced. It stops when the run
@@ -23,7 +25,7 @@ from __future__ import annotations
 import hashlib
 import json
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from bot.agents.bundle import stack_root
@@ -36,7 +38,7 @@ from bot.run_files import parse_metrics, read_toml
 from protocol.files import atomic_write_text
 from protocol.gamedef import Game
 from training.contract.lock import is_held
-from training.flop.evaluation import FlopRunEvaluation
+from training.flop.evaluation import FlopRunEvaluation, weighting_tag, weights_name
 
 FOLDER = "evaluation-follow"
 CURVE = "curve.jsonl"
@@ -74,13 +76,14 @@ def prefix_digests(bundle: DeepCFRBundle) -> list[str]:
 class RunFollower:
     """Measures one run's SD-CFR average at every ``every``-th iteration (module docstring)."""
 
-    def __init__(self, run: Path, every: int, game: Game, device: str = "cpu", log: Callable[[str], None] = print) -> None:
+    def __init__(self, run: Path, every: int, game: Game, device: str = "cpu", log: Callable[[str], None] = print,
+                 exponents: Sequence[float] = (1.0,)) -> None:
         self.run, self.every, self.log = Path(run), every, log
         if flop_shape_error(game) is not None:
             raise FollowError(f"{run}: --follow measures flop hold'em-shaped runs (FHP); {game.name} is not one")
         config = read_toml(self.run / "config.toml")
         self.evaluation = FlopRunEvaluation(game, self.run, bool(config.get("canonical_suits", False)),
-                                            bool(config.get("argmax_fallback", True)), device, FOLDER)
+                                            bool(config.get("argmax_fallback", True)), device, FOLDER, exponents)
         self.curve_path = self.run / FOLDER / CURVE
         self.curve = parse_metrics(self.curve_path) if self.curve_path.exists() else []
 
@@ -89,13 +92,22 @@ class RunFollower:
         atomic_write_text(self.curve_path, "".join(json.dumps(record) + "\n" for record in self.curve))
 
     def _drop_stale(self, digests: list[str]) -> None:
-        """Records whose stack entries changed since (or are gone) are dropped, numerators rebuilt."""
+        """Records whose stack entries changed since (or are gone) are dropped, numerators rebuilt;
+        so are records that lack a weighting asked for now (measured again under all of them)."""
         kept = [r for r in self.curve if r["iteration"] < len(digests) and r["stack_digest"] == digests[r["iteration"]]]
         if len(kept) < len(self.curve):
             first = self.curve[len(kept)]["iteration"]
             self.log(f"{self.run}: the stack changed from iteration {first} on (a resume trained it again): "
                      f"dropping {len(self.curve) - len(kept)} record(s) and rebuilding the numerators")
             self.curve = kept
+            self.evaluation.forget()
+            self._write_curve()
+        keys = [f"sdcfr{weighting_tag(e)}_exploitability_mbb" for e in self.evaluation.exponents]
+        complete = next((i for i, r in enumerate(self.curve) if not all(k in r for k in keys)), len(self.curve))
+        if complete < len(self.curve):
+            self.log(f"{self.run}: {len(self.curve) - complete} record(s) from iteration "
+                     f"{self.curve[complete]['iteration']} on lack a weighting asked for: measuring them again")
+            self.curve = self.curve[:complete]
             self.evaluation.forget()
             self._write_curve()
 
@@ -124,8 +136,9 @@ class RunFollower:
         record["stack_digest"] = digests[target]
         self.curve.append(record)
         self._write_curve()
-        self.log(f"iteration {target}: {record['sdcfr_exploitability_mbb']:.2f} mbb/g (exact, NashConv/2), "
-                 f"measured in {record['flop_evaluation_s']:.0f} s")
+        figures = ", ".join(f"{record[f'sdcfr{weighting_tag(e)}_exploitability_mbb']:.2f} mbb/g ({weights_name(e)})"
+                            for e in self.evaluation.exponents)
+        self.log(f"iteration {target}: {figures} (exact, NashConv/2), measured in {record['flop_evaluation_s']:.0f} s")
         return True
 
     def follow(self, poll: float, running: Callable[[], bool] | None = None, progress: Progress | None = None) -> int:

@@ -163,6 +163,39 @@ def test_incremental_evaluation_equals_a_fresh_one_and_survives_an_interruption(
     assert evaluation.evaluate(stack[:3], nets_of)[key] == pytest.approx(older, abs=1e-4)  # resumed from before
 
 
+def test_other_weightings_equal_the_stack_reweighted_by_hand(tmp_path, capsys):
+    """Exponent e weights iteration t by t^e: measured beside the linear weights (one read of
+    each network, incrementally), it equals the brute-force average of the same stack with its
+    weights raised to e; the linear figure is unchanged; a change of weightings rebuilds."""
+    nets = {i: (random_net(20 + 2 * i, True), random_net(21 + 2 * i, True)) for i in (1, 2, 3, 4)}
+    stack = [{"weight": 1, "uniform": True}] + [{"weight": i + 1, "files": [str(i)]} for i in (1, 2, 3, 4)]
+
+    def nets_of(entry):
+        return (None, None) if entry.get("uniform") else nets[int(entry["files"][0])]
+
+    def brute(exponent):
+        batch, exact = InfosetBatch(TINY_FHP), StackAverage(TINY_FHP)
+        for entry in stack:
+            exact.add(batch.strategy(None if entry.get("uniform") else nets_of(entry)), float(entry["weight"]) ** exponent)
+        report = exploitability(TINY_FHP, exact.strategy())
+        return report.mbb(report.exploitability)
+
+    evaluation = FlopRunEvaluation(TINY_FHP, tmp_path / "a", True, True, exponents=(1.0, 2.0, 3.0))
+    evaluation.evaluate(stack[:3], nets_of)
+    metrics = evaluation.evaluate(stack, nets_of)  # the last two entries added to every weighting's numerators
+    figures = [metrics["sdcfr_exploitability_mbb"], metrics["sdcfr_t2_exploitability_mbb"],
+               metrics["sdcfr_t3_exploitability_mbb"]]
+    assert figures == pytest.approx([brute(1.0), brute(2.0), brute(3.0)], abs=1e-4, rel=1e-6)
+    assert len({round(f, 3) for f in figures}) == 3  # the weightings do differ on this stack
+    assert (tmp_path / "a" / "evaluation" / "flop_numerator_t2.f32").is_file()
+    capsys.readouterr()
+    linear_only = FlopRunEvaluation(TINY_FHP, tmp_path / "a", True, True)  # the same folder, other weightings
+    assert linear_only.evaluate(stack, nets_of)["sdcfr_exploitability_mbb"] == pytest.approx(brute(1.0), abs=1e-4)
+    assert "summed under other weightings (weights t, weights t^2, weights t^3): rebuilding" in capsys.readouterr().out
+    with pytest.raises(ValueError, match="each once"):
+        FlopRunEvaluation(TINY_FHP, tmp_path / "b", True, True, exponents=(2.0, 2.0))
+
+
 def test_canonical_stack_on_canonical_flops_equals_every_flop():
     """A stack of suit-canonical networks is suit-invariant: the 1,755-flop path (here 60 of
     120) gives the all-flops value, which equals StackAverage's brute force."""

@@ -272,6 +272,31 @@ def test_traversal_strategy_table_equals_the_networks(tmp_path) -> None:
         trainer.strategy_fn(0, space.node[:1], np.full((1, cards.shape[1]), 5))  # hole card 5 twice: impossible
 
 
+def test_average_exponent_reweights_the_stack_and_nothing_else(kuhn_sdcfr, tmp_path) -> None:
+    """``average_exponent = 2`` trains the same value networks as the linear run of the same
+    seed (the weights only average them), writes weights t^2, and its logged exact
+    exploitability is that of the linear run's strategies averaged with squared weights."""
+    linear_out, _ = kuhn_sdcfr
+    out = tmp_path / "kuhn-sd-t2"
+    records = DeepCFRTrainer.new(kuhn_config(algo="sd-cfr", iterations=15, seed=1, average_exponent=2.0), out,
+                                 progress=False).train()
+    linear, squared = DeepCFRBundle.load(linear_out), DeepCFRBundle.load(out)
+    assert squared.weights.tolist() == [float(t) ** 2 for t in range(1, 17)]
+    for a, b in zip(linear.stack[1:], squared.stack[1:], strict=True):
+        for file_a, file_b in zip(a["files"], b["files"], strict=True):
+            state_a, state_b = (torch.load(root / name, weights_only=True)
+                                for root, name in ((linear.root, file_a), (squared.root, file_b)))
+            assert all(torch.equal(state_a[k], state_b[k]) for k in state_a)
+    reweighted = DeepCFRBundle.load(linear_out)
+    for entry in reweighted.stack:
+        entry["weight"] = float(entry["weight"]) ** 2
+    assert mbb("kuhn", bundle_strategy(reweighted)) == pytest.approx(records[-1]["sdcfr_exploitability_mbb"], rel=1e-9)
+    assert mbb("kuhn", bundle_strategy(squared)) != pytest.approx(mbb("kuhn", bundle_strategy(linear)), rel=1e-6)
+    for bad in (-1.0, 4.5):
+        with pytest.raises(ValueError, match="average_exponent must be from 0 to 4"):
+            kuhn_config(average_exponent=bad)
+
+
 def test_sgd_epochs_grows_each_fit_with_its_memory(tmp_path) -> None:
     """With ``sgd_epochs`` a value fit takes max(sgd_steps, ceil(epochs x rows / batch)) Adam steps,
     rows being the player's memory at that fit: the floor while the memory is small, then more

@@ -40,13 +40,14 @@ def trained_run(tmp_path, iterations: int = 3):
     return path
 
 
-def brute_force(run, iterations: int) -> float:
-    """Exploitability of the SD-CFR average of the stack's first ``iterations`` networks, every infoset."""
+def brute_force(run, iterations: int, exponent: float = 1.0) -> float:
+    """Exploitability of the SD-CFR average of the stack's first ``iterations`` networks, every
+    infoset, iteration t weighted ``t^exponent``."""
     bundle = DeepCFRBundle.load(run / "policy")
     batch, average = InfosetBatch(TINY_FHP), StackAverage(TINY_FHP)
     for entry in bundle.stack[: iterations + 1]:
         nets = stack_nets(bundle, entry)
-        average.add(batch.strategy(None if nets[0] is None else nets), float(entry["weight"]))
+        average.add(batch.strategy(None if nets[0] is None else nets), float(entry["weight"]) ** exponent)
     report = exploitability(TINY_FHP, average.strategy())
     return report.mbb(report.exploitability)
 
@@ -99,6 +100,28 @@ def test_exploit_follow_from_the_cli(tmp_path):
         assert (numba.get_num_threads(), torch.get_num_threads()) == (1, 1)
     result = CliRunner().invoke(main, ["exploit", str(run), "--follow", "--threads", "-1"])
     assert result.exit_code == 2 and result.output.strip().splitlines()[-1].startswith("error: --threads -1")
+
+
+def test_follow_other_weightings_of_a_finished_run(tmp_path):
+    """A finished run followed again with ``--average-exponent`` measures its whole curve again
+    under each weighting, each equal to the brute force with weights t^e."""
+    run = trained_run(tmp_path)
+    RunFollower(run, 2, TINY_FHP, log=lambda line: None).follow(0.1, running=lambda: False)
+    result = CliRunner().invoke(main, ["exploit", str(run), "--follow", "--every", "2", "--threads", "1",
+                                       "--average-exponent", "2", "--average-exponent", "0.5"])
+    assert result.exit_code == 0, result.output
+    assert "2 record(s) from iteration 2 on lack a weighting asked for" in result.output
+    assert "(weights t), " in result.output and "(weights t^2), " in result.output
+    curve = [json.loads(line) for line in (run / "evaluation-follow" / "curve.jsonl").read_text().splitlines()]
+    assert [r["iteration"] for r in curve] == [2, 3]
+    for record in curve:
+        for key, exponent in (("sdcfr", 1.0), ("sdcfr_t2", 2.0), ("sdcfr_t0.5", 0.5)):
+            assert record[f"{key}_exploitability_mbb"] == pytest.approx(
+                brute_force(run, record["iteration"], exponent), abs=1e-3)
+    result = CliRunner().invoke(main, ["exploit", str(run), "--average-exponent", "2"])
+    assert result.exit_code == 2 and "--average-exponent measures a followed run" in result.output
+    result = CliRunner().invoke(main, ["exploit", str(run), "--follow", "--average-exponent", "5"])
+    assert result.exit_code == 2 and "--average-exponent" in result.output and "Traceback" not in result.output
 
 
 @pytest.mark.parametrize("make, message", [

@@ -42,6 +42,11 @@ def weighting_tag(exponent: float) -> str:
     return "" if exponent == 1.0 else f"_t{exponent:g}"
 
 
+def exploitability_key(exponent: float) -> str:
+    """The metrics key of the average's exploitability under weights ``t^exponent``."""
+    return f"sdcfr{weighting_tag(exponent)}_exploitability_mbb"
+
+
 def weights_name(exponent: float) -> str:
     """How a weighting reads in a log line: ``weights t``, ``weights t^2``."""
     return "weights t" if exponent == 1.0 else f"weights t^{exponent:g}"
@@ -107,9 +112,8 @@ class FlopRunEvaluation:
         reports = self._best_responses(average, held, len(stack), progress)
         metrics: dict = {}
         for exponent, report in zip(self.exponents, reports, strict=True):
-            tag = weighting_tag(exponent)
-            metrics[f"sdcfr{tag}_exploitability_mbb"] = report.mbb(report.exploitability)
-            metrics[f"sdcfr{tag}_nashconv_mbb"] = report.mbb(report.nash_conv)
+            metrics[exploitability_key(exponent)] = report.mbb(report.exploitability)
+            metrics[f"sdcfr{weighting_tag(exponent)}_nashconv_mbb"] = report.mbb(report.nash_conv)
         metrics.update(flop_evaluation_s=time.perf_counter() - started, flop_evaluation_flops=self.fg.num_flops)
         return metrics
 

@@ -38,7 +38,7 @@ from bot.run_files import parse_metrics, read_toml
 from protocol.files import atomic_write_text
 from protocol.gamedef import Game
 from training.contract.lock import is_held
-from training.flop.evaluation import FlopRunEvaluation, weighting_tag, weights_name
+from training.flop.evaluation import FlopRunEvaluation, exploitability_key, weights_name
 
 FOLDER = "evaluation-follow"
 CURVE = "curve.jsonl"
@@ -97,19 +97,20 @@ class RunFollower:
         kept = [r for r in self.curve if r["iteration"] < len(digests) and r["stack_digest"] == digests[r["iteration"]]]
         if len(kept) < len(self.curve):
             first = self.curve[len(kept)]["iteration"]
-            self.log(f"{self.run}: the stack changed from iteration {first} on (a resume trained it again): "
-                     f"dropping {len(self.curve) - len(kept)} record(s) and rebuilding the numerators")
-            self.curve = kept
-            self.evaluation.forget()
-            self._write_curve()
-        keys = [f"sdcfr{weighting_tag(e)}_exploitability_mbb" for e in self.evaluation.exponents]
+            self._drop_from(len(kept), f"the stack changed from iteration {first} on (a resume trained it again): "
+                            f"dropping {len(self.curve) - len(kept)} record(s) and rebuilding the numerators")
+        keys = [exploitability_key(e) for e in self.evaluation.exponents]
         complete = next((i for i, r in enumerate(self.curve) if not all(k in r for k in keys)), len(self.curve))
         if complete < len(self.curve):
-            self.log(f"{self.run}: {len(self.curve) - complete} record(s) from iteration "
-                     f"{self.curve[complete]['iteration']} on lack a weighting asked for: measuring them again")
-            self.curve = self.curve[:complete]
-            self.evaluation.forget()
-            self._write_curve()
+            self._drop_from(complete, f"{len(self.curve) - complete} record(s) from iteration "
+                            f"{self.curve[complete]['iteration']} on lack a weighting asked for: measuring them again")
+
+    def _drop_from(self, index: int, why: str) -> None:
+        """Keep the curve's first ``index`` records (saying ``why``); the numerators are rebuilt."""
+        self.log(f"{self.run}: {why}")
+        self.curve = self.curve[:index]
+        self.evaluation.forget()
+        self._write_curve()
 
     def _training_clock(self, iteration: int) -> float | None:
         path = self.run / "metrics.jsonl"
@@ -136,7 +137,7 @@ class RunFollower:
         record["stack_digest"] = digests[target]
         self.curve.append(record)
         self._write_curve()
-        figures = ", ".join(f"{record[f'sdcfr{weighting_tag(e)}_exploitability_mbb']:.2f} mbb/g ({weights_name(e)})"
+        figures = ", ".join(f"{record[exploitability_key(e)]:.2f} mbb/g ({weights_name(e)})"
                             for e in self.evaluation.exponents)
         self.log(f"iteration {target}: {figures} (exact, NashConv/2), measured in {record['flop_evaluation_s']:.0f} s")
         return True

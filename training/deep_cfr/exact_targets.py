@@ -22,29 +22,34 @@ profiles. Memory: one float32 table ``[flops, flop decision nodes, hands, 3]`` (
 
 from __future__ import annotations
 
+from math import comb
+
 import numpy as np
 from numba import njit, prange
 
+from bot.agents.encoding import InfosetEncoder
 from bot.flop import game  # its numba kernels: reach down, values up, regret matching
 from bot.flop.best_response import FlopPolicy
 from protocol.betting_tree import DECISION
+from training.deep_cfr.board_targets import RowSink
 
 
 @njit(cache=True)
-def _accumulate(arrays, player, reach, values, valid, weight, regrets, density):  # pragma: no cover - numba
+def _accumulate(arrays, player, reach, values, valid, hand_cards, weight, regrets, density):  # pragma: no cover - numba
     """At ``player``'s decisions: ``regrets[d, h, a] += weight (v(a) - v)`` and ``density[d, h]
-    += weight x`` the opponent's total reach (how often the memory samples the infoset; card
-    removal ignored)."""
+    += weight x`` the opponent's reach over hands sharing no card with ``h`` (the mass the
+    board targets divide by and keep rows in proportion to, :mod:`training.deep_cfr.board_targets`)."""
     kind, actor, child, decision = arrays[0], arrays[1], arrays[2], arrays[3]
+    mass = np.empty(valid.shape[0])
     for n in range(kind.shape[0]):
         if kind[n] != DECISION or actor[n] != player:
             continue
         d = decision[n]
-        opponent = reach[n, 1 - player].sum()
+        game.fold_values(reach[n, 1 - player], hand_cards, valid, 1.0, mass)
         for h in range(valid.shape[0]):
             if valid[h] == 0.0:
                 continue
-            density[d, h] += weight * opponent
+            density[d, h] += weight * mass[h]
             for x in range(3):
                 c = child[n, x]
                 if c >= 0:
@@ -65,7 +70,7 @@ def _regret_chunk(arrays, legal, tables, root_reach, valid, hand_cards, order, s
         game.match_strategy(tables[i], legal, strategy)
         game.reach_down(arrays, strategy, root_reach, valid[i], reach)
         game.values_up(arrays, strategy, player, False, reach, empty, valid[i], hand_cards, 1.0, order[i], strength[i], values)
-        _accumulate(arrays, player, reach, values, valid[i], weight, regrets[i], density[i])
+        _accumulate(arrays, player, reach, values, valid[i], hand_cards, weight, regrets[i], density[i])
         game.store_root_values(arrays, values, out[i])
 
 
@@ -104,8 +109,8 @@ class ExactRegrets:
                           order[lo:hi], strength[lo:hi], player, float(weight), self.flop[lo:hi],
                           self.flop_density[lo:hi], out[lo:hi])  # fmt: skip
         values = fg.preflop_values(pre_strategy, pre_reach, player, False, fg.flop_values_at_leaves(out))
-        _accumulate(fg.preflop.arrays, player, pre_reach, values, np.ones(fg.num_hands), float(weight), self.preflop,
-                    self.pre_density)
+        _accumulate(fg.preflop.arrays, player, pre_reach, values, np.ones(fg.num_hands), fg.hands, float(weight),
+                    self.preflop, self.pre_density)
 
     def fit_error(self, player: int, policy: FlopPolicy) -> dict[str, float]:
         """How far ``policy`` (regret matching on ``player``'s network) plays from regret matching
@@ -130,6 +135,38 @@ class ExactRegrets:
             result[f"{name}_l1"] = l1 / mass if mass else 0.0
             result[f"{name}_argmax_differs"] = differ / mass if mass else 0.0
         return result
+
+    def oracle_rows(self, player: int, rows: int, encoder: InfosetEncoder, iteration: int,
+                    rng: np.random.Generator) -> dict[str, np.ndarray]:
+        """``rows`` advantage-memory rows of ``player`` as a noise-free sampler would hold them:
+        infosets drawn in the proportions :mod:`training.deep_cfr.board_targets` keeps rows (the
+        opponent's disjoint reach summed with the linear weights, over the opponents a row divides
+        by; a flop by its orbit size; a preflop row only from boards its hand misses), each with
+        its exact mean target ``R_p / D_p`` (preflop also over the flops a deal sees, the board
+        rows' scale): the weighted mean of every row the run could have stored there. A network
+        fitted to these is the run's fit without the memory's sampling noise, only its size."""
+        fg = self.fg
+        deck, hole, flop_cards = len(fg.game.deck), fg.hands.shape[1], fg.flops.shape[1]
+        pre_rows, flop_rows = self.pre_actor == player, self.flop_actor == player
+        pre_nodes, flop_nodes = fg.preflop.decision_nodes[pre_rows], fg.flop.decision_nodes[flop_rows]
+        pre_weight = self.pre_density[pre_rows] * (comb(deck - hole, flop_cards) / fg.weights.sum() / comb(deck - hole, hole))
+        flop_weight = self.flop_density[:, flop_rows] * (fg.weights / fg.weights.sum() / comb(deck - hole - flop_cards, hole))[:, None, None]
+        cumulative = np.cumsum(np.concatenate([pre_weight.ravel(), flop_weight.ravel()], dtype=np.float64))
+        picked = np.searchsorted(cumulative, rng.random(rows) * cumulative[-1], side="right")
+        sink = RowSink(encoder)
+        pre = picked[picked < pre_weight.size]
+        d, h = np.unravel_index(pre, pre_weight.shape)
+        target = self.preflop[pre_rows][d, h] / (self.pre_density[pre_rows][d, h, None] * fg.flops_per_deal)
+        sink.add(0, pre_nodes[d], fg.hands[h], fg.flops[0], target)
+        f, d, h = np.unravel_index(picked[picked >= pre_weight.size] - pre_weight.size, flop_weight.shape)
+        for flop in np.unique(f):  # one board's card slots at a time
+            here = f == flop
+            dd, hh = d[here], h[here]
+            target = self.flop[flop][flop_rows][dd, hh] / self.flop_density[flop][flop_rows][dd, hh, None]
+            sink.add(1, flop_nodes[dd], fg.hands[hh], fg.flops[flop], target)
+        out = sink.rows()
+        out["iteration"] = np.full(len(out["node"]), iteration, dtype=np.int32)
+        return out
 
     @staticmethod
     def _add(sums: np.ndarray, exact: np.ndarray, played: np.ndarray, density: np.ndarray) -> None:

@@ -106,8 +106,8 @@ class Replay:
         if t in self.oracle_at:
             rows = {}  # each player's exact rows, drawn once for every fit
             for width, factor in self.oracle_fits:
-                nets = [self.oracle(self.targets, t, p, width, factor, rows) for p in (0, 1)]
-                self.report(f"{t}, width {width}, {factor}x the steps, on exact rows", self.profile(*nets))
+                fitted = [self.oracle(self.targets, t, p, width, factor, rows) for p in (0, 1)]
+                self.report(f"{t}, width {width}, {factor}x the steps, on exact rows", self.profile(*fitted))
 
     def report(self, label: str, profile) -> None:
         errors = [self.targets.fit_error(p, profile) for p in (0, 1)]
@@ -163,7 +163,7 @@ def followed_exploitability(run: Path):
     return lookup
 
 
-def replay_run(run: Path, every: int, follow: bool, oracle_at: set[int], oracle_fits: list[str],
+def replay_run(run: Path, every: int, follow: bool, oracle_at: set[int], oracle_fits: list[tuple[int, int]],
                poll_s: float = 60.0) -> None:
     """Replay ``run`` read-only; with ``follow``, wait for the iterations it goes on to train while
     it holds its lock. A replayed iteration whose files a resume rewrites is an error (its exact
@@ -171,9 +171,8 @@ def replay_run(run: Path, every: int, follow: bool, oracle_at: set[int], oracle_
     bundle = stack_bundle(run)
     config = read_toml(run / "config.toml")
     print(f"{run}: {bundle.kind}, width {config.get('width')}, {len(bundle.stack) - 1} iterations so far")
-    fits = [(int(width), int(factor or 1)) for width, factor in (ORACLE_FIT.fullmatch(f).groups() for f in oracle_fits)]
     replay = Replay(bundle.game, config, every, followed_exploitability(run), oracle_at,
-                    run_oracle(run, bundle.game, config), fits)
+                    run_oracle(run, bundle.game, config), oracle_fits)
     digests: list[str] = []
     while True:
         running = is_held(run)  # before reading the stack: a run that stops meanwhile is read once more
@@ -205,10 +204,12 @@ def main() -> None:
     args = parser.parse_args()
     print(f"machine: {machine()}")
     if args.run:  # read-only: the bundle and config.toml (a live run keeps training)
-        fits = [f for f in args.oracle_fits.split(",") if f] or [f"w{read_toml(Path(args.run) / 'config.toml')['width']}"]
-        bad = [f for f in fits if not ORACLE_FIT.fullmatch(f)]
+        names = [f for f in args.oracle_fits.split(",") if f] or [f"w{read_toml(Path(args.run) / 'config.toml')['width']}"]
+        matches = [ORACLE_FIT.fullmatch(f) for f in names]
+        bad = [f for f, m in zip(names, matches, strict=True) if m is None]
         if bad:
             parser.error(f"--oracle-fits: {', '.join(bad)} is not w<width> or w<width>-s<k>x (e.g. w128, w64-s4x)")
+        fits = [(int(m.group(1)), int(m.group(2) or 1)) for m in matches]
         replay_run(Path(args.run), args.every, args.follow, {int(t) for t in args.oracle_at.split(",") if t}, fits)
         print(f"machine: {machine()}")
         return

@@ -99,6 +99,14 @@ def board_passes(arrays, strategies, root_reach, valid, hand_cards, order, stren
         store_root_values(arrays, values, out[i])
 
 
+def hand_counts(fg: FlopGame) -> tuple[int, tuple[int, int]]:
+    """The flops a hand can see, and the opponent hands beside a hand preflop and on a flop: what
+    a board's rows are scaled and kept by (:class:`BoardTargets`, and the noise-free rows of
+    :meth:`training.deep_cfr.exact_targets.ExactRegrets.oracle_rows` in the same proportions)."""
+    hole, deck, flop = fg.hands.shape[1], len(fg.game.deck), fg.flops.shape[1]
+    return comb(deck - hole, flop), (comb(deck - hole, hole), comb(deck - hole - flop, hole))
+
+
 class BoardTargets:
     """Exact per-board memory rows of an FHP-shaped game (see the module docstring)."""
 
@@ -110,10 +118,8 @@ class BoardTargets:
         self.argmax_fallback = argmax_fallback
         self.device = device
         self.probabilities = fg.weights / fg.weights.sum()
-        hole, deck = fg.hands.shape[1], len(fg.game.deck)
         #: flops a hand can see, and the opponent hands beside a hand preflop / on a flop
-        self.flops_per_hand = comb(deck - hole, fg.flops.shape[1])
-        self.opponents = (comb(deck - hole, hole), comb(deck - hole - fg.flops.shape[1], hole))
+        self.flops_per_hand, self.opponents = hand_counts(fg)
         #: the actor of every decision row, preflop and flop
         self.actors = (fg.tree.actor[fg.preflop.decision_nodes], fg.tree.actor[fg.flop.decision_nodes])
 

@@ -22,8 +22,6 @@ profiles. Memory: one float32 table ``[flops, flop decision nodes, hands, 3]`` (
 
 from __future__ import annotations
 
-from math import comb
-
 import numpy as np
 from numba import njit, prange
 
@@ -31,7 +29,7 @@ from bot.agents.encoding import InfosetEncoder
 from bot.flop import game  # its numba kernels: reach down, values up, regret matching
 from bot.flop.best_response import FlopPolicy
 from protocol.betting_tree import DECISION
-from training.deep_cfr.board_targets import RowSink
+from training.deep_cfr.board_targets import RowSink, hand_counts
 
 
 @njit(cache=True)
@@ -146,11 +144,11 @@ class ExactRegrets:
         rows' scale): the weighted mean of every row the run could have stored there. A network
         fitted to these is the run's fit without the memory's sampling noise, only its size."""
         fg = self.fg
-        deck, hole, flop_cards = len(fg.game.deck), fg.hands.shape[1], fg.flops.shape[1]
+        flops_per_hand, (pre_opponents, flop_opponents) = hand_counts(fg)
         pre_rows, flop_rows = self.pre_actor == player, self.flop_actor == player
         pre_nodes, flop_nodes = fg.preflop.decision_nodes[pre_rows], fg.flop.decision_nodes[flop_rows]
-        pre_weight = self.pre_density[pre_rows] * (comb(deck - hole, flop_cards) / fg.weights.sum() / comb(deck - hole, hole))
-        flop_weight = self.flop_density[:, flop_rows] * (fg.weights / fg.weights.sum() / comb(deck - hole - flop_cards, hole))[:, None, None]
+        pre_weight = self.pre_density[pre_rows] * (flops_per_hand / fg.weights.sum() / pre_opponents)
+        flop_weight = self.flop_density[:, flop_rows] * (fg.weights / fg.weights.sum() / flop_opponents)[:, None, None]
         cumulative = np.cumsum(np.concatenate([pre_weight.ravel(), flop_weight.ravel()], dtype=np.float64))
         picked = np.searchsorted(cumulative, rng.random(rows) * cumulative[-1], side="right")
         sink = RowSink(encoder)

@@ -46,6 +46,7 @@ from benchmarks.bench_fit_speed import fhp24  # noqa: E402
 from bot.agents.encoding import InfosetEncoder  # noqa: E402
 from bot.agents.input_keys import InputKeys  # noqa: E402
 from bot.agents.network import DeepCFRNetwork  # noqa: E402
+from bot.errors import PokerbotError  # noqa: E402
 from bot.flop.best_response import flop_game_for  # noqa: E402
 from bot.flop.network_policies import network_policy, stack_nets  # noqa: E402
 from bot.run_files import parse_metrics, read_toml  # noqa: E402
@@ -166,8 +167,11 @@ def followed_exploitability(run: Path):
 def replay_run(run: Path, every: int, follow: bool, oracle_at: set[int], oracle_fits: list[tuple[int, int]],
                poll_s: float = 60.0) -> None:
     """Replay ``run`` read-only; with ``follow``, wait for the iterations it goes on to train while
-    it holds its lock. A replayed iteration whose files a resume rewrites is an error (its exact
-    targets are already summed)."""
+    it holds its lock (a run started a moment ago is waited for until its first iteration writes the
+    stack). A replayed iteration whose files a resume rewrites is an error (its exact targets are
+    already summed)."""
+    while follow and is_held(run) and not (run / "policy" / "bundle.json").exists():
+        time.sleep(poll_s)
     bundle = stack_bundle(run)
     config = read_toml(run / "config.toml")
     print(f"{run}: {bundle.kind}, width {config.get('width')}, {len(bundle.stack) - 1} iterations so far")
@@ -190,6 +194,17 @@ def replay_run(run: Path, every: int, follow: bool, oracle_at: set[int], oracle_
         time.sleep(poll_s)
 
 
+def run_fits(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    """``--run``: the ``--oracle-fits`` entries checked (an argparse error names a bad one), then the replay."""
+    names = [f for f in args.oracle_fits.split(",") if f] or [f"w{read_toml(Path(args.run) / 'config.toml')['width']}"]
+    matches = [ORACLE_FIT.fullmatch(f) for f in names]
+    bad = [f for f, m in zip(names, matches, strict=True) if m is None]
+    if bad:
+        parser.error(f"--oracle-fits: {', '.join(bad)} is not w<width> or w<width>-s<k>x (e.g. w128, w64-s4x)")
+    fits = [(int(m.group(1)), int(m.group(2) or 1)) for m in matches]
+    replay_run(Path(args.run), args.every, args.follow, {int(t) for t in args.oracle_at.split(",") if t}, fits)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--run", help="an existing SD-CFR run on a flop game (its memories are not needed)")
@@ -204,13 +219,10 @@ def main() -> None:
     args = parser.parse_args()
     print(f"machine: {machine()}")
     if args.run:  # read-only: the bundle and config.toml (a live run keeps training)
-        names = [f for f in args.oracle_fits.split(",") if f] or [f"w{read_toml(Path(args.run) / 'config.toml')['width']}"]
-        matches = [ORACLE_FIT.fullmatch(f) for f in names]
-        bad = [f for f, m in zip(names, matches, strict=True) if m is None]
-        if bad:
-            parser.error(f"--oracle-fits: {', '.join(bad)} is not w<width> or w<width>-s<k>x (e.g. w128, w64-s4x)")
-        fits = [(int(m.group(1)), int(m.group(2) or 1)) for m in matches]
-        replay_run(Path(args.run), args.every, args.follow, {int(t) for t in args.oracle_at.split(",") if t}, fits)
+        try:
+            run_fits(parser, args)
+        except PokerbotError as error:  # a missing or unreadable run: one line
+            parser.exit(1, f"error: {error}\n")
         print(f"machine: {machine()}")
         return
     unknown = [n for n in args.candidates.split(",") if n not in FIT_CANDIDATES]

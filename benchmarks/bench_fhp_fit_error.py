@@ -15,15 +15,16 @@ run's architecture, fitted with the run's own fit (its Adam steps at T, batch, s
 rows as its memory held, but rows drawn without noise (each infoset in the memory's proportions,
 with its exact mean target ``R_p^T / D_p^T``). Their fit error is what this network and fit can do
 with perfect rows; the run's network's, beside it, adds the memory's noise.
-``--oracle-fits w64,w128,w64-s4x`` fits several widths and step counts on the same exact rows: is what
-is left with perfect rows the network's size or the fit's length?
+``--oracle-fits w64,w128,w64-s4x,w64-r4x`` fits several widths and step counts on the same exact rows,
+and on more of them (``-r4x``: four times the rows, so more of the flop's infosets are seen): is what
+is left with perfect rows the network's size, the fit's length or the memory's coverage?
 
     nice python benchmarks/bench_fhp_fit_error.py                         # 24-card FHP, three candidates
     nice python benchmarks/bench_fhp_fit_error.py --candidates w64-s300,w64-s1200 --iterations 20 --every 5
     nice python benchmarks/bench_fhp_fit_error.py --run RUN --every 10    # an existing run (FHP: ~4 network
                                                                           # evaluations an iteration)
     nice python benchmarks/bench_fhp_fit_error.py --run RUN --follow --oracle-at 45,60   # beside a live run
-    nice python benchmarks/bench_fhp_fit_error.py --run RUN --oracle-at 45 --oracle-fits w64,w128,w64-s4x
+    nice python benchmarks/bench_fhp_fit_error.py --run RUN --oracle-at 45 --oracle-fits w64,w128,w64-s4x,w64-r4x
 """
 
 from __future__ import annotations
@@ -66,8 +67,9 @@ FIT_CANDIDATES = CANDIDATES | {"w64-s1200": {"width": 64, "sgd_steps": 1200, "tr
                                "w64-k4000": {"traversals": 4000}}
 
 
-#: ``--oracle-fits`` entries: ``w<width>`` with an optional ``-s<k>x`` (k times the run's Adam steps).
-ORACLE_FIT = re.compile(r"w(\d+)(?:-s(\d+)x)?")
+#: ``--oracle-fits`` entries: ``w<width>``, optionally ``-r<k>x`` (k times the rows the run's memory
+#: held: does covering more infosets help?) and ``-s<k>x`` (k times the run's Adam steps).
+ORACLE_FIT = re.compile(r"w(\d+)(?:-r(\d+)x)?(?:-s(\d+)x)?")
 
 
 class Replay:
@@ -75,11 +77,11 @@ class Replay:
     exact targets of each iteration, and every ``every``-th a table row of the networks' fit
     error and the run's exact exploitability where something measured it (``exploitability(t)``).
     At ``oracle_at``, also the fit error of fresh networks fitted on noise-free rows
-    (:meth:`ExactRegrets.oracle_rows`), one pair per ``(width, step factor)`` of ``oracle_fits``
+    (:meth:`ExactRegrets.oracle_rows`), one pair per ``(width, row factor, step factor)`` of ``oracle_fits``
     (``oracle``: fits one, see :func:`run_oracle`)."""
 
     def __init__(self, game, config: dict, every: int, exploitability, oracle_at: set[int] = frozenset(), oracle=None,
-                 oracle_fits: list[tuple[int, int]] = ()) -> None:
+                 oracle_fits: list[tuple[int, int, int]] = ()) -> None:
         self.fallback = bool(config.get("argmax_fallback", True))
         self.linear = bool(config.get("linear_weighting", True))
         self.fg = flop_game_for(game, bool(config.get("canonical_suits", False)))
@@ -105,10 +107,11 @@ class Replay:
         if t % self.every == 0:
             self.report(f"{t}", self.profile(*nets))
         if t in self.oracle_at:
-            rows = {}  # each player's exact rows, drawn once for every fit
-            for width, factor in self.oracle_fits:
-                fitted = [self.oracle(self.targets, t, p, width, factor, rows) for p in (0, 1)]
-                self.report(f"{t}, width {width}, {factor}x the steps, on exact rows", self.profile(*fitted))
+            rows = {}  # each player's exact rows per row factor, drawn once for every fit
+            for width, row_factor, step_factor in self.oracle_fits:
+                fitted = [self.oracle(self.targets, t, p, width, row_factor, step_factor, rows) for p in (0, 1)]
+                self.report(f"{t}, width {width}, {row_factor}x the rows, {step_factor}x the steps, on exact rows",
+                            self.profile(*fitted))
 
     def report(self, label: str, profile) -> None:
         errors = [self.targets.fit_error(p, profile) for p in (0, 1)]
@@ -120,28 +123,34 @@ class Replay:
 
 
 def run_oracle(run: Path, game, config: dict):
-    """``oracle(targets, t, p, width, factor, rows)``: a fresh network of ``width`` fitted with
-    ``run``'s fit (schedule, batch, normalisation; ``factor`` times the Adam steps its own fit of
-    ``t`` took) on as many exact rows as its memory held at ``t`` (``metrics.jsonl``); ``rows``
-    caches each player's rows."""
+    """``oracle(targets, t, p, width, row_factor, step_factor, rows)``: a fresh network of ``width``
+    fitted with ``run``'s fit (schedule, batch, normalisation; ``step_factor`` times the Adam steps
+    its own fit of ``t`` took) on ``row_factor`` times as many exact rows as its memory held at
+    ``t`` (``metrics.jsonl``); ``rows`` caches each player's rows of one row factor at a time."""
     cfg = DeepCFRConfig(**config)
     encoder = InfosetEncoder(game)
-    fit = NetworkFit(cfg, encoder, torch.device("cpu"), InputKeys.for_encoder(encoder))
+    keys = InputKeys.for_encoder(encoder)
+    fit = NetworkFit(cfg, encoder, torch.device("cpu"), keys)
 
-    def oracle(targets: ExactRegrets, t: int, player: int, width: int, factor: int, rows: dict) -> DeepCFRNetwork:
+    def oracle(targets: ExactRegrets, t: int, player: int, width: int, row_factor: int, step_factor: int,
+               rows: dict) -> DeepCFRNetwork:
         record = next(r for r in parse_metrics(run / "metrics.jsonl") if r["iteration"] == t)
-        if player not in rows:
-            count = min(cfg.advantage_memory, int(record[f"advantage_samples_p{player}"]))
+        if rows.get(player, (None,))[0] != row_factor:  # one row factor held at a time (4x: ~1.6 GB a player)
+            rows.pop(player, None)
+            count = row_factor * min(cfg.advantage_memory, int(record[f"advantage_samples_p{player}"]))
             drawn = targets.oracle_rows(player, count, encoder, t, np.random.default_rng(player))
-            rows[player] = Reservoir(count, {k: (v.shape[1:], v.dtype) for k, v in drawn.items()})
-            rows[player].add(drawn, np.random.default_rng(0))
+            memory = Reservoir(count, {k: (v.shape[1:], v.dtype) for k, v in drawn.items()})
+            memory.add(drawn, np.random.default_rng(0))
+            distinct = len(np.unique(keys.keys(drawn["node"], drawn["cards"])))
+            rows[player] = (row_factor, memory, distinct)
+        _, memory, distinct = rows[player]
         torch.manual_seed(player)
         net = DeepCFRNetwork(encoder.group_sizes, encoder.num_bet_slots, width, cfg.canonical_suits)
-        steps = factor * int(record[f"sgd_steps_p{player}"])
+        steps = step_factor * int(record[f"sgd_steps_p{player}"])
         started = time.process_time()
-        loss, _ = fit.fit(net, torch.optim.Adam(net.parameters(), lr=cfg.learning_rate, fused=True), rows[player], steps,
+        loss, _ = fit.fit(net, torch.optim.Adam(net.parameters(), lr=cfg.learning_rate, fused=True), memory, steps,
                           cfg.batch_size, np.random.default_rng(1), average=False, iteration=t)
-        print(f"(iteration {t}, player {player}: a fresh width-{width} network fitted on {len(rows[player]):,} exact rows, "
+        print(f"(iteration {t}, player {player}: a fresh width-{width} network fitted on {len(memory):,} exact rows ({distinct:,} distinct inputs), "
               f"{steps:,} Adam steps, loss {loss:.4f} against the run's {record[f'loss_p{player}']:.4f}, "
               f"{time.process_time() - started:.0f} CPU-s)", flush=True)
         return net
@@ -200,8 +209,8 @@ def run_fits(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
     matches = [ORACLE_FIT.fullmatch(f) for f in names]
     bad = [f for f, m in zip(names, matches, strict=True) if m is None]
     if bad:
-        parser.error(f"--oracle-fits: {', '.join(bad)} is not w<width> or w<width>-s<k>x (e.g. w128, w64-s4x)")
-    fits = [(int(m.group(1)), int(m.group(2) or 1)) for m in matches]
+        parser.error(f"--oracle-fits: {', '.join(bad)} is not w<width>[-r<k>x][-s<k>x] (e.g. w128, w64-s4x, w64-r4x)")
+    fits = [(int(m.group(1)), int(m.group(2) or 1), int(m.group(3) or 1)) for m in matches]
     replay_run(Path(args.run), args.every, args.follow, {int(t) for t in args.oracle_at.split(",") if t}, fits)
 
 

@@ -135,7 +135,7 @@ def run_oracle(run: Path, game, config: dict):
     def oracle(targets: ExactRegrets, t: int, player: int, width: int, row_factor: int, step_factor: int,
                rows: dict) -> DeepCFRNetwork:
         record = next(r for r in parse_metrics(run / "metrics.jsonl") if r["iteration"] == t)
-        if rows.get(player, (None,))[0] != row_factor:  # one row factor held at a time (4x: ~1.6 GB a player)
+        if rows.get(player, (None,))[0] != row_factor:  # one row factor held at a time (4x: 64M rows a player)
             rows.pop(player, None)
             count = row_factor * min(cfg.advantage_memory, int(record[f"advantage_samples_p{player}"]))
             drawn = targets.oracle_rows(player, count, encoder, t, np.random.default_rng(player))
@@ -173,7 +173,7 @@ def followed_exploitability(run: Path):
     return lookup
 
 
-def replay_run(run: Path, every: int, follow: bool, oracle_at: set[int], oracle_fits: list[tuple[int, int]],
+def replay_run(run: Path, every: int, follow: bool, oracle_at: set[int], oracle_fits: list[tuple[int, int, int]],
                poll_s: float = 60.0) -> None:
     """Replay ``run`` read-only; with ``follow``, wait for the iterations it goes on to train while
     it holds its lock (a run started a moment ago is waited for until its first iteration writes the
@@ -223,8 +223,8 @@ def main() -> None:
     parser.add_argument("--follow", action="store_true", help="with --run: go on with the iterations a live run trains")
     parser.add_argument("--oracle-at", default="", help="with --run: iterations (comma-separated) at which fresh "
                         "networks are also fitted on exact rows (is the limit the rows or the network?)")
-    parser.add_argument("--oracle-fits", default="", help="with --oracle-at: the fits on exact rows, e.g. w64,w128,w64-s4x "
-                        "(width, times the run's Adam steps; default: the run's width and steps)")
+    parser.add_argument("--oracle-fits", default="", help="with --oracle-at: the fits on exact rows, e.g. w64,w128,w64-s4x,w64-r4x "
+                        "(width, times the run's rows, times its Adam steps; default: the run's width, rows and steps)")
     args = parser.parse_args()
     print(f"machine: {machine()}")
     if args.run:  # read-only: the bundle and config.toml (a live run keeps training)

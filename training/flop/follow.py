@@ -48,10 +48,14 @@ class FollowError(PokerbotError, ValueError):
     """A run the follower cannot measure (one line for the user)."""
 
 
+def stack_written(run: Path) -> bool:
+    """Whether the run has written its policy bundle (an SD-CFR family run does after its first iteration)."""
+    return (run / "policy" / "bundle.json").exists()
+
+
 def stack_bundle(run: Path) -> DeepCFRBundle:
     """The run's SD-CFR stack: ``policy/`` of an sd-cfr run, ``policy/stack`` of a Deep CFR one."""
-    policy = run / "policy"
-    if not (policy / "bundle.json").exists():
+    if not stack_written(run):
         raise FollowError(f"{run}: no policy/bundle.json yet (an SD-CFR family run writes it after its first iteration)")
     bundle = DeepCFRBundle.load(stack_root(run))
     if bundle.kind != "sd-cfr":

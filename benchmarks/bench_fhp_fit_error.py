@@ -58,7 +58,7 @@ from training.deep_cfr.exact_targets import ExactRegrets  # noqa: E402
 from training.deep_cfr.fit import NetworkFit  # noqa: E402
 from training.deep_cfr.trainer import DeepCFRTrainer  # noqa: E402
 from training.flop.evaluation import FlopRunEvaluation  # noqa: E402
-from training.flop.follow import CURVE, FOLDER, prefix_digests, stack_bundle, stack_written  # noqa: E402
+from training.flop.follow import CURVE, FOLDER, prefix_digests, stack_bundle, wait_for_stack  # noqa: E402
 
 #: bench_fhp24_presets.py's candidates and, over ``w64-s300`` (the preset with 1,000
 #: traversals), four times its Adam steps (is the fit the limit?) or four times its traversals
@@ -179,8 +179,8 @@ def replay_run(run: Path, every: int, follow: bool, oracle_at: set[int], oracle_
     it holds its lock (a run started a moment ago is waited for until its first iteration writes the
     stack). A replayed iteration whose files a resume rewrites is an error (its exact targets are
     already summed)."""
-    while follow and is_held(run) and not stack_written(run):
-        time.sleep(poll_s)
+    if follow:
+        wait_for_stack(run, poll_s)
     bundle = stack_bundle(run)
     config = read_toml(run / "config.toml")
     print(f"{run}: {bundle.kind}, width {config.get('width')}, {len(bundle.stack) - 1} iterations so far")

@@ -53,6 +53,15 @@ def stack_written(run: Path) -> bool:
     return (run / "policy" / "bundle.json").exists()
 
 
+def wait_for_stack(run: Path, poll: float, running: Callable[[], bool] | None = None) -> None:
+    """Return once the run has written its stack, or once nobody trains it any more (then
+    :func:`stack_bundle` says why there is nothing to read). Why: a follower started beside a run
+    that was launched a moment ago would otherwise fail before the run's first iteration."""
+    running = running or (lambda: is_held(run))
+    while not stack_written(run) and running():
+        time.sleep(poll)
+
+
 def stack_bundle(run: Path) -> DeepCFRBundle:
     """The run's SD-CFR stack: ``policy/`` of an sd-cfr run, ``policy/stack`` of a Deep CFR one."""
     if not stack_written(run):

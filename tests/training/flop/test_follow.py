@@ -4,9 +4,12 @@ resume trained again."""
 
 from __future__ import annotations
 
+import fcntl
 import gc
 import json
 import os
+import threading
+import time
 
 import numba
 import pytest
@@ -17,6 +20,7 @@ from bot.agents.deep_cfr import DeepCFRBundle, InfosetBatch, StackAverage
 from bot.cli import main
 from bot.evaluation.best_response import exploitability
 from bot.flop.network_policies import stack_nets
+from bot.run_files import LOCK_FILE
 from bot.threads import thread_counts_kept
 from tests.training.flop.test_flop_solver import TINY_FHP
 from training.deep_cfr.config import DeepCFRConfig
@@ -132,3 +136,26 @@ def test_exploit_follow_refuses_what_it_cannot_follow(tmp_path, make, message):
     make(tmp_path / "r")
     result = CliRunner().invoke(main, ["exploit", str(tmp_path / "r"), "--follow"])
     assert result.exit_code != 0 and message in result.output and "Traceback" not in result.output
+
+
+def test_exploit_follow_waits_for_a_run_started_a_moment_ago(tmp_path):
+    """A run that holds its lock but has not written its first iteration yet is waited for (not
+    refused); once its stack is on disk and training stops, the follower measures it."""
+    run = trained_run(tmp_path, iterations=2)
+    (run / "policy").rename(tmp_path / "policy-later")
+    lock = open(run / LOCK_FILE, "a")
+    fcntl.flock(lock.fileno(), fcntl.LOCK_EX)  # as the trainer holds it
+
+    def first_iteration_lands() -> None:
+        time.sleep(0.5)
+        (tmp_path / "policy-later").rename(run / "policy")
+        time.sleep(0.3)
+        lock.close()  # training stops
+
+    writer = threading.Thread(target=first_iteration_lands)
+    writer.start()
+    result = CliRunner().invoke(main, ["exploit", str(run), "--follow", "--every", "2", "--poll", "0.1",
+                                       "--threads", "1"])
+    writer.join()
+    assert result.exit_code == 0, result.output
+    assert "iteration 2: " in result.output and "1 new measurement(s)" in result.output

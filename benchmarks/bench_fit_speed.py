@@ -22,8 +22,11 @@ HULH's preset shape (width 96, batch 20,000) and FHP's paper shape (width 96, ba
 timed for steps/s only, on random HULH rows / the same memory. ``--leduc-iterations N`` adds
 the exact exploitability of Leduc SD-CFR (its preset) after N iterations for each fit backend.
 Every figure is CPU seconds of this process (1 torch / numba thread); state the load with them.
+The first table is the exception: wall-clock steps/s of the compiled row fit on one and two
+numba threads (each step's rows split in two, ``threads`` in the run's config), the only
+figure here that is about using both cores of a 2-core machine.
 
-    nice python benchmarks/bench_fit_speed.py [--memory-iterations 8] [--leduc-iterations 0]
+    nice python benchmarks/bench_fit_speed.py [--memory-iterations 8] [--leduc-iterations 0] [--threads-only]
 """
 
 from __future__ import annotations
@@ -179,20 +182,57 @@ def fit_table(game, memory: Reservoir, held: dict, previous: DeepCFRNetwork | No
         print(f"| {name} | {n} | {b:,} | {n / seconds:.1f} | {seconds:.2f} | {losses[0]:.4f} | {losses[1]:.4f} |")
 
 
+def random_memory(encoder: InfosetEncoder, rows: int) -> Reservoir:
+    """``rows`` random memory rows at the game's decision nodes (distinct cards in every slot)."""
+    rng = np.random.default_rng(0)
+    nodes = np.flatnonzero(encoder.legal.sum(axis=1) > 0)
+    slots = encoder.num_card_slots
+    memory = Reservoir(rows, {"node": ((), np.int32), "cards": ((slots,), np.int8), "target": ((3,), np.float32),
+                              "iteration": ((), np.int32)})
+    memory.add({"node": rng.choice(nodes, rows).astype(np.int32),
+                "cards": np.argsort(rng.random((rows, 52), dtype=np.float32), axis=1)[:, :slots].astype(np.int8),
+                "target": rng.standard_normal((rows, 3)).astype(np.float32),
+                "iteration": np.ones(rows, np.int32)}, rng)
+    return memory
+
+
+def thread_table(steps: int, repeats: int) -> None:
+    """Wall-clock Adam steps/s of the compiled row fit on one and on two threads, at the 2-core
+    presets' shape (batch 2,048; widths 64 and 128; FHP's and HULH's inputs), alternating the
+    two so that a change of load hits both; the final weights' largest difference between them."""
+    print(f"\ncompiled row fits (fit_backend fused), batch 2,048: wall steps/s, median of {repeats}, {steps} steps each")
+    for game_name, width in (("fhp", 64), ("fhp", 128), ("holdem", 64)):
+        game = load_game(game_name)
+        encoder = InfosetEncoder(game)
+        memory = random_memory(encoder, 200_000)
+        rates, nets = {1: [], 2: []}, {}
+        for _ in range(repeats):
+            for threads in (1, 2):
+                config = DeepCFRConfig(game=game_name, width=width, fit_backend="fused", normalize_targets=True,
+                                       canonical_suits=True, threads=threads)
+                torch.manual_seed(0)
+                net = DeepCFRNetwork(encoder.group_sizes, encoder.num_bet_slots, width, canonical_suits=True)
+                fit = NetworkFit(config, encoder, CPU, None)
+                fit.fit(net, torch.optim.Adam(net.parameters()), memory, 10, 2048, np.random.default_rng(1),
+                        average=False, iteration=8)  # compiled and warm
+                torch.manual_seed(0)
+                net = DeepCFRNetwork(encoder.group_sizes, encoder.num_bet_slots, width, canonical_suits=True)
+                started = time.perf_counter()
+                fit.fit(net, torch.optim.Adam(net.parameters()), memory, steps, 2048, np.random.default_rng(1),
+                        average=False, iteration=8)
+                rates[threads].append(steps / (time.perf_counter() - started))
+                nets[threads] = net
+        one, two = float(np.median(rates[1])), float(np.median(rates[2]))
+        gap = max((a - b).abs().max().item() for a, b in zip(nets[1].parameters(), nets[2].parameters(), strict=True))
+        print(f"  {game_name:6s} width {width:3d}: 1 thread {one:6.1f}, 2 threads {two:6.1f} ({two / one:.2f}x); "
+              f"largest weight difference {gap:.1e}")
+
+
 def speed_only(game, memory: Reservoir | None, width: int, batch: int, steps: int, label: str) -> None:
     """Steps/s of fused, torch fp32 and bf16 at a paper/HULH shape."""
     encoder = InfosetEncoder(game)
-    if memory is None:  # random rows at decision nodes
-        rng = np.random.default_rng(0)
-        nodes = np.flatnonzero(encoder.legal.sum(axis=1) > 0)
-        n = 4 * batch
-        slots = encoder.num_card_slots
-        memory = Reservoir(n, {"node": ((), np.int32), "cards": ((slots,), np.int8), "target": ((3,), np.float32),
-                               "iteration": ((), np.int32)})
-        memory.add({"node": rng.choice(nodes, n).astype(np.int32),
-                    "cards": np.stack([rng.choice(52, slots, replace=False) for _ in range(n)]).astype(np.int8),
-                    "target": rng.standard_normal((n, 3)).astype(np.float32),
-                    "iteration": np.ones(n, np.int32)}, rng)
+    if memory is None:
+        memory = random_memory(encoder, 4 * batch)
     print(f"\n{label} (width {width}, batch {batch:,}): Adam steps/s (CPU), {steps} steps each")
     for backend in ("fused", "torch", "bf16"):
         config = DeepCFRConfig(game="fhp", width=width, fit_backend=backend, normalize_targets=True)
@@ -225,10 +265,17 @@ def main() -> None:
     parser.add_argument("--leduc-iterations", type=int, default=0)
     parser.add_argument("--paper-steps", type=int, default=10, help="steps per path at the paper/HULH shapes")
     parser.add_argument("--no-compile", action="store_true", help="skip the torch.compile row")
+    parser.add_argument("--threads-only", action="store_true",
+                        help="only the one- against two-thread table of the compiled row fits")
+    parser.add_argument("--thread-steps", type=int, default=300, help="steps per fit in the thread table")
+    parser.add_argument("--repeats", type=int, default=3, help="fits per thread count in the thread table")
     args = parser.parse_args()
     torch.set_num_threads(1)
     print(f"{machine()}; torch {torch.__version__}, CPU capability {torch.backends.cpu.get_cpu_capability()}, "
           f"native bf16 {native_bf16()}")
+    thread_table(args.thread_steps, args.repeats)
+    if args.threads_only:
+        return
     with tempfile.TemporaryDirectory() as tmp:
         game_path = fhp24(Path(tmp))
         started = time.process_time()

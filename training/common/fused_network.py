@@ -34,6 +34,20 @@ from threadpoolctl import threadpool_limits
 
 from bot.agents.network import NUM_ACTIONS, DeepCFRNetwork
 
+
+def one_blas_thread() -> threadpool_limits:
+    """A context in which every BLAS library of the process runs on one thread, scipy's included:
+    numba's ``np.dot`` calls scipy's BLAS (a library of its own, loaded by the first compiled
+    call), so it is loaded here first. Why: a limit covers only the libraries loaded when it is
+    set, and an unlimited BLAS called from numba's parallel threads starts its own threads inside
+    them (a fresh process's first two-thread fit printed "OpenBLAS Warning : Detect OpenMP Loop
+    and this application may hang" at every product); these products are small, one BLAS thread
+    each is fastest."""
+    import scipy.linalg.cython_blas  # noqa: F401  (loads the library the limit must cover)
+
+    return threadpool_limits(limits=1, user_api="blas")
+
+
 #: Columns of one card group's count features, in the order of that group's embedding
 #: parameters in ``named_parameters()`` (rank 13, suit 4, card 52): the group's three embedding
 #: tables are then one contiguous ``[69, width]`` block of the flat parameter buffer.
@@ -211,7 +225,7 @@ def fit_weighted_mse(net: DeepCFRNetwork, features: Features, target: np.ndarray
               fused.width, features.card_counts, features.card_index, features.bet_inputs, features.bet_index,
               np.ascontiguousarray(target, dtype=np.float32), np.ascontiguousarray(scale), picks)
     rates = np.broadcast_to(np.asarray(lr, np.float64), (steps,)).copy()
-    with threadpool_limits(limits=1, user_api="blas"):
+    with one_blas_thread():
         for first in range(0, steps, STEPS_PER_CALL):
             last = min(first + STEPS_PER_CALL, steps)
             part = arrays[:-1] + (picks[first:last] if picks.size else picks,)
@@ -423,11 +437,20 @@ def _fit_weighted_mse_threads(theta, grad, exp_avg, exp_avg_sq, offsets, groups,
         for c in nb.prange(chunks):
             parts[c] = _rows_gradient(theta, grads[c], offsets, groups, w, counts, card_index, bets, bet_index,
                                       target, scale, rows[bounds[c]:bounds[c + 1]], caches[c])
-        grad[:] = grads[0]
-        for c in range(1, chunks):
-            grad += grads[c]
-        losses[step] = parts.sum()
-        _clip_and_adam(theta, grad, exp_avg, exp_avg_sq, first + step + 1, lrs[step], beta1, beta2, eps, max_norm)
+        losses[step] = _summed_update(theta, grad, grads, parts, exp_avg, exp_avg_sq, first + step + 1, lrs[step],
+                                      beta1, beta2, eps, max_norm)
+
+
+@nb.njit(cache=True, fastmath=True, nogil=True)
+def _summed_update(theta, grad, grads, parts, exp_avg, exp_avg_sq, step, lr, beta1, beta2, eps, max_norm):
+    """The end of a threaded step: the parts' gradients ``grads [parts, parameters]`` summed in
+    a fixed order into ``grad`` (so a run repeats bit for bit), one clip-and-Adam update; returns
+    the step's loss, the sum of ``parts``."""
+    grad[:] = grads[0]
+    for c in range(1, grads.shape[0]):
+        grad += grads[c]
+    _clip_and_adam(theta, grad, exp_avg, exp_avg_sq, step, lr, beta1, beta2, eps, max_norm)
+    return parts.sum()
 
 
 @nb.njit(cache=True, fastmath=True, nogil=True)

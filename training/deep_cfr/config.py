@@ -35,8 +35,10 @@ class DeepCFRConfig(StrengthOptions):
     """``auto`` (cuda if available), ``cpu`` or ``cuda``."""
     threads: int = 0
     """Torch/numba CPU threads; 0 = all cores. Small networks train fastest on 1 thread (on the
-    2-core machine two threads made a width-64 Adam step 10x slower under load), so the Kuhn and
-    Leduc presets use 1."""
+    2-core machine two torch threads made a width-64 Adam step 10x slower under load), so the Kuhn
+    and Leduc presets use 1; the compiled row fits of FHP and HULH split each step's 2,048 rows
+    over the threads (1.8-2.0x on an idle 2-core box, 0.8-1.15x with the other core busy), and
+    the ``fhp`` and ``holdem`` presets use all cores."""
     width: int = 64
     """Hidden width of the appendix C network."""
     advantage_memory: int = 1_000_000
@@ -222,11 +224,14 @@ PRESETS: dict[str, dict] = {
     # stores 512 boards x 1,000 rows an iteration in a 16M-row memory, and each fit grows with it
     # (sgd_epochs = 0.6: 1,200 cosine-decayed steps of 2,048 while the memory is small, 4,688 once
     # it is full at iteration 32): from scratch, two hours of training reached 37.66 mbb/g at
-    # iteration 87 where fixed fits stayed at ~53-55 ("A fit that grows with the memory"). The
+    # iteration 87 where fixed fits stayed at ~53-55 ("A fit that grows with the memory"). All
+    # cores (threads = 0): each fit step's rows split over them and the boards in parallel made
+    # an iteration 1.65x faster on an idle 2-core box (docs/benchmarks/deep-cfr-throughput.md,
+    # "Fits on both cores"); beside other work (`pokerbot exploit --follow`) pass --threads 1. The
     # paper's settings: PAPER_PRESETS["fhp"] (docs/sd-cfr-fhp-paper.toml).
     "fhp": dict(iterations=10_000, traversals=4000, width=64, sgd_steps=1200, sgd_epochs=0.6, batch_size=2048,
                 learning_rate=2e-3, lr_schedule="cosine", advantage_memory=16_000_000, strategy_memory=4_000_000,
-                average_sgd_steps=2000, average_batch_size=2048, traversal_batch=1000, threads=1, normalize_targets=True,
+                average_sgd_steps=2000, average_batch_size=2048, traversal_batch=1000, threads=0, normalize_targets=True,
                 canonical_suits=True, evaluate_every=5, checkpoint_every=5, checkpoint_seconds=300.0, targets="board",
                 boards=512, rows_per_board=1000, board_batch=32),
     # HULH on 2 CPU cores, built from what FHP taught (above): width-64 networks on suit-canonical
@@ -243,9 +248,11 @@ PRESETS: dict[str, dict] = {
     # paper's count; --time-budget is the usual stop.
     # Fits that grow with the memory (FHP's sgd_epochs = 0.6) played level per iteration here and
     # lost at equal training clock (-13.4 +- 8.9 mbb/g): HULH's external-sampling targets, not its
-    # fits, are the limit, so the fixed 1,200 steps stay.
+    # fits, are the limit, so the fixed 1,200 steps stay. All cores (threads = 0): iteration 2 took
+    # 91 s on two threads against 141 s on one on an idle 2-core box, the fits 1.63x faster
+    # (docs/benchmarks/hulh-deep-cfr.md, "Both cores").
     "holdem": dict(PAPER_PRESETS["holdem"], traversals=10_000, traversal_batch=1000, width=64, sgd_steps=1200,
                    batch_size=2048, learning_rate=2e-3, lr_schedule="cosine", advantage_memory=20_000_000,
                    strategy_memory=20_000_000, average_sgd_steps=3000, average_batch_size=2048, average_every=10,
-                   threads=1, canonical_suits=True, checkpoint_seconds=300.0, strength_every=5, strength_boards=8),
+                   threads=0, canonical_suits=True, checkpoint_seconds=300.0, strength_every=5, strength_boards=8),
 }

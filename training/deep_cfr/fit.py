@@ -213,7 +213,7 @@ class NetworkFit:
 
         losses = fit_rows_mse(net, raw["cards"], raw["node"], raw["target"] / np.float32(divisor), weights,
                               self.encoder.bets, self.encoder.legal, batch_size, picks, self.learning_rates(steps),
-                              self.config.grad_clip, report)
+                              self.config.grad_clip, report, threads=self.config.threads or os.cpu_count() or 1)
         net.eval()
         return float(np.mean(losses[_tail_start(steps):])), "rows"
 

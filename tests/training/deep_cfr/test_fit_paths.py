@@ -7,12 +7,14 @@ from __future__ import annotations
 import copy
 import json
 
+import numba
 import numpy as np
 import pytest
 import torch
 
 from bot.agents.encoding import InfosetEncoder
 from bot.agents.network import DeepCFRNetwork
+from bot.threads import thread_counts_kept
 from protocol.gamedef import load_game
 from training.common.reservoir import Reservoir
 from training.deep_cfr.config import DeepCFRConfig
@@ -43,11 +45,11 @@ def _memory(encoder: InfosetEncoder, rows: int = 2000, seed: int = 0) -> Reservo
     return memory
 
 
-def _fit(backend: str, canonical: bool, steps: int, batch: int = 64, width: int = 16):
+def _fit(backend: str, canonical: bool, steps: int, batch: int = 64, width: int = 16, threads: int = 1):
     game = load_game("fhp")
     encoder = InfosetEncoder(game)
     config = DeepCFRConfig(game="fhp", fit_backend=backend, canonical_suits=canonical, normalize_targets=True,
-                           lr_schedule="cosine", learning_rate=2e-3, width=width)
+                           lr_schedule="cosine", learning_rate=2e-3, width=width, threads=threads)
     fit = NetworkFit(config, encoder, CPU, None)
     torch.manual_seed(5)
     net = DeepCFRNetwork.for_game(game, width=width, canonical_suits=canonical)
@@ -69,6 +71,30 @@ def test_compiled_row_fit_equals_torch_on_the_same_batches(canonical):
     assert fused_loss == pytest.approx(torch_loss, rel=1e-4)
     for a, b in zip(fused_net.parameters(), torch_net.parameters(), strict=True):
         torch.testing.assert_close(a, b, rtol=1e-3, atol=2e-5)
+
+
+@pytest.mark.parametrize("batch", [64, 61])
+def test_compiled_row_fit_on_two_threads_equals_one_thread(batch, monkeypatch):
+    """Each step's rows split over two numba threads (an odd batch: unequal parts, each with its
+    own distinct betting nodes) give the one-thread fit's weights up to the order of a float
+    sum, and the same weights bit for bit when run again."""
+    from training.common import fused_rows
+
+    *_, one_net, _, _, _, one_loss, _ = _fit("fused", True, 120, batch=batch, threads=1)
+
+    def one_thread_kernel(*args):
+        raise AssertionError("two threads asked for, the one-thread kernel ran")
+
+    monkeypatch.setattr(fused_rows, "_fit_rows", one_thread_kernel)
+    if numba.config.NUMBA_NUM_THREADS < 2:
+        pytest.skip("numba's pool has one thread on this machine")
+    with thread_counts_kept():
+        numba.set_num_threads(2)  # as the trainer's use_threads(2) does; earlier tests may leave it at 1
+        two = [_fit("fused", True, 120, batch=batch, threads=2) for _ in range(2)]
+    assert two[0][-2] == pytest.approx(one_loss, rel=1e-4)
+    for a, b, again in zip(one_net.parameters(), two[0][1].parameters(), two[1][1].parameters(), strict=True):
+        torch.testing.assert_close(b, a, rtol=1e-3, atol=2e-5)
+        assert torch.equal(b, again)
 
 
 def test_bf16_fit_agrees_with_fp32_within_bf16_precision():
@@ -141,3 +167,34 @@ def test_compiled_row_fit_reports_its_segments():
     fit.fit(net, torch.optim.Adam(net.parameters()), _memory(encoder), 250, 32, np.random.default_rng(7),
             average=False, iteration=5, label="p0")
     assert fused_rows.SEGMENT == 100 and fit.progress.calls == [(100, 250, "p0"), (200, 250, "p0"), (250, 250, "p0")]
+
+
+def test_a_fresh_process_fits_on_two_threads_without_nested_blas_threads():
+    """The first two-thread fit of a fresh process runs scipy's BLAS (numba's np.dot) on one
+    thread inside numba's threads: before the limit covered that library, every product large
+    enough for OpenBLAS to thread (the presets' width 64, 1,024-row halves) printed its "Detect
+    OpenMP Loop" warning (and may hang, it says)."""
+    script = (
+        "import numpy as np, torch\n"
+        "from bot.agents.encoding import InfosetEncoder\n"
+        "from bot.agents.network import DeepCFRNetwork\n"
+        "from protocol.gamedef import load_game\n"
+        "from training.common.fused_rows import fit_rows_mse\n"
+        "encoder = InfosetEncoder(load_game('fhp'))\n"
+        "rng = np.random.default_rng(0)\n"
+        "nodes = np.flatnonzero(encoder.legal.sum(axis=1) > 0)\n"
+        "cards = np.argsort(rng.random((4096, 52)), axis=1)[:, :5].astype(np.int8)\n"
+        "net = DeepCFRNetwork.for_game(load_game('fhp'), width=64)\n"
+        "fit_rows_mse(net, cards, rng.choice(nodes, 4096), rng.standard_normal((4096, 3)).astype(np.float32),\n"
+        "             np.ones(4096), encoder.bets, encoder.legal, 2048.0, rng.integers(0, 4096, (10, 2048)),\n"
+        "             np.full(10, 1e-3), 1.0, threads=2)\n"
+        "print('fitted')\n"
+    )
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=600,
+                          env={**__import__("os").environ, "NUMBA_NUM_THREADS": "2", "OPENBLAS_NUM_THREADS": "2"})
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "fitted"
+    assert "Detect OpenMP Loop" not in done.stderr

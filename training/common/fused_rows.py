@@ -89,8 +89,8 @@ def _fit_rows(theta, grad, exp_avg, exp_avg_sq, offsets, group_sizes, w, cards, 
     """Steps ``first ..`` of :func:`fit_rows_mse` on one thread (``first`` counts Adam's bias correction)."""
     slot_of_node = np.full(node_bets.shape[0], -1, np.int64)
     for step in range(picks.shape[0]):
-        losses[step] = _memory_rows_gradient(theta, grad, offsets, group_sizes, w, cards, node, target, scale, node_bets,
-                                      node_legal, picks[step], canonical, permutations, slot_of_node)
+        losses[step] = _memory_rows_gradient(theta, grad, offsets, group_sizes, w, cards, node, target, scale,
+                                             node_bets, node_legal, picks[step], canonical, permutations, slot_of_node)
         _clip_and_adam(theta, grad, exp_avg, exp_avg_sq, first + step + 1, lrs[step], beta1, beta2, eps, max_norm)
 
 
@@ -107,16 +107,16 @@ def _fit_rows_threads(theta, grad, exp_avg, exp_avg_sq, offsets, group_sizes, w,
     parts = np.zeros(chunks)
     for step in range(picks.shape[0]):
         for c in nb.prange(chunks):
-            parts[c] = _memory_rows_gradient(theta, grads[c], offsets, group_sizes, w, cards, node, target, scale, node_bets,
-                                      node_legal, picks[step, bounds[c]:bounds[c + 1]], canonical, permutations,
-                                      slots[c])
+            parts[c] = _memory_rows_gradient(theta, grads[c], offsets, group_sizes, w, cards, node, target, scale,
+                                             node_bets, node_legal, picks[step, bounds[c]:bounds[c + 1]], canonical,
+                                             permutations, slots[c])
         losses[step] = _summed_update(theta, grad, grads, parts, exp_avg, exp_avg_sq, first + step + 1, lrs[step],
                                       beta1, beta2, eps, max_norm)
 
 
 @nb.njit(cache=True, fastmath=True, nogil=True)
-def _memory_rows_gradient(theta, grad, offsets, group_sizes, w, cards, node, target, scale, node_bets, node_legal, rows,
-                   canonical, permutations, slot_of_node):  # pragma: no cover - numba
+def _memory_rows_gradient(theta, grad, offsets, group_sizes, w, cards, node, target, scale, node_bets, node_legal,
+                          rows, canonical, permutations, slot_of_node):  # pragma: no cover - numba
     """Loss of the memory's ``rows`` and its gradient into ``grad`` (every block written): their
     cards gathered (canonicalised when ``canonical``) and counted per card group, the bet branch
     run on their distinct betting nodes only. ``slot_of_node`` is all -1 on entry and on return."""

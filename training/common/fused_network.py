@@ -48,6 +48,15 @@ def one_blas_thread() -> threadpool_limits:
     return threadpool_limits(limits=1, user_api="blas")
 
 
+def thread_parts(threads: int, rows: int) -> int:
+    """How many parts a threaded fit splits each step's ``rows`` into: ``threads``, capped by
+    numba's current pool and the rows; 1 (the one-thread kernels, no parallel region) when one
+    thread is asked for. Why only then: starting numba's OpenMP layer resets the OpenMP thread
+    count that torch shares (measured: torch steps 35x slower afterwards), so a caller that ran
+    the threaded kernel puts torch's count back."""
+    return 1 if threads <= 1 else max(1, min(threads, nb.get_num_threads(), rows))
+
+
 #: Columns of one card group's count features, in the order of that group's embedding
 #: parameters in ``named_parameters()`` (rank 13, suit 4, card 52): the group's three embedding
 #: tables are then one contiguous ``[69, width]`` block of the flat parameter buffer.
@@ -217,9 +226,7 @@ def fit_weighted_mse(net: DeepCFRNetwork, features: Features, target: np.ndarray
     picks = np.zeros((0, 0), np.int64) if picks is None else np.ascontiguousarray(picks, dtype=np.int64)
     losses = np.empty(steps, np.float64)
     rows = len(features) if picks.size == 0 else picks.shape[1]
-    # numba's thread pool is only touched when asked for: starting its OpenMP layer resets the
-    # OpenMP thread count that torch shares (measured: torch steps 35x slower afterwards)
-    chunks = 1 if threads <= 1 else max(1, min(threads, nb.get_num_threads(), rows))
+    chunks = thread_parts(threads, rows)
     torch_threads = torch.get_num_threads()
     arrays = (fused.theta, fused.grad, fused.exp_avg, fused.exp_avg_sq, fused._offsets, len(fused.group_sizes),
               fused.width, features.card_counts, features.card_index, features.bet_inputs, features.bet_index,

@@ -32,6 +32,7 @@ from training.common.fused_network import (
     _new_cache,
     _summed_update,
     one_blas_thread,
+    thread_parts,
 )
 
 #: Steps per compiled call: between calls the fit reports its progress (a HULH fit runs for hours).
@@ -62,8 +63,7 @@ def fit_rows_mse(net: DeepCFRNetwork, cards: np.ndarray, node: np.ndarray, targe
               scale, _bet_features(np.asarray(node_bets, np.float32)), np.ascontiguousarray(node_legal, dtype=np.float32))
     picks = np.ascontiguousarray(picks, dtype=np.int64)
     lr = np.ascontiguousarray(lr, dtype=np.float64)
-    # numba's thread pool only when asked for: its OpenMP layer resets torch's thread count
-    chunks = 1 if threads <= 1 else max(1, min(threads, nb.get_num_threads(), picks.shape[1]))
+    chunks = thread_parts(threads, picks.shape[1])
     torch_threads = torch.get_num_threads()
     network = (fused.theta, fused.grad, fused.exp_avg, fused.exp_avg_sq, fused._offsets,
                np.asarray(net.group_sizes, np.int64), net.width)

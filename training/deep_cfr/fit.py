@@ -24,7 +24,6 @@ recorded in every iteration's metrics (:meth:`NetworkFit.provenance`).
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import cache
@@ -40,6 +39,7 @@ from bot.agents.network import DeepCFRNetwork, canonical_suit_cards, masked_soft
 from training.common.fused_network import Features, fit_weighted_mse
 from training.common.fused_rows import fit_rows_mse
 from training.common.reservoir import Reservoir
+from training.contract.entry import worker_threads
 from training.deep_cfr.config import DeepCFRConfig
 from training.deep_cfr.merged_memory import MergedRows, merge_rows, row_weights
 
@@ -213,7 +213,7 @@ class NetworkFit:
 
         losses = fit_rows_mse(net, raw["cards"], raw["node"], raw["target"] / np.float32(divisor), weights,
                               self.encoder.bets, self.encoder.legal, batch_size, picks, self.learning_rates(steps),
-                              self.config.grad_clip, report, threads=self.config.threads or os.cpu_count() or 1)
+                              self.config.grad_clip, report, threads=worker_threads(self.config.threads))
         net.eval()
         return float(np.mean(losses[_tail_start(steps):])), "rows"
 
@@ -226,7 +226,7 @@ class NetworkFit:
         features = Features.build(cards, self.encoder.bets[problem.merged.node], self.encoder.group_sizes)
         losses = fit_weighted_mse(net, features, problem.target, self.encoder.legal[problem.merged.node],
                                   problem.weight, problem.denominator, steps, self.learning_rates(steps), cfg.grad_clip,
-                                  picks=problem.picks, threads=cfg.threads or os.cpu_count() or 1,
+                                  picks=problem.picks, threads=worker_threads(cfg.threads),
                                   check=self.stop.check if self.stop is not None else None)
         net.eval()
         return float(np.mean(losses[_tail_start(steps):])), problem.form

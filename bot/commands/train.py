@@ -38,6 +38,8 @@ from bot.run_files import (
 @click.option("--preset", type=click.Choice(["tuned", "paper"]), help="DREAM / OS-SD-CFR: the game's preset table  [default: tuned]")
 @click.option("--size", help="Abstraction size (--algo abstraction), e.g. 3e6.")
 @click.option("--teacher", help="--algo distil: the SD-CFR stack to distil (a Deep CFR run's policy/stack, or the run).")
+@click.option("--warm-start", help="--algo abstraction: start from the solve of another abstraction of the game by the "
+              "same solver (its run directory, or its name when it is solved here, e.g. abstraction_3e7).")
 @click.option("--threads", type=NON_NEGATIVE, help="CPU threads; 0 = all cores  [default: the preset's]")
 @click.option("--out", type=click.Path(file_okay=False), help="Run directory to create.")
 @click.option("--resume", type=click.Path(file_okay=False), help="Continue the run in this directory (may change --iterations, --time-budget, --device, --threads).")

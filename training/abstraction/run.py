@@ -54,7 +54,7 @@ from training.abstraction.resources import (
 )
 from training.abstraction.row_layout import RowLayout
 from training.abstraction.solver import Pruning
-from training.abstraction.warm_start import warm_start
+from training.abstraction.warm_start import WarmSource, warm_start
 from training.contract import cluster as distributed
 from training.contract.entry import CheckpointClock, StopRequest, Trainer, parse_duration
 from training.contract.loop import StepLoop
@@ -112,9 +112,10 @@ class AbstractionConfig:
     """Keep the two tables in memory-mapped files in the run directory (``tables/``) instead of
     RAM: for abstraction_3e8 (7.9 GB) on a machine with less memory; pages stream from disk."""
     warm_start: str | None = None
-    """A solved ``es-mccfr`` run of another abstraction of the same game (its directory): a new
-    run starts from its tables carried over bucket by bucket and continues its batch weights
-    (:mod:`training.abstraction.warm_start`); ignored by ``--resume``, which has its own tables."""
+    """A solved run of another abstraction of the same game by this run's solver (and PCS
+    scheme), its directory: a new run starts from its tables carried over bucket by bucket and
+    continues its batch weights (:mod:`training.abstraction.warm_start`); ignored by
+    ``--resume``, which has its own tables."""
     warm_start_weight: float = 1.0
     """How many of the source's batches the carried tables count as, as a fraction (1: all;
     the run's batch index starts there). Measured: 1 on FHP 4e4 -> 3.6e6; a much coarser
@@ -144,8 +145,6 @@ class AbstractionConfig:
             raise ConfigError("convergence_boards = 1 gives no interval: 0 (no check) or at least 2")
         if not 0 <= self.warm_start_weight <= 1:
             raise ConfigError(f"warm_start_weight {self.warm_start_weight}: a fraction between 0 and 1")
-        if self.warm_start is not None and self.solver != "es-mccfr":
-            raise ConfigError(f"warm_start needs solver = \"es-mccfr\" (this run's solver is {self.solver!r})")
         if self.prune_ratio < 0 or self.prune_from_batch < 1 or not 0 < self.prune_full_share <= 1:
             raise ConfigError("prune_ratio must be 0 (off) or more, prune_from_batch 1 or more, prune_full_share in (0, 1]")
         if self.prune_ratio and self.solver != "es-mccfr":
@@ -173,7 +172,7 @@ def _train(config: AbstractionConfig, run: RunDir, resume: bool, stop: StopReque
 TRAINERS = {"abstraction": Trainer(
     algo="abstraction", config_class=AbstractionConfig,
     flags={"iterations": "iterations", "time_budget": "time_budget", "seed": "seed", "threads": "threads",
-           "size": "abstraction"},
+           "size": "abstraction", "warm_start": "warm_start"},
     resumable=frozenset({"iterations", "time_budget", "threads"}),
     presets={}, train=_train, prepare=_abstraction_name, route=route_lossless,
 )}
@@ -188,6 +187,8 @@ def train(config: AbstractionConfig, run: RunDir, resume: bool = False, stop: St
 
     console = Console(stderr=True)
     spec = SPECS[config.abstraction]
+    if config.warm_start is not None and not resume:  # before anything is built or printed
+        WarmSource.check(config.warm_start, spec.game, config.solver, config.scheme)
     built = (spec_dir(spec) / "meta.json").exists()
     cost = estimate(spec, config.iterations, cached_feature_rounds(spec), built, config.solver)
     console.print(f"[bold]{spec.name}[/] ({spec.game}, buckets {spec.buckets}): {cost.summary()}")
@@ -211,7 +212,8 @@ def train(config: AbstractionConfig, run: RunDir, resume: bool = False, stop: St
         carried = time.monotonic()
         with progress_bar(console, transient=True) as bar:
             bar.add_task(f"warm start: carrying {config.warm_start}'s tables over", total=None)
-            source = warm_start(config.warm_start, ag, regrets, average)  # canonical rows, then this solve's
+            # canonical rows, then this solve's layout
+            source = warm_start(config.warm_start, ag, regrets, average, config.solver, config.scheme)
             layout.adopt(regrets)
             layout.adopt(average)
         carried = time.monotonic() - carried

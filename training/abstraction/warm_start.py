@@ -1,4 +1,4 @@
-"""Start an ES solve of one abstraction from the solved tables of another (regret transfer).
+"""Start a solve of one abstraction from the solved tables of another (regret transfer).
 
 Why: a finer abstraction needs many more iterations than a coarse one of the same game
 (hold'em: a converged ``abstraction_3e6`` in ~68M ES iterations, ``abstraction_3e7`` still
@@ -26,6 +26,15 @@ The run then continues at the source's batch index: ES Linear MCCFR weights batc
 (:mod:`training.abstraction.solver`), and the source's tables are the weighted mean of its
 batches' increments, so the transferred rows count as that many batches of (coarser) work and
 fade as the finer solve's own batches accumulate (after as many again, they weigh one quarter).
+PCS (:mod:`training.abstraction.pcs`) carries over the same way: its weightings are functions
+of the batch index too (DCFR discounts the tables before batch k by factors of k - 1), so a
+PCS source seeds a PCS run of the same weighting scheme, which continues at the source's batch
+index. Why PCS: its finest abstraction's rows are rarely visited (abstraction_3e8's river
+buckets: one board in ~860), so a cold solve spends most of its time learning in each finer
+bucket what its coarser parent already knows. Sources and runs must share the solver (and, for
+PCS, the scheme): the tables' scales are the solver's (ES sums sampled regrets per deal, PCS
+exact regrets per board; CFR+ floors regrets at 0 where DCFR discounts them), so a mixed carry
+would be a table of another algorithm's units.
 The run's own iterations still start at 1 (its random streams and its convergence check are its
 own); ``metrics.jsonl`` opens with a record naming the source, its iterations and batches.
 """
@@ -38,7 +47,7 @@ from pathlib import Path
 import numpy as np
 from numba import njit, prange
 
-from bot.abstraction.spec import SPECS
+from bot.abstraction.spec import SIZE_NAMES, SPECS, published_meta
 from bot.abstraction.tables import AbstractGame, Abstraction
 from bot.errors import ConfigError, CorruptFileError
 from bot.run_files import latest_checkpoint
@@ -52,7 +61,7 @@ CHUNK = 1 << 23
 
 @dataclass(frozen=True)
 class WarmSource:
-    """A solved ES run whose tables seed a new run: its abstraction and its checkpoint's tables."""
+    """A solved run whose tables seed a new run: its abstraction and its checkpoint's tables."""
 
     path: Path
     abstraction: str
@@ -61,20 +70,32 @@ class WarmSource:
     iterations: int
     batches: int
 
-    @classmethod
-    def open(cls, path: str | Path, game: str) -> WarmSource:
-        """The run at ``path``, checked: an ES run of an abstraction of ``game`` with a complete
-        checkpoint (one-line errors otherwise)."""
-        run = RunDir.open(path, algo="abstraction")
+    @staticmethod
+    def check(path: str | Path, game: str, solver: str = "es-mccfr", scheme: str = "dcfr") -> tuple[RunDir, str]:
+        """(the run at ``path``, its abstraction) if it can seed a run of ``game`` by ``solver``
+        (for PCS, weighted by ``scheme``); a one-line error otherwise. Reads only its config, so
+        a new run checks its source before it builds anything. ``path`` may also name a solved
+        abstraction (``abstraction_3e7``): the run that published its policy here."""
+        run = RunDir.open(published_run(path), algo="abstraction")
         config = run.config()
-        name, solver = str(config.get("abstraction")), str(config.get("solver", "pcs"))
+        name, source_solver = str(config.get("abstraction")), str(config.get("solver", "pcs"))
         if name not in SPECS:
             raise ConfigError(f"warm_start {run.path}: unknown abstraction {name!r}")
         if SPECS[name].game != game:
             raise ConfigError(f"warm_start {run.path}: solves {name} of {SPECS[name].game!r}, not of {game!r}")
-        if solver != "es-mccfr":
-            raise ConfigError(f"warm_start {run.path}: solved by {solver!r}; only an es-mccfr run's tables carry "
-                              "over (its batches are what the new run's weights continue)")  # fmt: skip
+        if source_solver != solver:
+            raise ConfigError(f"warm_start {run.path}: solved by {source_solver!r}, this run by {solver!r}; tables "
+                              "carry over between runs of one solver (their units are the solver's)")  # fmt: skip
+        source_scheme = str(config.get("scheme", "dcfr"))
+        if solver == "pcs" and source_scheme != scheme:
+            raise ConfigError(f"warm_start {run.path}: weighted by {source_scheme!r}, this run by {scheme!r}; a PCS "
+                              "run continues the batch weights of a source of its own scheme")  # fmt: skip
+        return run, name
+
+    @classmethod
+    def open(cls, path: str | Path, game: str, solver: str = "es-mccfr", scheme: str = "dcfr") -> WarmSource:
+        """The run at ``path``, checked (:meth:`check`), with its complete checkpoint's tables."""
+        run, name = cls.check(path, game, solver, scheme)
         checkpoint = latest_checkpoint(run.path)
         if checkpoint is None:
             raise ConfigError(f"warm_start {run.path}: no complete checkpoint to start from")
@@ -88,6 +109,22 @@ class WarmSource:
         """The opening ``metrics.jsonl`` record of a warm-started run."""
         return {"iteration": 0, "warm_start": str(self.path), "warm_start_abstraction": self.abstraction,
                 "warm_start_iterations": self.iterations, "warm_start_batches": self.batches}  # fmt: skip
+
+
+def published_run(source: str | Path) -> Path:
+    """``source`` as a run directory: itself, or, when it is the name of an abstraction and no
+    such directory exists, the run whose solve is published under that name (``policy.json``);
+    a name with no published solve is a one-line error naming the command that solves it."""
+    name = str(source)
+    if name not in SPECS or Path(name).exists():
+        return Path(source)
+    run = published_meta(SPECS[name]).get("run")
+    if not isinstance(run, str):
+        game = SPECS[name].game
+        size = next((size for (of, size), known in SIZE_NAMES.items() if known == name and of == game), name)
+        raise ConfigError(f"warm_start {name!r}: no solve of it is published here; `pokerbot train --algo abstraction "
+                          f"--game {game} --size {size} --out runs/{name}` solves it")  # fmt: skip
+    return Path(run)
 
 
 def class_shares(target: Abstraction, source: Abstraction, round_index: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -140,10 +177,12 @@ def _add_shares(table, stored, target_offset, source_offset, t, s, share):  # pr
                 table[row, a] += np.float32(share[k] * stored[source_row, a])
 
 
-def warm_start(path: str | Path, target: AbstractGame, regrets: np.ndarray, average: np.ndarray) -> WarmSource:
-    """Seed the zeroed ``regrets``/``average`` of ``target`` from the ES run at ``path``;
-    returns the source (its batches are where the new run's batch index continues)."""
-    source = WarmSource.open(path, target.abstraction.spec.game)
+def warm_start(path: str | Path, target: AbstractGame, regrets: np.ndarray, average: np.ndarray,
+               solver: str = "es-mccfr", scheme: str = "dcfr") -> WarmSource:  # fmt: skip
+    """Seed the zeroed ``regrets``/``average`` of ``target`` from the run at ``path`` (solved
+    by ``solver``, PCS weighted by ``scheme``); returns the source (its batches are where the
+    new run's batch index continues)."""
+    source = WarmSource.open(path, target.abstraction.spec.game, solver, scheme)
     source_game = AbstractGame.build(Abstraction.load(SPECS[source.abstraction]))
     if source.regrets.shape != (source_game.num_rows, 3) or source.average.shape != source.regrets.shape:
         raise CorruptFileError(f"warm_start {source.path}: its tables ({source.regrets.shape}) do not fit "

@@ -80,7 +80,10 @@ DISTRIBUTED_ALGOS = ("deep-cfr", "sd-cfr", "abstraction")
 
 #: ``pokerbot train`` options that map onto config fields (the rest steer the command itself); a
 #: trainer's own :attr:`Trainer.flags` count too (``pokerbot solve``'s ``--eval-every``, say).
-CONFIG_FLAGS = ("game", "iterations", "traversals", "time_budget", "seed", "device", "threads", "size", "preset")
+#: Every one is read for every algorithm, so a flag another algorithm owns (``--teacher`` for
+#: anything but distil) is a one-line error, not silently dropped.
+CONFIG_FLAGS = ("game", "iterations", "traversals", "time_budget", "seed", "device", "threads", "size", "preset",
+                "teacher", "warm_start")
 
 
 class Train(Protocol):

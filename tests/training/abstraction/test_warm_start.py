@@ -1,8 +1,9 @@
-"""Warm starts: a solved ES run's tables carried into another abstraction of the same game."""
+"""Warm starts: a solved run's tables carried into another abstraction of the same game (ES and PCS)."""
 
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -12,6 +13,7 @@ from bot.abstraction.spec import SPECS
 from bot.abstraction.tables import AbstractGame, Abstraction
 from bot.cli import main as pokerbot
 from bot.errors import ConfigError
+from training.abstraction import pcs
 from training.abstraction.build import build_abstraction, round_features
 from training.abstraction.solver import run_batch
 from training.abstraction.warm_start import WarmSource, class_shares, warm_start
@@ -21,9 +23,10 @@ from training.tabular.mccfr import regret_matching_row
 BASE = ["train", "--algo", "abstraction", "--game", "leduc", "--threads", "1", "--seed", "3"]
 
 
-def es_run(tmp_path, name: str, size: str, iterations: int, extra: str = "") -> str:
+def es_run(tmp_path, name: str, size: str, iterations: int, extra: str = "", solver: str = "es-mccfr",
+           batch: int = 2000) -> str:  # fmt: skip
     config = tmp_path / f"{name}.toml"
-    config.write_text(f'solver = "es-mccfr"\nbatch = 2000\n{extra}')
+    config.write_text(f'solver = "{solver}"\nbatch = {batch}\n{extra}')
     out = str(tmp_path / name)
     result = CliRunner().invoke(pokerbot, BASE + ["--size", size, "--iterations", str(iterations), "--config", str(config),
                                                   "--out", out])  # fmt: skip
@@ -105,22 +108,65 @@ def test_warm_run_continues_the_source_batches_exactly(tmp_path):
     assert [json.loads(line).get("batch") for line in open(f"{quarter}/metrics.jsonl")][1] == 3
 
 
+def test_pcs_warm_run_continues_the_source_batches_exactly(tmp_path):
+    """PCS carries over as ES does: a warm start from a PCS run of the same abstraction is its
+    tables unchanged, then DCFR batches numbered from the source's last + 1 (their discounts
+    are the ones batch k applies), bit for bit the PCS batches done by hand."""
+    source = es_run(tmp_path, "first", "lossless", 300, solver="pcs", batch=100)
+    warm = es_run(tmp_path, "warm", "lossless", 200, f'warm_start = "{source}"\n', solver="pcs", batch=100)
+    lines = [json.loads(line) for line in open(f"{warm}/metrics.jsonl")]
+    assert (lines[0]["warm_start_iterations"], lines[0]["warm_start_batches"]) == (300, 3)
+    assert [(r["iteration"], r["batch"]) for r in lines[1:3]] == [(100, 4), (200, 5)]
+    pg = pcs.PCSGame.build(game_of("leduc_lossless"))
+    regrets, average = (np.load(f"{source}/checkpoint/{name}.npy") for name in ("regrets", "average"))
+    for k, first in ((4, 1), (5, 101)):
+        weights = pcs.batch_weights("dcfr", k)
+        pcs.discount(regrets, average, weights)
+        pcs.run_iterations(pg, regrets, average, 3, first, 100, weights, 1)
+    assert np.array_equal(np.load(f"{warm}/checkpoint/regrets.npy"), regrets)
+    assert np.array_equal(np.load(f"{warm}/policy/average.npy"), average)
+
+
+def test_a_published_abstraction_names_its_run(tmp_path, monkeypatch):
+    """``warm_start = "leduc_merged"`` (no such folder) is the run that published that
+    abstraction's policy; a folder of that name, where one exists, is taken as it is."""
+    source = es_run(tmp_path, "merged", "merged", 200, solver="pcs", batch=100)
+    monkeypatch.chdir(tmp_path)
+    run, name = WarmSource.check("leduc_merged", "leduc", "pcs")
+    assert (run.path, name) == (Path(source).resolve(), "leduc_merged")
+    warm = es_run(tmp_path, "warm", "lossless", 100, 'warm_start = "leduc_merged"\n', solver="pcs", batch=100)
+    assert json.loads(open(f"{warm}/metrics.jsonl").readline())["warm_start"] == str(Path(source).resolve())
+    flag = str(tmp_path / "flag")  # the same from the command line
+    result = CliRunner().invoke(pokerbot, BASE + ["--size", "lossless", "--iterations", "100", "--warm-start", "leduc_merged",
+                                                  "--out", flag])  # fmt: skip
+    assert result.exit_code == 0, result.output
+    assert json.loads(open(f"{flag}/metrics.jsonl").readline())["warm_start"] == str(Path(source).resolve())
+    (tmp_path / "leduc_merged").mkdir()
+    with pytest.raises(RunDirError, match="is not a run directory"):
+        WarmSource.check("leduc_merged", "leduc", "pcs")
+
+
 def test_bad_sources_are_one_line_errors(tmp_path):
-    pcs = str(tmp_path / "pcs")
-    assert CliRunner().invoke(pokerbot, BASE + ["--size", "merged", "--iterations", "50", "--out", pcs]).exit_code == 0
+    pcs_run = str(tmp_path / "pcs")
+    assert CliRunner().invoke(pokerbot, BASE + ["--size", "merged", "--iterations", "50", "--out", pcs_run]).exit_code == 0
     fine = game_of("leduc_lossless")
     tables = np.zeros((fine.num_rows, 3), np.float32), np.zeros((fine.num_rows, 3), np.float32)
-    with pytest.raises(ConfigError, match="solved by 'pcs'; only an es-mccfr run"):
-        warm_start(pcs, fine, *tables)
+    with pytest.raises(ConfigError, match="solved by 'pcs', this run by 'es-mccfr'; tables carry over between runs of one"):
+        warm_start(pcs_run, fine, *tables)
+    with pytest.raises(ConfigError, match="weighted by 'dcfr', this run by 'cfr\\+'"):
+        warm_start(pcs_run, fine, *tables, solver="pcs", scheme="cfr+")
     with pytest.raises(ConfigError, match="solves leduc_merged of 'leduc', not of 'kuhn'"):
-        WarmSource.open(pcs, "kuhn")
+        WarmSource.open(pcs_run, "kuhn", "pcs")
     with pytest.raises(RunDirError, match="is not a run directory"):
         warm_start(tmp_path, fine, *tables)
+    with pytest.raises(ConfigError, match="'leduc_lossless': no solve of it is published here; `pokerbot train --algo "
+                                          "abstraction --game leduc --size lossless --out runs/leduc_lossless` solves it"):  # fmt: skip
+        WarmSource.check("leduc_lossless", "leduc", "pcs")
     config = tmp_path / "bad.toml"
-    config.write_text(f'warm_start = "{pcs}"\n')
+    config.write_text(f'solver = "es-mccfr"\nwarm_start = "{pcs_run}"\n')
     result = CliRunner().invoke(pokerbot, BASE + ["--size", "lossless", "--config", str(config), "--out", str(tmp_path / "w")])
     assert result.exit_code != 0 and len(result.output.strip().splitlines()) == 1
-    assert 'warm_start needs solver = "es-mccfr"' in result.output
-    config.write_text(f'solver = "es-mccfr"\nwarm_start = "{pcs}"\nwarm_start_weight = 2\n')
+    assert "solved by 'pcs', this run by 'es-mccfr'" in result.output
+    config.write_text(f'solver = "es-mccfr"\nwarm_start = "{pcs_run}"\nwarm_start_weight = 2\n')
     result = CliRunner().invoke(pokerbot, BASE + ["--size", "lossless", "--config", str(config), "--out", str(tmp_path / "w")])
     assert result.exit_code != 0 and "warm_start_weight 2: a fraction between 0 and 1" in result.output

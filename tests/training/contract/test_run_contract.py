@@ -55,6 +55,10 @@ def test_unknown_keys_and_flags_that_do_not_apply_are_named(tmp_path) -> None:
         resolve_new(load_trainer("sd-cfr"), {"game": "kuhn", "size": "3e6"})
     with pytest.raises(ConfigError, match="--traversals does not apply to --algo abstraction"):
         resolve_new(load_trainer("abstraction"), {"game": "leduc", "size": "lossless", "traversals": 3})
+    with pytest.raises(ConfigError, match="--teacher does not apply to --algo sd-cfr"):
+        resolve_new(load_trainer("sd-cfr"), {"game": "kuhn", "teacher": "runs/x"})
+    with pytest.raises(ConfigError, match="--warm-start does not apply to --algo distil"):
+        resolve_new(load_trainer("distil"), {"game": "kuhn", "teacher": "runs/x", "warm_start": "runs/y"})
 
 
 def test_precedence_is_the_same_for_every_algorithm(tmp_path) -> None:

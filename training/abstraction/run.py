@@ -198,7 +198,17 @@ def train(config: AbstractionConfig, run: RunDir, resume: bool = False, stop: St
         check_build_fits(spec.name, cost.disk_bytes, spec_dir(spec))
     with progress_bar(console, transient=True) as bar:
         task = bar.add_task("building abstraction", total=None)
-        build_abstraction(spec, lambda phase, done, total: bar.update(task, description=phase, completed=done, total=total))
+
+        def building(phase: str, done: int, total: int) -> None:
+            """The build's progress; also where a stop request ends it. A build has no
+            checkpoint (its k-means runs up to ~50 minutes), so after the grace period the build
+            is abandoned at its next progress report, as the contract promises (it ran on to
+            its end before); the features it computed stay cached for the next run."""
+            bar.update(task, description=phase, completed=done, total=total)
+            if stop is not None:
+                stop.check()
+
+        build_abstraction(spec, building)
     ag = AbstractGame.build(Abstraction.load(spec))
     threads = config.threads or numba.config.NUMBA_NUM_THREADS
     target = config.iterations or cost.iterations

@@ -77,6 +77,9 @@ def test_a_resume_to_a_larger_target_snapshots_again_and_a_finished_one_does_not
 
 
 def test_a_run_stopped_before_half_its_target_says_when_it_will_be_checked(tmp_path, capsys):
+    from training.abstraction.build import build_abstraction
+
+    build_abstraction(SPECS["leduc_merged"])  # built before: a stop past its grace would abandon the build
     stop = StopRequest()
     stop.request()  # Ctrl-C during the first batch
     config = AbstractionConfig("leduc_merged", iterations=200, batch=20, convergence_boards=40, threads=1)
@@ -201,3 +204,20 @@ def test_pokerbot_agents_reads_back_the_figures_the_console_printed(tmp_path):
     (tmp_path / "metrics.jsonl").write_text(json.dumps({"iteration": 360, "final": True} | checked.metrics()) + "\n")
     assert "+4.9 ± 1.2 mbb/g against its average at 180 iterations (not converged)" in _abstraction_strength(
         {"iterations": 360, "run": str(tmp_path)})
+
+
+def test_a_stop_request_past_its_grace_abandons_the_bucket_build(tmp_path):
+    """A build has no checkpoint (hold'em's k-means run for up to ~50 minutes), so a stop
+    request past its grace period ends it at its next progress report, as it ends a long step
+    of every trainer; no tables, checkpoint or policy are left behind."""
+    from bot.abstraction.spec import spec_dir
+    from training.contract.stop import StepAbandoned
+
+    stop = StopRequest(grace=0.0)
+    stop.request()
+    config = AbstractionConfig("leduc_merged", iterations=200, batch=20, threads=1)
+    run_dir = RunDir.create(tmp_path / "r", config, "abstraction")
+    with pytest.raises(StepAbandoned, match="stop requested"):
+        train(config, run_dir, stop=stop)
+    assert not (spec_dir(SPECS["leduc_merged"]) / "meta.json").exists()
+    assert run_dir.checkpoint_path is None and not (tmp_path / "r" / "policy").exists()

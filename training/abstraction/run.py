@@ -118,8 +118,10 @@ class AbstractionConfig:
     ``--resume``, which has its own tables."""
     warm_start_weight: float = 1.0
     """How many of the source's batches the carried tables count as, as a fraction (1: all;
-    the run's batch index starts there). Measured: 1 on FHP 4e4 -> 3.6e6; a much coarser
-    source (Leduc merged -> lossless) does better near 1/16 (docs: abstraction, warm start)."""
+    the run's batch index starts there). Measured for ES: 1 on FHP 4e4 -> 3.6e6; a much
+    coarser source (Leduc merged -> lossless) does better near 1/16; for PCS on FHP 4e4 ->
+    3.6e6, 1/16 of those tried at 45 CPU-s, still behind a cold start (docs: abstraction,
+    warm start)."""
     prune_ratio: float = 0.0
     """``es-mccfr`` only: negative-regret pruning (:class:`training.abstraction.solver.Pruning`):
     most traversals skip the traverser's actions whose regret is below minus this many times the

@@ -30,11 +30,13 @@ PCS (:mod:`training.abstraction.pcs`) carries over the same way: its weightings 
 of the batch index too (DCFR discounts the tables before batch k by factors of k - 1), so a
 PCS source seeds a PCS run of the same weighting scheme, which continues at the source's batch
 index. Why PCS: its finest abstraction's rows are rarely visited (abstraction_3e8's river
-buckets: one board in ~860), so a cold solve spends most of its time learning in each finer
-bucket what its coarser parent already knows. Sources and runs must share the solver (and, for
-PCS, the scheme): the tables' scales are the solver's (ES sums sampled regrets per deal, PCS
-exact regrets per board; CFR+ floors regrets at 0 where DCFR discounts them), so a mixed carry
-would be a table of another algorithm's units.
+buckets: one board in ~860), so a cold solve spends a long time learning in each finer bucket
+what its coarser parent already knows. Measured exactly on FHP (docs: abstraction solves, warm
+start), that buys a lead only while the cold solve is still worse than the source; after it,
+the warm run trails at every ``warm_start_weight`` tried. Sources and runs must share the
+solver (and, for PCS, the scheme): the tables' scales are the solver's (ES sums sampled
+regrets per deal, PCS exact regrets per board; CFR+ floors regrets at 0 where DCFR discounts
+them), so a mixed carry would be a table of another algorithm's units.
 The run's own iterations still start at 1 (its random streams and its convergence check are its
 own); ``metrics.jsonl`` opens with a record naming the source, its iterations and batches.
 """

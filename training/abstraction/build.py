@@ -9,8 +9,10 @@ round's recipe) equals a built round of another abstraction of the same game is 
 rebuilt. A ``pa`` round over a ``pa`` round (``abstraction_3e6_pa2``'s flop over its turn) takes
 as ground distance the lifted distances between the next round's mean histograms. Every file is
 written to a temporary name and renamed, so an interrupted build leaves no half file behind and
-is simply re-run. The build fails unless every round has exactly its named
-number of non-empty buckets.
+is simply re-run; each finished round's table is recorded beside it with its recipe
+(``buckets_r<round>.json``), so a re-run after an interruption (Ctrl-C during abstraction_3e8's
+flop, after its ~25-50 minute river k-means) keeps the rounds it finished. The build fails
+unless every round has exactly its named number of non-empty buckets.
 """
 
 from __future__ import annotations
@@ -153,6 +155,21 @@ def _reuse(spec: AbstractionSpec, r: int) -> bool:
     return False
 
 
+def _recipe_path(spec: AbstractionSpec, r: int) -> Path:
+    return bucket_path(spec, r).with_suffix(".json")
+
+
+def _finished(spec: AbstractionSpec, r: int) -> bool:
+    """Round ``r``'s table of ``spec`` was written whole by a build of this recipe and format
+    (an earlier, interrupted build of the same abstraction)."""
+    try:
+        recorded = json.loads(_recipe_path(spec, r).read_text())
+    except (OSError, ValueError):
+        return False
+    expected = {"format": FORMAT_VERSION, "recipe": list(_recipe(spec, r))}
+    return recorded == expected and bucket_path(spec, r).exists()
+
+
 def build_abstraction(spec: AbstractionSpec, progress: Progress | None = None, force: bool = False) -> Path:
     """Build the bucket tables of ``spec`` (a no-op when they exist); returns its directory."""
     directory = spec_dir(spec)
@@ -167,8 +184,9 @@ def build_abstraction(spec: AbstractionSpec, progress: Progress | None = None, f
         if count is None:
             effective[r] = round_indexer(game, r).size
             continue
-        if force or not _reuse(spec, r):
+        if force or not (_finished(spec, r) or _reuse(spec, r)):
             _atomic_npy(bucket_path(spec, r), _bucket_round(spec, game, r, progress))
+        atomic_write_text(_recipe_path(spec, r), json.dumps({"format": FORMAT_VERSION, "recipe": list(_recipe(spec, r))}))
         table = np.load(bucket_path(spec, r), mmap_mode="r")
         effective[r] = int(np.count_nonzero(np.bincount(table, minlength=count)))
         if effective[r] != count:

@@ -205,7 +205,7 @@ def train(config: AbstractionConfig, run: RunDir, resume: bool = False, stop: St
             """The build's progress; also where a stop request ends it. A build has no
             checkpoint (its k-means runs up to ~50 minutes), so after the grace period the build
             is abandoned at its next progress report, as the contract promises (it ran on to
-            its end before); the features it computed stay cached for the next run."""
+            its end before); the features and rounds it finished stay cached for the next run."""
             bar.update(task, description=phase, completed=done, total=total)
             if stop is not None:
                 stop.check()

@@ -402,3 +402,34 @@ def test_playing_imports_no_training_code():
     code = ("import sys, bot.abstraction.agent, bot.registry; "
             "bad = [m for m in sys.modules if m.startswith('training')]; assert not bad, bad")  # fmt: skip
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_an_interrupted_build_keeps_the_rounds_it_finished(monkeypatch):
+    """A build stopped after its last round's table (built first) redoes only the rest when it
+    is run again, and ends with the tables a build in one go writes; a recorded round of another
+    recipe or format is rebuilt."""
+    import training.abstraction.build as build
+
+    spec = SPECS["leduc_merged"]
+
+    def stop_at_round_0(phase: str, done: int, total: int) -> None:
+        if "round 0" in phase:
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        build_abstraction(spec, stop_at_round_0)
+    assert bucket_path(spec, 1).exists() and not bucket_path(spec, 0).exists()
+    first = np.load(bucket_path(spec, 1))
+    rounds_built: list[int] = []
+    bucket_round = build._bucket_round
+    monkeypatch.setattr(build, "_bucket_round", lambda s, g, r, p: rounds_built.append(r) or bucket_round(s, g, r, p))
+    build_abstraction(spec)
+    assert rounds_built == [0] and np.array_equal(np.load(bucket_path(spec, 1)), first)
+    build_abstraction(spec, force=True)  # force rebuilds every round whatever is recorded
+    assert rounds_built == [0, 1, 0]
+    meta = bucket_path(spec, 0).parent / "meta.json"
+    meta.unlink()  # an unfinished build again, whose round 1 was recorded by an older format
+    record = bucket_path(spec, 1).with_suffix(".json")
+    record.write_text(record.read_text().replace('"format": 1', '"format": 0'))
+    build_abstraction(spec)
+    assert rounds_built == [0, 1, 0, 1] and meta.exists()

@@ -47,8 +47,10 @@ PCS_PAIRS_PER_SECOND = {"holdem": 3.6e8, "fhp": 2.1e8}
 #: different rate than the pairs rate predicts (its tables do not stay in cache).
 #: abstraction_3e8: its two-thread solve in the traversal row layout, batches of 479 iterations
 #: at 15.8-16.9 a second (2-core Intel Xeon, 2026-11-29; 10.4-10.9 in the canonical layout on the
-#: same box; the AMD EPYC measured 9.6 a CPU second canonical).
-PCS_ITERATIONS_PER_SECOND_OF = {"abstraction_3e8": 16.0}
+#: same box; the AMD EPYC measured 9.6 a CPU second canonical). abstraction_3e7: its one-hour
+#: two-thread solve, 44,201 iterations in 3,580 s (a slower 2-core Intel Xeon, 2026-12-07; the
+#: pairs rate above predicted 26 a second, so the estimate said 4.8 h for what takes ~10 h).
+PCS_ITERATIONS_PER_SECOND_OF = {"abstraction_3e8": 16.0, "abstraction_3e7": 12.3}
 #: A default PCS solve gives every bucket of the finest round this many hand updates per
 #: decision node: iterations = this x buckets / live hands per board. FHP (and the small games)
 #: calibrated by ``benchmarks/bench_pcs_fhp.py`` on fhp_abstraction_4e4, whose exploitability

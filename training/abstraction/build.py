@@ -159,6 +159,11 @@ def _recipe_path(spec: AbstractionSpec, r: int) -> Path:
     return bucket_path(spec, r).with_suffix(".json")
 
 
+def _recipe_record(spec: AbstractionSpec, r: int) -> dict:
+    """What ``buckets_r<round>.json`` holds for a round built by this code."""
+    return {"format": FORMAT_VERSION, "recipe": list(_recipe(spec, r))}
+
+
 def _finished(spec: AbstractionSpec, r: int) -> bool:
     """Round ``r``'s table of ``spec`` was written whole by a build of this recipe and format
     (an earlier, interrupted build of the same abstraction)."""
@@ -166,8 +171,7 @@ def _finished(spec: AbstractionSpec, r: int) -> bool:
         recorded = json.loads(_recipe_path(spec, r).read_text())
     except (OSError, ValueError):
         return False
-    expected = {"format": FORMAT_VERSION, "recipe": list(_recipe(spec, r))}
-    return recorded == expected and bucket_path(spec, r).exists()
+    return recorded == _recipe_record(spec, r) and bucket_path(spec, r).exists()
 
 
 def build_abstraction(spec: AbstractionSpec, progress: Progress | None = None, force: bool = False) -> Path:
@@ -186,7 +190,7 @@ def build_abstraction(spec: AbstractionSpec, progress: Progress | None = None, f
             continue
         if force or not (_finished(spec, r) or _reuse(spec, r)):
             _atomic_npy(bucket_path(spec, r), _bucket_round(spec, game, r, progress))
-        atomic_write_text(_recipe_path(spec, r), json.dumps({"format": FORMAT_VERSION, "recipe": list(_recipe(spec, r))}))
+        atomic_write_text(_recipe_path(spec, r), json.dumps(_recipe_record(spec, r)))
         table = np.load(bucket_path(spec, r), mmap_mode="r")
         effective[r] = int(np.count_nonzero(np.bincount(table, minlength=count)))
         if effective[r] != count:

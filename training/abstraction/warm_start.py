@@ -49,8 +49,8 @@ from pathlib import Path
 import numpy as np
 from numba import njit, prange
 
-from bot.abstraction.spec import SIZE_NAMES, SPECS, published_meta
-from bot.abstraction.tables import AbstractGame, Abstraction
+from bot.abstraction.spec import SPECS, published_meta
+from bot.abstraction.tables import AbstractGame, Abstraction, train_command
 from bot.errors import ConfigError, CorruptFileError
 from bot.run_files import latest_checkpoint
 from training.abstraction import checkpoint as checkpoint_files
@@ -122,10 +122,7 @@ def published_run(source: str | Path) -> Path:
         return Path(source)
     run = published_meta(SPECS[name]).get("run")
     if not isinstance(run, str):
-        game = SPECS[name].game
-        size = next((size for (of, size), known in SIZE_NAMES.items() if known == name and of == game), name)
-        raise ConfigError(f"warm_start {name!r}: no solve of it is published here; `pokerbot train --algo abstraction "
-                          f"--game {game} --size {size} --out runs/{name}` solves it")  # fmt: skip
+        raise ConfigError(f"warm_start {name!r}: no solve of it is published here; `{train_command(SPECS[name])}` solves it")
     return Path(run)
 
 

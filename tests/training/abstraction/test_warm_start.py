@@ -23,7 +23,7 @@ from training.tabular.mccfr import regret_matching_row
 BASE = ["train", "--algo", "abstraction", "--game", "leduc", "--threads", "1", "--seed", "3"]
 
 
-def es_run(tmp_path, name: str, size: str, iterations: int, extra: str = "", solver: str = "es-mccfr",
+def solved_run(tmp_path, name: str, size: str, iterations: int, extra: str = "", solver: str = "es-mccfr",
            batch: int = 2000) -> str:  # fmt: skip
     config = tmp_path / f"{name}.toml"
     config.write_text(f'solver = "{solver}"\nbatch = {batch}\n{extra}')
@@ -48,7 +48,7 @@ def current(table: np.ndarray, row: int, legal: np.ndarray) -> np.ndarray:
 def test_finer_rows_start_with_their_coarse_rows_strategy_and_totals_are_kept(tmp_path):
     """merged -> lossless: every lossless row lies inside one merged bucket, so it starts with
     exactly that bucket's current and average strategy; per node, the tables' sums are kept."""
-    source = es_run(tmp_path, "merged", "merged", 20_000)
+    source = solved_run(tmp_path, "merged", "merged", 20_000)
     coarse, fine = game_of("leduc_merged"), game_of("leduc_lossless")
     regrets, average = np.zeros((fine.num_rows, 3), np.float32), np.zeros((fine.num_rows, 3), np.float32)
     found = warm_start(source, fine, regrets, average)
@@ -91,8 +91,8 @@ def test_warm_run_continues_the_source_batches_exactly(tmp_path):
     """From the CLI, a warm start from a run of the same abstraction is its tables unchanged
     (every share is one) followed by batches numbered from the source's last + 1: bit for bit
     the run done by hand, and the metrics open with the source."""
-    source = es_run(tmp_path, "first", "lossless", 16_000)
-    warm = es_run(tmp_path, "warm", "lossless", 6_000, f'warm_start = "{source}"\n')
+    source = solved_run(tmp_path, "first", "lossless", 16_000)
+    warm = solved_run(tmp_path, "warm", "lossless", 6_000, f'warm_start = "{source}"\n')
     lines = [json.loads(line) for line in open(f"{warm}/metrics.jsonl")]
     opening = {k: v for k, v in lines[0].items() if k != "warm_start_s"}
     assert opening == {"iteration": 0, "warm_start": source, "warm_start_abstraction": "leduc_lossless",
@@ -104,7 +104,7 @@ def test_warm_run_continues_the_source_batches_exactly(tmp_path):
         run_batch(fine, regrets, average, 3, first, 2000, k, 1)
     assert np.array_equal(np.load(f"{warm}/checkpoint/regrets.npy"), regrets)
     assert np.array_equal(np.load(f"{warm}/policy/average.npy"), average)
-    quarter = es_run(tmp_path, "quarter", "lossless", 2_000, f'warm_start = "{source}"\nwarm_start_weight = 0.25\n')
+    quarter = solved_run(tmp_path, "quarter", "lossless", 2_000, f'warm_start = "{source}"\nwarm_start_weight = 0.25\n')
     assert [json.loads(line).get("batch") for line in open(f"{quarter}/metrics.jsonl")][1] == 3
 
 
@@ -112,8 +112,8 @@ def test_pcs_warm_run_continues_the_source_batches_exactly(tmp_path):
     """PCS carries over as ES does: a warm start from a PCS run of the same abstraction is its
     tables unchanged, then DCFR batches numbered from the source's last + 1 (their discounts
     are the ones batch k applies), bit for bit the PCS batches done by hand."""
-    source = es_run(tmp_path, "first", "lossless", 300, solver="pcs", batch=100)
-    warm = es_run(tmp_path, "warm", "lossless", 200, f'warm_start = "{source}"\n', solver="pcs", batch=100)
+    source = solved_run(tmp_path, "first", "lossless", 300, solver="pcs", batch=100)
+    warm = solved_run(tmp_path, "warm", "lossless", 200, f'warm_start = "{source}"\n', solver="pcs", batch=100)
     lines = [json.loads(line) for line in open(f"{warm}/metrics.jsonl")]
     assert (lines[0]["warm_start_iterations"], lines[0]["warm_start_batches"]) == (300, 3)
     assert [(r["iteration"], r["batch"]) for r in lines[1:3]] == [(100, 4), (200, 5)]
@@ -130,11 +130,11 @@ def test_pcs_warm_run_continues_the_source_batches_exactly(tmp_path):
 def test_a_published_abstraction_names_its_run(tmp_path, monkeypatch):
     """``warm_start = "leduc_merged"`` (no such folder) is the run that published that
     abstraction's policy; a folder of that name, where one exists, is taken as it is."""
-    source = es_run(tmp_path, "merged", "merged", 200, solver="pcs", batch=100)
+    source = solved_run(tmp_path, "merged", "merged", 200, solver="pcs", batch=100)
     monkeypatch.chdir(tmp_path)
     run, name = WarmSource.check("leduc_merged", "leduc", "pcs")
     assert (run.path, name) == (Path(source).resolve(), "leduc_merged")
-    warm = es_run(tmp_path, "warm", "lossless", 100, 'warm_start = "leduc_merged"\n', solver="pcs", batch=100)
+    warm = solved_run(tmp_path, "warm", "lossless", 100, 'warm_start = "leduc_merged"\n', solver="pcs", batch=100)
     assert json.loads(open(f"{warm}/metrics.jsonl").readline())["warm_start"] == str(Path(source).resolve())
     flag = str(tmp_path / "flag")  # the same from the command line
     result = CliRunner().invoke(pokerbot, BASE + ["--size", "lossless", "--iterations", "100", "--warm-start", "leduc_merged",

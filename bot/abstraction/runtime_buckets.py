@@ -188,7 +188,8 @@ def cdf_vectors(hist: np.ndarray) -> np.ndarray:
 @njit(cache=True, inline="always")
 def squared_l2(point, centre) -> float:
     """Squared L2 distance, float32 terms summed in float64 in index order (the k-means
-    assignment and the play-time nearest centre share this kernel, so they agree exactly)."""
+    assignment, :func:`training.abstraction.kmeans._l2_assign`, does exactly this arithmetic in
+    a vectorised loop order, so it and the play-time nearest centre agree)."""
     d = 0.0
     for j in range(point.shape[0]):
         x = point[j] - centre[j]

@@ -17,6 +17,7 @@ from bot.errors import PokerbotError
 from bot.run_files import (
     CONFIG_FILE,
     SOLVE_ALGO,
+    SOLVE_ALGORITHMS,
     TRAIN_ALGORITHMS,
     continue_command,
     recorded_algo,
@@ -56,6 +57,9 @@ def train(**options: object) -> None:
     """
     if options["algo"] is None:
         options["algo"] = algo_to_resume(options["resume"])
+    if options["algo"] in SOLVE_ALGORITHMS:  # a tabular solver: its own command, for small games only
+        raise PokerbotError(f"--algo {options['algo']} is a tabular solver: pokerbot solve --algo {options['algo']} "
+                            "--game kuhn|leduc (train's algorithms: " + ", ".join(TRAIN_ALGORITHMS) + ")")
     if options["algo"] not in TRAIN_ALGORITHMS:
         raise PokerbotError(f"unknown --algo {options['algo']!r}; known: {', '.join(TRAIN_ALGORITHMS)}")
     if options["resume"] is None and options["game"] is None and options["config_path"] is None:

@@ -21,3 +21,10 @@ def test_train_unknown_algo_is_one_line_error():
     result = CliRunner().invoke(main, ["train", "--algo", "magic", "--out", "x"])
     assert result.exit_code == 2
     assert "unknown --algo 'magic'" in result.output
+
+
+def test_train_names_solve_for_a_tabular_algorithm(tmp_path):
+    result = CliRunner().invoke(main, ["train", "--algo", "cfr+", "--game", "kuhn", "--out", str(tmp_path / "run")])
+    assert result.exit_code == 2
+    assert "--algo cfr+ is a tabular solver: pokerbot solve --algo cfr+" in result.output
+    assert not (tmp_path / "run").exists()

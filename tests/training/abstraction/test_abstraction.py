@@ -357,6 +357,35 @@ def test_kmeans_two_level_fills_every_cluster_when_points_allow():
         kmeans_buckets(twice, np.ones(200), 101, metric)
 
 
+@pytest.mark.parametrize(("dim", "k", "n"), [(8, 227, 700), (50, 72, 300), (3, 5, 9)])
+def test_kmeans_assignment_is_the_play_time_nearest_centre(dim, k, n):
+    """The build's vectorised assignment returns, point for point, the centre and distance of
+    the per-point kernel the shipped bots use at play time, ties (repeated centres, points on a
+    centre) going to the first centre."""
+    from bot.abstraction.runtime_buckets import nearest_centre, squared_l2
+    from training.abstraction.kmeans import _l2_assign
+
+    rng = np.random.default_rng(dim)
+    centres = rng.random((k, dim)).astype(np.float32)
+    centres[-1] = centres[1]
+    points = np.concatenate([centres, rng.random((n, dim)).astype(np.float32)])
+    labels, dist = _l2_assign(points, centres)
+    expected = [nearest_centre(p, centres) for p in points]
+    assert labels.tolist() == expected and labels[k - 1] == labels[1] == 1
+    assert dist.tolist() == [float(np.sqrt(squared_l2(p, centres[c]))) for p, c in zip(points, expected, strict=True)]
+
+
+@given(st.lists(st.integers(0, 5), min_size=1, max_size=40), st.lists(st.floats(-1, 120), max_size=60))
+def test_sorted_search_is_searchsorted_right(steps, keys):
+    """Weighted sampling's galloping search equals numpy's for ascending keys, equal cumulative
+    weights (zero-weight rows) and keys past either end included."""
+    from training.abstraction.kmeans import _sorted_search
+
+    cumulative = np.cumsum(np.asarray(steps, dtype=np.float64))
+    keys = np.sort(np.asarray(keys, dtype=np.float64))
+    assert _sorted_search(cumulative, keys).tolist() == np.searchsorted(cumulative, keys, side="right").tolist()
+
+
 def test_potential_aware_histograms_by_hand():
     """Leduc preflop over a flop table that says 'paired': a J sees 5 flop cards, one of them the
     other J, so its histogram is {unpaired: 4, paired: 1}, whatever the hole card."""

@@ -81,10 +81,12 @@ RUN_FILES_PER_TABLE_BYTE = RUN_DIR_FILES_PER_TABLE_BYTE + PUBLISHED_COPY_PER_TAB
 #: Iterations per abstract infoset that a default ES solve runs (each infoset then sees ~100s of
 #: regret updates; exploitability of ES-MCCFR falls roughly as 1/sqrt(iterations)).
 DEFAULT_ITERATIONS_PER_INFOSET = 30
-#: k-means assignment throughput, point-centre coordinate terms per second on one core
-#: (``bench_abstraction.py --kmeans``: 0.7-1.5e9 under this machine's load; the lower one, which
-#: predicts fhp_abstraction_3.6e6's k-means at 114 s against 148 s measured).
-L2_TERMS_PER_SECOND = 0.7e9
+#: k-means throughput, point-centre coordinate terms per second on one core, the whole k-means
+#: step counted (sampling, reads, empty-cluster repair): abstraction_3e8's river, 2.13e12 terms
+#: by :func:`kmeans_distances`, took 14.2 min on two threads (2-core Intel Xeon, 2026-12-07), so
+#: 1.25e9 a core. The assignment kernel alone: 2.5-2.7e9 (8 dims) and 4.0-4.6e9 (50 dims) by
+#: ``bench_abstraction.py --kmeans`` on one core; 0.7-1.5e9 before it was vectorised over centres.
+L2_TERMS_PER_SECOND = 1.25e9
 #: Point-centre pairs per second of the pruned greedy-EMD assignment on one core: 1.9M measured
 #: on real flop potential-aware histograms (47 turn cards over abstraction_3e6_ke's 518 turn
 #: buckets) against point-like centres; halved for fitted (more spread) centres. The turn of

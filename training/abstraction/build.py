@@ -212,23 +212,25 @@ def _bucket_round(spec: AbstractionSpec, game: Game, r: int, progress: Progress 
     count, method = spec.buckets[r], spec.round_methods[r]
     phase = f"{method} k-means round {r}"
     report = None if progress is None else lambda d, t: progress(phase, d, t)
+    first_level = {} if progress is None else {"coarse_progress": lambda d, t: progress(f"{phase}, first level", d, t)}
     if method == "ehs2":
         features = round_features(game, r, progress)
         return percentile_buckets(features.ehs2, features.weight, count)
     if method == "ke":
         features = round_features(game, r, progress, hist_bins=HIST_BINS)
-        return kmeans_buckets(features.hist, features.weight, count, l2_metric(HIST_BINS, cdf_vectors), seed=r, progress=report)
+        return kmeans_buckets(features.hist, features.weight, count, l2_metric(HIST_BINS, cdf_vectors), seed=r, progress=report,
+                              **first_level)  # fmt: skip
     if method == "ochs":
         features = round_features(game, r, progress, ochs=True)
         metric = l2_metric(features.ochs.shape[1], ochs_vectors)
-        return kmeans_buckets(features.ochs, features.weight, count, metric, seed=r, progress=report)
+        return kmeans_buckets(features.ochs, features.weight, count, metric, seed=r, progress=report, **first_level)
     # pa: histograms over the next round's buckets, EMD with their distances as ground distance
     weight = round_features(game, r, progress).weight
     if progress is not None:
         progress(f"next-round ground distances round {r}", 0, 1)
     centroids, norm, ground = _next_round_ground(spec, game, r + 1)
     return kmeans_buckets(_pa_histograms(spec, game, r, progress), weight, count, emd_metric(centroids, norm, ground),
-                          seed=r, batch=PA_BATCH, steps=PA_STEPS, chunk=200_000, progress=report)  # fmt: skip
+                          seed=r, batch=PA_BATCH, steps=PA_STEPS, chunk=200_000, progress=report, **first_level)  # fmt: skip
 
 
 def _pa_histograms(spec: AbstractionSpec, game: Game, r: int, progress: Progress | None) -> np.ndarray:

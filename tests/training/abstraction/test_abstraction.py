@@ -357,6 +357,29 @@ def test_kmeans_two_level_fills_every_cluster_when_points_allow():
         kmeans_buckets(twice, np.ones(200), 101, metric)
 
 
+def test_two_level_kmeans_reports_its_first_level_on_its_own_count():
+    """The first level's steps and the refined coarse clusters are counted apart (one shared
+    count showed an ETA of hours after the first level), and reporting changes no bucket."""
+    from bot.abstraction.cost import TWO_LEVEL_MIN_K, two_level_split
+    from training.abstraction.kmeans import kmeans_fit, l2_metric
+
+    rng = np.random.default_rng(5)
+    k = TWO_LEVEL_MIN_K + 10
+    points = rng.random((4 * k, 3)).astype(np.float32)
+    metric = l2_metric(3, lambda rows: np.asarray(rows, np.float32))
+    calls: list[tuple[str, int, int]] = []
+    fit = kmeans_fit(points, np.ones(len(points)), k, metric, steps=5, chunk=300,
+                     progress=lambda d, t: calls.append(("fine", d, t)),
+                     coarse_progress=lambda d, t: calls.append(("first", d, t)))  # fmt: skip
+    first = [(d, t) for level, d, t in calls if level == "first"]
+    fine = [(d, t) for level, d, t in calls if level == "fine"]
+    assert calls.index(("fine", *fine[0])) == len(first)  # the first level ends before refining starts
+    assert [d for d, _ in first] == list(range(1, len(first) + 1)) and {t for _, t in first} == {len(first)}
+    coarse = two_level_split(k)
+    assert fine == [(c, coarse) for c in range(1, coarse + 1)]
+    assert np.array_equal(fit.buckets, kmeans_fit(points, np.ones(len(points)), k, metric, steps=5, chunk=300).buckets)
+
+
 @pytest.mark.parametrize(("dim", "k", "n"), [(8, 227, 700), (50, 72, 300), (3, 5, 9)])
 def test_kmeans_assignment_is_the_play_time_nearest_centre(dim, k, n):
     """The build's vectorised assignment returns, point for point, the centre and distance of
